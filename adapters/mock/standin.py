@@ -1,0 +1,168 @@
+"""The mock harness stand-in: a separate child process speaking JSON lines on
+stdio, so the runtime drives it exactly like a real harness (PROTOCOL section 11).
+
+stdin:  {"op": "input", "id", "text"} | {"op": "interrupt"} | {"op": "answer", "request", "answer"}
+stdout: {"ev": "ready", "resumed_turns"} | {"ev": "received", "id", "turn", "delivery"}
+        | {"ev": "delta", "turn", "text"} | {"ev": "request", "turn", "request", "kind", "message"}
+        | {"ev": "message", "turn", "id", "text"}
+        | {"ev": "done", "turn", "status", "inputs", "output", "error"}
+
+Usage: standin.py TRANSCRIPT   (a JSONL file of finished turns; resumed on start)
+"""
+
+import json
+import os
+import select
+import sys
+import time
+
+DELTA_INTERVAL = 0.1
+
+
+def emit(**event):
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+def steps_of(input_id, text):
+    """An input becomes steps: its echo line, then one step per directive."""
+    plain, steps = [], []
+    for line in text.split("\n"):
+        name, _, arg = line.partition(" ")
+        if name == "/sleep":
+            try:
+                steps.append(("sleep", max(0.0, float(arg))))
+                continue
+            except ValueError:
+                pass
+        if name in ("/permission", "/question", "/fail"):
+            steps.append((name[1:], arg))
+        elif line.strip() == "/crash":
+            steps.append(("crash", ""))
+        else:
+            plain.append(line)
+    echo = "\n".join(plain).strip("\n")
+    return ([("echo", "echo: " + echo)] if echo.strip() else []) + steps
+
+
+class Turn:
+    def __init__(self, number):
+        self.number = number
+        self.inputs = []
+        self.texts = []
+        self.steps = []
+        self.lines = []
+        self.sleep_until = None
+        self.next_delta = None
+        self.request = None  # (request id, kind) while waiting for an answer
+
+    def add(self, input_id, text):
+        self.inputs.append(input_id)
+        self.texts.append(text)
+        self.steps.extend(steps_of(input_id, text))
+
+
+class StandIn:
+    def __init__(self, transcript):
+        self.transcript = transcript
+        self.turns_done = self._count_turns()
+        self.turn = None
+        self.requests = 0
+
+    def _count_turns(self):
+        try:
+            with open(self.transcript, encoding="utf-8") as f:
+                return sum(1 for _ in f)
+        except FileNotFoundError:
+            return 0
+
+    def run(self):
+        emit(ev="ready", resumed_turns=self.turns_done)
+        buffer = b""
+        while True:
+            ready = select.select([0], [], [], self._wait_time())[0]
+            if ready:
+                chunk = os.read(0, 65536)
+                if not chunk:
+                    return
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        self.handle(json.loads(line))
+            self.advance()
+
+    def _wait_time(self):
+        turn = self.turn
+        if turn is None or turn.request is not None:
+            return None
+        if turn.sleep_until is None:
+            return 0
+        return max(0.0, min(turn.sleep_until, turn.next_delta) - time.monotonic())
+
+    def handle(self, message):
+        op = message.get("op")
+        if op == "input":
+            if self.turn is None:
+                self.turns_done += 1
+                self.turn = Turn(self.turns_done)
+                delivery = "start"
+            else:
+                delivery = "steer"
+            self.turn.add(message["id"], message["text"])
+            emit(ev="received", id=message["id"], turn=self.turn.number, delivery=delivery)
+        elif op == "interrupt" and self.turn is not None:
+            self.finish("cancelled")
+        elif op == "answer" and self.turn is not None and self.turn.request:
+            request, kind = self.turn.request
+            if message.get("request") == request:
+                answer = message["answer"]
+                if kind == "permission":
+                    self.turn.lines.append("permission: " + answer)
+                else:
+                    self.turn.lines.append("answer: " + "; ".join(answer.values()))
+                self.turn.request = None
+
+    def advance(self):
+        """Run the current turn's steps as far as they go without waiting."""
+        turn = self.turn
+        while turn is not None and turn.request is None:
+            now = time.monotonic()
+            if turn.sleep_until is not None:
+                if now < turn.sleep_until:
+                    if now >= turn.next_delta:
+                        emit(ev="delta", turn=turn.number, text="working… ")
+                        turn.next_delta = now + DELTA_INTERVAL
+                    return
+                turn.sleep_until = None
+            if not turn.steps:
+                self.finish("completed")
+                return
+            kind, arg = turn.steps.pop(0)
+            if kind == "echo":
+                turn.lines.append(arg)
+            elif kind == "sleep":
+                turn.sleep_until = now + arg
+                turn.next_delta = now
+            elif kind in ("permission", "question"):
+                self.requests += 1
+                turn.request = ("r%d" % self.requests, kind)
+                emit(ev="request", turn=turn.number, request=turn.request[0], kind=kind, message=arg)
+            elif kind == "fail":
+                self.finish("failed", error=arg)
+                return
+            elif kind == "crash":
+                os._exit(3)
+
+    def finish(self, status, error=None):
+        turn, self.turn = self.turn, None
+        output = "\n".join(turn.lines) if status != "cancelled" else ""
+        if status != "cancelled":
+            emit(ev="message", turn=turn.number, id="msg-%d" % turn.number, text=output)
+        emit(ev="done", turn=turn.number, status=status, inputs=turn.inputs, output=output, error=error)
+        with open(self.transcript, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"turn": turn.number, "inputs": turn.texts, "output": output}) + "\n")
+
+
+if __name__ == "__main__":
+    StandIn(sys.argv[1]).run()

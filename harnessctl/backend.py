@@ -1,0 +1,200 @@
+"""The interface between the runtime and an adapter.
+
+An adapter implements `Backend` for one harness.  The runtime creates one
+backend per event file and calls it from ONE thread only (the runtime's event
+loop), so an adapter never needs a lock: the harness's stdout lines, its exit
+and any timers the adapter asked for arrive as method calls on that same
+thread.  The adapter reports everything back through the `Host` it was given;
+the runtime turns those reports into events, answers the waiting commands,
+and owns the socket, the locks and the event file.
+
+Life of a backend::
+
+    backend = Backend(host, config)   # nothing started yet
+    backend.start()                   # spawn/resume the harness -> host.ready() or host.start_failed()
+    backend.send(item)                # -> host.accepted(...) or host.send_failed(...)
+    backend.interrupt()               # -> eventually host.result(..., "cancelled", ...)
+    backend.answer(request_id, answer)
+    backend.stop()                    # graceful: end the harness, return when it is gone
+
+The runtime passes sends one at a time: the next `send` comes only after the
+previous one was accepted or failed, so an adapter always knows the native
+turn id of the run it steers into.
+
+If the harness process exits while runs are open, the runtime itself writes a
+`failed` result for every open input and expires pending requests after
+calling `on_exit`, so an adapter cannot forget one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
+
+
+class Config(NamedTuple):
+    """What the runtime knows about the conversation when it creates a backend."""
+
+    cwd: str  # bound working directory (absolute)
+    model: Optional[str]  # bound model, or None for the harness's default
+    sidecar: str  # FILE.d/: the adapter may keep small files here (resume ids)
+    env: Dict[str, str]  # environment of the send that started the runtime
+    debug: bool
+
+
+class Input(NamedTuple):
+    """One accepted-to-be send."""
+
+    input_id: str
+    text: str
+
+
+class Host:
+    """What a backend may call.  Implemented by the runtime; all calls are cheap
+    and must be made from the runtime thread (i.e. from inside a backend method)."""
+
+    # -- process plumbing -------------------------------------------------
+    def spawn(self, argv: Sequence[str], env: Dict[str, str], cwd: str) -> "Child":
+        """Start the harness child with pipes.  Its stdout lines arrive as
+        `Backend.on_line(text)`, its exit as `Backend.on_exit(returncode)`, and
+        its stderr goes to the runtime log.  Raises OSError if it cannot start."""
+        raise NotImplementedError
+
+    def call_later(self, seconds: float, callback: Callable[[], None]) -> None:
+        """Call `callback()` on the runtime thread after `seconds`."""
+        raise NotImplementedError
+
+    # -- start --------------------------------------------------------------
+    def ready(self) -> None:
+        """The harness is up and can take sends."""
+        raise NotImplementedError
+
+    def start_failed(self, message: str) -> None:
+        """The harness could not be started; waiting sends exit 5 with `message`."""
+        raise NotImplementedError
+
+    # -- sends ----------------------------------------------------------------
+    def new_run(self) -> str:
+        """Allocate a run id (a UUID) for a run the adapter is starting."""
+        raise NotImplementedError
+
+    def accepted(self, input_id: str, delivery: str, run_id: Optional[str]) -> None:
+        """The harness confirmed it has the input.  `delivery` is start, steer
+        or queued; `run_id` may be None while the harness has not said which run
+        consumes it.  Writes the critical `accepted` event; the send exits 0."""
+        raise NotImplementedError
+
+    def attributed(self, input_id: str, run_id: str) -> None:
+        """The harness confirmed which run consumes an input accepted with
+        run_id None.  Writes the `accepted` snapshot with the run id."""
+        raise NotImplementedError
+
+    def send_failed(self, input_id: str, message: str, unavailable: bool = False) -> None:
+        """The input was NOT accepted.  The send exits 5 when `unavailable`
+        (the harness refused or is gone), else 1."""
+        raise NotImplementedError
+
+    # -- what the agent does ------------------------------------------------
+    def message(self, run_id: str, message_id: str, text: str, role: str = "assistant") -> None:
+        """A complete message snapshot (a later call with the same id replaces it)."""
+        raise NotImplementedError
+
+    def request(
+        self,
+        run_id: Optional[str],
+        kind: str,
+        message: str,
+        options: Optional[List[str]] = None,
+        details: Optional[Dict[str, Any]] = None,
+    ) -> str:
+        """The harness asks the user something; returns our request id (req-N).
+
+        kind "permission": `options` are the allowed answers (e.g. allow, deny,
+        allow-session); `details` may carry `tool`, `input`, ...
+        kind "question": `details["questions"]` is a list of
+        {"id", "question", "options": [labels] or absent}.
+        The runtime validates the reply against these before `Backend.answer`."""
+        raise NotImplementedError
+
+    def request_closed(self, request_id: str) -> None:
+        """The harness withdrew the request: its snapshot becomes `expired`
+        unless it was already replied."""
+        raise NotImplementedError
+
+    def result(
+        self,
+        run_id: str,
+        input_ids: Sequence[str],
+        status: str,
+        output: str = "",
+        usage: Optional[Dict[str, Any]] = None,
+        cost_usd: Optional[float] = None,
+        error: Optional[str] = None,
+    ) -> None:
+        """The run ended: status completed, cancelled or failed.  Pending
+        requests of the run expire."""
+        raise NotImplementedError
+
+    def log(self, kind: str, level: str = "info", run_id: Optional[str] = None, **fields: Any) -> None:
+        """A droppable `log` event (text.delta, reasoning.delta, tool.*, native, diagnostic ...)."""
+        raise NotImplementedError
+
+    def debug(self, text: str) -> None:
+        """A line in the runtime log (FILE.d/runtime.log), not in the event file."""
+        raise NotImplementedError
+
+
+class Child:
+    """A running harness process, as returned by `Host.spawn`."""
+
+    pid: int
+
+    def write_line(self, text: str) -> None:
+        """Write one line (a newline is added) to the child's stdin.  A broken
+        pipe is ignored: the exit arrives as `Backend.on_exit`."""
+        raise NotImplementedError
+
+    def close_stdin(self) -> None:
+        raise NotImplementedError
+
+    def kill(self) -> None:
+        raise NotImplementedError
+
+    def wait(self, timeout: float) -> Optional[int]:
+        """Wait for the exit; None if still running after `timeout`."""
+        raise NotImplementedError
+
+
+class Backend:
+    """Base class of an adapter's backend.  See the module docstring."""
+
+    def __init__(self, host: Host, config: Config) -> None:
+        self.host = host
+        self.config = config
+
+    def start(self) -> None:
+        """Spawn (or resume) the harness; report host.ready() or host.start_failed()."""
+        raise NotImplementedError
+
+    def send(self, item: Input) -> None:
+        """Deliver one input, starting a run when idle and steering when busy."""
+        raise NotImplementedError
+
+    def interrupt(self) -> None:
+        """Cancel the active run and drop queued inputs (cancelled results)."""
+        raise NotImplementedError
+
+    def answer(self, request_id: str, answer: Any) -> None:
+        """Forward a validated reply: a permission option string, or for a
+        question a dict {question id: answer text}."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """End the harness gracefully (idle exit, SIGTERM); block until it is gone."""
+        raise NotImplementedError
+
+    def on_line(self, line: str) -> None:
+        """One line the harness wrote on stdout (without the newline)."""
+        raise NotImplementedError
+
+    def on_exit(self, returncode: Optional[int]) -> None:
+        """The harness exited.  Called once; the runtime then fails open runs."""

@@ -1,0 +1,140 @@
+"""Command line: parse, run, map errors to exit codes (the only place that does).
+
+The parser is hand-written on purpose: the grammar is four fixed commands, and
+every command is a fresh process whose start-up time is the product's latency.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Dict, List, Optional, Tuple
+
+from . import __version__
+from .errors import HarnessctlError, UsageError
+
+USAGE = """\
+usage: harnessctl send   FILE [TEXT] [--cwd DIR] [--model MODEL] [--adapter NAME]
+       harnessctl cancel FILE
+       harnessctl status FILE
+       harnessctl reply  FILE REQUEST_ID [ANSWER]
+       harnessctl --help | --version
+
+TEXT and ANSWER are read from stdin (all of it, UTF-8) when omitted.
+send/cancel/reply print nothing and exit 0 on success; status prints one JSON line.
+Exit codes: 0 ok, 1 internal error, 2 usage/input error, 3 refused by state,
+4 event file does not exist, 5 harness unavailable, 6 outcome unknown (timed out;
+read the event file before retrying).  See README.md for the event format."""
+
+MAX_TEXT = 4 * 1024 * 1024
+POSITIONALS = {"send": (1, 2), "cancel": (1, 1), "status": (1, 1), "reply": (2, 3)}
+OPTIONS = {"send": ("--cwd", "--model", "--adapter")}
+
+
+def main(argv: Optional[List[str]] = None, adapter: Optional[str] = None) -> int:
+    """Run one command; `adapter` is fixed by a per-adapter package entry point."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        return run(argv, adapter)
+    except HarnessctlError as e:
+        return fail(str(e), e.exit_code)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:
+        if os.environ.get("HARNESSCTL_DEBUG") == "1":
+            raise
+        return fail("internal error: %s: %s (set HARNESSCTL_DEBUG=1 for a traceback)" % (type(e).__name__, e), 1)
+
+
+def fail(message: str, code: int) -> int:
+    if os.environ.get("HARNESSCTL_DEBUG") == "1" and sys.exc_info()[0] is not None:
+        import traceback
+
+        traceback.print_exc()
+    sys.stderr.write("harnessctl: %s\n" % message.replace("\n", " "))
+    return code
+
+
+def run(argv: List[str], fixed_adapter: Optional[str]) -> int:
+    options_part = argv[: argv.index("--")] if "--" in argv else argv
+    if not argv or "-h" in options_part or "--help" in options_part:
+        print(USAGE)
+        return 0 if argv else 2
+    if argv[0] == "--version":
+        print("harnessctl %s" % __version__ + (" (%s adapter)" % fixed_adapter if fixed_adapter else ""))
+        return 0
+    command, args, options = parse(argv)
+    from . import client
+
+    if command == "send":
+        adapter = options.get("--adapter")
+        if fixed_adapter and adapter not in (None, fixed_adapter):
+            raise UsageError("this harnessctl is the %s adapter's; --adapter %s is not available"
+                             % (fixed_adapter, adapter))
+        text = check_text(args[1] if len(args) > 1 else read_stdin("TEXT"))
+        client.send(args[0], text, options.get("--cwd"), options.get("--model"), adapter or fixed_adapter)
+    elif command == "status":
+        sys.stdout.write(json.dumps(client.status(args[0]), ensure_ascii=False, separators=(",", ":")) + "\n")
+    elif command == "cancel":
+        client.cancel(args[0])
+    else:
+        answer = args[2] if len(args) > 2 else read_stdin("ANSWER")
+        client.reply(args[0], args[1], answer)
+    return 0
+
+
+def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str]]:
+    command = argv[0]
+    if command not in POSITIONALS:
+        raise UsageError("unknown command %r (use send, cancel, status or reply; --help)" % command)
+    allowed = OPTIONS.get(command, ())
+    args: List[str] = []
+    options: Dict[str, str] = {}
+    rest = iter(argv[1:])
+    for arg in rest:
+        if arg == "--":
+            args.extend(rest)
+            break
+        if arg.startswith("--") and arg.split("=", 1)[0] in allowed:
+            name, eq, value = arg.partition("=")
+            if not eq:
+                value = next(rest, None)
+                if value is None:
+                    raise UsageError("%s needs a value" % name)
+            if not value:
+                raise UsageError("%s must not be empty" % name)
+            options[name] = value
+        elif arg.startswith("-") and len(arg) > 1:
+            raise UsageError("unknown option %s for %s" % (arg, command))
+        else:
+            args.append(arg)
+    low, high = POSITIONALS[command]
+    if not low <= len(args) <= high:
+        raise UsageError("%s takes %s arguments; see --help" % (command, " to ".join(map(str, sorted({low, high})))))
+    return command, args, options
+
+
+def read_stdin(what: str) -> str:
+    try:
+        data = sys.stdin.buffer.read(MAX_TEXT + 1)
+    except (OSError, AttributeError):
+        raise UsageError("%s omitted and stdin is not readable" % what) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError("%s on stdin is not valid UTF-8" % what) from None
+
+
+def check_text(text: str) -> str:
+    if not text.strip():
+        raise UsageError("empty text: nothing to send")
+    if "\0" in text:
+        raise UsageError("text contains a NUL byte")
+    if len(text.encode("utf-8", "surrogateescape")) > MAX_TEXT:
+        raise UsageError("text is larger than %d MiB" % (MAX_TEXT // (1024 * 1024)))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError("text is not valid UTF-8") from None
+    return text

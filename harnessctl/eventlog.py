@@ -1,0 +1,144 @@
+"""The event file: locked, fsynced appends of critical events; cheap merged logs.
+
+Durability split (PROTOCOL section 4): `accepted`, `message`, `request` and
+`result` are written with one write() under an exclusive flock and fsynced
+before the caller goes on; `log` lines are buffered, merged and written without
+fsync, and a failed log write never fails the work.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+# Consecutive deltas of one run are merged into one line up to this size.
+MAX_MERGED_TEXT = 16384
+# Log lines held back before the oldest are dropped (the harness must never block on us).
+MAX_BUFFERED_LOGS = 512
+MERGEABLE_KINDS = ("text.delta", "reasoning.delta", "tool.output")
+
+
+def timestamp(now: Optional[float] = None) -> str:
+    """UTC, ISO 8601 with milliseconds and Z."""
+    now = time.time() if now is None else now
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + ".%03dZ" % (int(now * 1000) % 1000)
+
+
+def encode(event: Dict[str, Any]) -> bytes:
+    return (json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+class EventLog:
+    """Appends events to one event file.  Used by the single process that holds
+    the runtime lock (the runtime, or a command recovering a lost runtime)."""
+
+    def __init__(self, path: str, last_seq: int) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self.seq = last_seq
+        self._logs: List[Dict[str, Any]] = []
+        self.dropped_logs = 0
+
+    def close(self) -> None:
+        self.flush_logs()
+        os.close(self.fd)
+
+    def append(self, event: Dict[str, Any]) -> Dict[str, Any]:
+        """Write one critical event durably; return it with type/ts/seq filled.
+
+        Raises OSError (disk full, ...) after truncating the file back, so no
+        torn critical line is ever visible once we let go of the lock."""
+        self.flush_logs()
+        full = {"type": event["type"], "ts": timestamp(), "seq": self.seq + 1}
+        full.update(event)
+        self._write(encode(full), sync=True)
+        self.seq += 1
+        return full
+
+    def log(self, event: Dict[str, Any]) -> None:
+        """Buffer a `log` event; consecutive deltas of one run merge into one line."""
+        last = self._logs[-1] if self._logs else None
+        if (
+            last is not None
+            and event.get("kind") in MERGEABLE_KINDS
+            and last.get("kind") == event.get("kind")
+            and last.get("run_id") == event.get("run_id")
+            and isinstance(last.get("text"), str)
+            and isinstance(event.get("text"), str)
+            and len(last["text"]) < MAX_MERGED_TEXT
+        ):
+            last["text"] += event["text"]
+            return
+        if len(self._logs) >= MAX_BUFFERED_LOGS:
+            self._logs.pop(0)
+            self.dropped_logs += 1
+        self._logs.append(dict(event, ts=timestamp()))
+
+    def has_buffered_logs(self) -> bool:
+        return bool(self._logs)
+
+    def flush_logs(self) -> None:
+        """Write buffered log lines in one write, without fsync; failures drop them."""
+        if not self._logs and not self.dropped_logs:
+            return
+        logs, self._logs = self._logs, []
+        if self.dropped_logs:
+            logs.append({"type": "log", "ts": timestamp(), "level": "warning", "kind": "diagnostic",
+                         "message": "%d log events dropped" % self.dropped_logs})
+            self.dropped_logs = 0
+        data = bytearray()
+        seq = self.seq
+        for event in logs:
+            seq += 1
+            full = {"type": "log", "ts": event.pop("ts"), "seq": seq}
+            full.update(event)
+            data += encode(full)
+        try:
+            self._write(bytes(data), sync=False)
+        except OSError:
+            self.dropped_logs += len(logs)
+            return
+        self.seq = seq
+
+    def _write(self, data: bytes, sync: bool) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            size = os.fstat(self.fd).st_size
+            if size and os.pread(self.fd, 1, size - 1) != b"\n":
+                data = b"\n" + data  # terminate a torn tail left by a crash or a foreign writer
+            try:
+                written = 0
+                while written < len(data):
+                    written += os.write(self.fd, data[written:])
+                if sync:
+                    os.fdatasync(self.fd)
+            except OSError:
+                os.ftruncate(self.fd, size)
+                raise
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+
+def read_events(path: str, offset: int = 0) -> Iterator[Tuple[Dict[str, Any], int]]:
+    """Yield (event, offset after its line) for every complete, valid line from
+    `offset`.  A line that is not valid JSON can only be a torn fragment: skipped."""
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with f:
+        f.seek(offset)
+        pos = offset
+        for line in f:
+            if not line.endswith(b"\n"):
+                return  # incomplete tail: a reader advances by complete lines only
+            pos += len(line)
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and "type" in event:
+                yield event, pos

@@ -1,0 +1,554 @@
+"""The runtime process: one per event file, detached, spawned by `send`.
+
+It holds the runtime lock for life, serves commands on a local socket, owns
+the adapter's backend (and through it the harness), and is the only writer of
+the event file while it lives.  Everything that changes state runs on ONE
+thread, the loop in `Runtime.serve`: socket handler threads and harness
+reader threads only post jobs to its queue, so neither the runtime nor any
+adapter needs a lock of its own.  The loop sleeps in `queue.get` until a job
+or the next timer is due: an idle runtime costs no CPU.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections import deque
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
+
+from . import answers, ipc, locks, registry, snapshot
+from .address import Address, read_binding
+from .backend import Config, Host, Input
+from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError
+from .eventlog import EventLog, timestamp
+from .proc import Process
+from .state import LOST, close_open_work, result_event, status_report
+
+LOG_FLUSH_DELAY = 0.1
+RESULT_STATUSES = ("completed", "cancelled", "failed")
+DELIVERIES = ("start", "steer", "queued")
+
+
+class Waiter:
+    """The reply slot of one command connection."""
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self.response: Dict[str, Any] = {}
+
+    def reply(self, response: Dict[str, Any]) -> None:
+        if not self._done.is_set():
+            self.response = response
+            self._done.set()
+
+    def ok(self, **fields: Any) -> None:
+        self.reply(dict(fields, ok=True))
+
+    def fail(self, error: HarnessctlError) -> None:
+        self.reply({"ok": False, "code": error.exit_code, "error": str(error)})
+
+    def wait(self) -> Dict[str, Any]:
+        self._done.wait()
+        return self.response
+
+
+class Runtime(Host):
+    def __init__(self, addr: Address, binding: Dict[str, Any], env: Dict[str, str], log_fd: int) -> None:
+        self.addr = addr
+        self.binding = binding
+        self.env = env
+        self.log_fd = log_fd
+        self.debug_enabled = env.get("HARNESSCTL_DEBUG") == "1"
+        self.idle_timeout = _seconds(env, "HARNESSCTL_IDLE_TIMEOUT", 60.0)
+        self.timeout = _seconds(env, "HARNESSCTL_TIMEOUT", 30.0)
+        self.jobs: "queue.Queue[Tuple[str, Any, Any]]" = queue.Queue()
+        self.timers: List[Tuple[float, int, Callable[[], None]]] = []
+        self.timer_ids = itertools.count()
+        self.conv, _ = snapshot.load(addr)
+        self.events = EventLog(addr.path, self.conv.seq)
+        self.last_activity = self.conv.last_activity
+        self.waiting: Deque[Tuple[Input, Waiter]] = deque()
+        self.in_flight: Optional[Tuple[Input, Waiter]] = None
+        self.texts: Dict[str, Tuple[str, str]] = {}  # input_id -> (text, delivery) until attributed
+        self.harness = "stopped"  # stopped / starting / ready
+        self.generation = 0  # bumped whenever the harness goes away: stale callbacks are ignored
+        self.backend: Any = None
+        self.child: Optional[Process] = None
+        self.cancelling = False
+        self.cancel_after_accept = False
+        self.flush_scheduled = False
+        self.idle_since: Optional[float] = time.monotonic()
+        self.stopping = False
+        self.server: Any = None
+        self.intake = threading.Lock()  # orders "request queued" against "stopped listening"
+        self.connections: set = set()  # handler threads, joined at exit so every reply is sent
+
+    # -- the loop -------------------------------------------------------------
+
+    def post(self, fn: Callable[[], None]) -> None:
+        """Run `fn` on the loop thread (safe from any thread)."""
+        self.jobs.put(("call", fn, None))
+
+    def serve(self, server: Any) -> None:
+        self.server = server
+        self._write_all(close_open_work(self.conv, LOST))
+        threading.Thread(target=self._accept_loop, daemon=True).start()
+        self._start_harness()  # the send that spawned us is on its way: get the harness going
+        while not self.stopping:
+            try:
+                kind, payload, waiter = self.jobs.get(timeout=self._sleep_time())
+            except queue.Empty:
+                kind = None
+            if kind == "call":
+                self._guard(payload)
+            elif kind == "request":
+                self._dispatch(payload, waiter)
+            self._run_due_timers()
+            self._check_idle()
+
+    def _sleep_time(self) -> float:
+        deadline = self.timers[0][0] if self.timers else None
+        if self.idle_since is not None:
+            idle_deadline = self.idle_since + self.idle_timeout
+            deadline = idle_deadline if deadline is None else min(deadline, idle_deadline)
+        return 3600.0 if deadline is None else max(0.0, deadline - time.monotonic())
+
+    def _run_due_timers(self) -> None:
+        now = time.monotonic()
+        while self.timers and self.timers[0][0] <= now:
+            _, _, callback = heapq.heappop(self.timers)
+            self._guard(callback)
+
+    def _is_idle(self) -> bool:
+        return not (self.conv.is_busy() or self.waiting or self.in_flight or self.harness == "starting")
+
+    def _check_idle(self) -> None:
+        if not self._is_idle():
+            self.idle_since = None
+        elif self.idle_since is None:
+            self.idle_since = time.monotonic()
+        elif time.monotonic() >= self.idle_since + self.idle_timeout:
+            self.shutdown("idle")
+
+    def _guard(self, fn: Callable[[], None]) -> None:
+        """Run adapter code; a bug in it is logged, never kills the runtime."""
+        try:
+            fn()
+        except Exception:
+            self.debug("error in job:\n" + traceback.format_exc())
+
+    # -- commands -------------------------------------------------------------
+
+    def _accept_loop(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            thread = threading.Thread(target=self._serve_connection, args=(conn,), daemon=True)
+            self.connections.add(thread)
+            thread.start()
+
+    def _serve_connection(self, conn: Any) -> None:
+        try:
+            self._answer(conn)
+        finally:
+            self.connections.discard(threading.current_thread())
+
+    def _answer(self, conn: Any) -> None:
+        with conn:
+            try:
+                if ipc.peer_uid(conn) != os.getuid():
+                    return
+                conn.settimeout(self.timeout)
+                request = ipc.read_message(conn)
+            except (OSError, ValueError):
+                return
+            if request is None:
+                return
+            waiter = Waiter()
+            with self.intake:
+                if self.stopping:
+                    waiter.reply({"retry": True})
+                else:
+                    self.jobs.put(("request", request, waiter))
+            response = waiter.wait()
+            try:
+                ipc.send_message(conn, response)
+            except OSError:
+                pass
+
+    def _dispatch(self, request: Dict[str, Any], waiter: Waiter) -> None:
+        op = request.get("op")
+        try:
+            if op == "send":
+                self.waiting.append((Input(str(uuid.uuid4()), str(request["text"])), waiter))
+                self._pump()
+            elif op == "status":
+                waiter.ok(status=self.status())
+            elif op == "cancel":
+                self._cancel()
+                waiter.ok()
+            elif op == "reply":
+                self._reply(str(request.get("request_id")), str(request.get("answer")))
+                waiter.ok()
+            else:
+                waiter.reply({"ok": False, "code": 1, "error": "unknown operation %r" % op})
+        except HarnessctlError as e:
+            waiter.fail(e)
+        except Exception as e:
+            self.debug("error handling %s:\n%s" % (op, traceback.format_exc()))
+            waiter.reply({"ok": False, "code": 1, "error": "internal error in the runtime: %s" % e})
+
+    def status(self) -> Dict[str, Any]:
+        return status_report(self.conv, self.binding, alive=True, cancelling=self.cancelling,
+                             last_activity=self.last_activity)
+
+    def _cancel(self) -> None:
+        if not (self.conv.is_busy() or self.in_flight):
+            return
+        self.cancelling = True
+        if self.in_flight:
+            self.cancel_after_accept = True
+        if self.harness == "ready" and self.conv.is_busy():
+            self.backend.interrupt()
+
+    def _reply(self, request_id: str, answer: str) -> None:
+        request = self.conv.pending.get(request_id)
+        if request is None:
+            state = self.conv.closed_requests.get(request_id)
+            if state:
+                raise StateError("%s is already %s" % (request_id, state))
+            raise StateError("unknown request id %s" % request_id)
+        value = answers.validate(request, answer)
+        if self.harness != "ready":
+            raise StateError("%s can no longer be answered: the harness is gone" % request_id)
+        self.backend.answer(request_id, value)
+        self._write(dict(request, state="replied", answer=value))
+
+    # -- sends ----------------------------------------------------------------
+
+    def _pump(self) -> None:
+        """Hand the next waiting send to the backend: one at a time."""
+        if self.in_flight or not self.waiting or self.stopping:
+            return
+        if self.harness == "stopped":
+            self._start_harness()
+            return
+        if self.harness != "ready":
+            return
+        item, waiter = self.waiting.popleft()
+        self.in_flight = (item, waiter)
+        self.texts[item.input_id] = (item.text, "")
+        generation = self.generation
+        self.call_later(self.timeout, lambda: self._send_timed_out(item.input_id, generation))
+        try:
+            self.backend.send(item)
+        except Exception as e:
+            self.debug("backend.send failed:\n" + traceback.format_exc())
+            self.send_failed(item.input_id, "adapter error: %s" % e)
+
+    def _send_timed_out(self, input_id: str, generation: int) -> None:
+        if self.in_flight and self.in_flight[0].input_id == input_id and generation == self.generation:
+            self.in_flight[1].fail(OutcomeUnknownError(
+                "the harness did not confirm the input within %g s; it may still be accepted: "
+                "read the event file before retrying" % self.timeout))
+            self.in_flight = None
+            self._pump()
+
+    def _finish_send(self, input_id: str, error: Optional[HarnessctlError]) -> None:
+        if self.in_flight and self.in_flight[0].input_id == input_id:
+            waiter = self.in_flight[1]
+            self.in_flight = None
+            if error is None:
+                waiter.ok()
+            else:
+                waiter.fail(error)
+            if self.cancel_after_accept:
+                self.cancel_after_accept = False
+                if error is None and self.harness == "ready":
+                    self.backend.interrupt()
+        self._pump()
+
+    def _fail_waiting(self, message: str) -> None:
+        while self.waiting:
+            self.waiting.popleft()[1].fail(UnavailableError(message))
+
+    # -- the harness ----------------------------------------------------------
+
+    def _start_harness(self) -> None:
+        self.harness = "starting"
+        self.generation += 1
+        generation = self.generation
+        self.call_later(self.timeout * 0.8, lambda: self._start_timed_out(generation))
+        config = Config(cwd=self.binding["cwd"], model=self.binding.get("model"), sidecar=self.addr.sidecar,
+                        env=dict(self.env), debug=self.debug_enabled)
+        try:
+            self.backend = registry.backend_class(self.binding["adapter"])(self, config)
+            self.backend.start()
+        except Exception as e:
+            self.debug("backend.start failed:\n" + traceback.format_exc())
+            self.start_failed(str(e))
+
+    def _start_timed_out(self, generation: int) -> None:
+        if generation == self.generation and self.harness == "starting":
+            self.start_failed("the harness did not become ready within %g s" % (self.timeout * 0.8))
+
+    def _drop_harness(self) -> None:
+        """Forget the current harness; callbacks from it are ignored from now on."""
+        self.generation += 1
+        self.harness = "stopped"
+        self.backend = None
+        if self.child is not None:
+            self.child.kill()
+            self.child.wait(5)
+            self.child = None
+
+    def _child_line(self, generation: int, line: str) -> None:
+        if generation == self.generation and self.backend is not None:
+            self.last_activity = timestamp()
+            self.backend.on_line(line)
+
+    def _child_exit(self, generation: int, returncode: Optional[int]) -> None:
+        if generation != self.generation:
+            return
+        was = self.harness
+        backend = self.backend
+        self.child = None
+        try:
+            if backend is not None:
+                backend.on_exit(returncode)
+        finally:
+            self._drop_harness()
+        message = "the harness exited unexpectedly (exit code %s); see %s" % (returncode, self.addr.runtime_log)
+        if was == "starting":
+            self._fail_waiting(message)
+        if self.in_flight:
+            self.send_failed(self.in_flight[0].input_id, message, unavailable=True)
+        self._write_all(close_open_work(self.conv, message))
+        self.cancelling = False
+        self._pump()
+
+    # -- Host: what the backend calls -----------------------------------------
+
+    def spawn(self, argv: Sequence[str], env: Dict[str, str], cwd: str) -> Process:
+        generation = self.generation
+        self.child = Process(
+            argv, env, cwd, self.log_fd,
+            on_line=lambda line: self.post(lambda: self._child_line(generation, line)),
+            on_exit=lambda code: self.post(lambda: self._child_exit(generation, code)),
+        )
+        self.debug("started harness pid %d: %s" % (self.child.pid, " ".join(argv)))
+        return self.child
+
+    def call_later(self, seconds: float, callback: Callable[[], None]) -> None:
+        heapq.heappush(self.timers, (time.monotonic() + seconds, next(self.timer_ids), callback))
+
+    def ready(self) -> None:
+        if self.harness == "starting":
+            self.harness = "ready"
+            self._pump()
+
+    def start_failed(self, message: str) -> None:
+        if self.harness == "starting":
+            self._drop_harness()
+            self._fail_waiting(message)
+
+    def new_run(self) -> str:
+        return str(uuid.uuid4())
+
+    def accepted(self, input_id: str, delivery: str, run_id: Optional[str]) -> None:
+        if delivery not in DELIVERIES:
+            raise ValueError("bad delivery %r" % delivery)
+        text = self.texts.pop(input_id, ("", ""))[0]
+        try:
+            self._write({"type": "accepted", "input_id": input_id, "text": text, "delivery": delivery,
+                         "run_id": run_id})
+        except OSError as e:
+            self._finish_send(input_id, HarnessctlError(
+                "could not record the input in the event file (%s); the harness may have seen it" % e.strerror))
+            if self.harness == "ready":
+                self.backend.interrupt()
+            return
+        if run_id is None:
+            self.texts[input_id] = (text, delivery)
+        self._finish_send(input_id, None)
+
+    def attributed(self, input_id: str, run_id: str) -> None:
+        if input_id in self.conv.open_inputs and self.conv.open_inputs[input_id] is None:
+            text, delivery = self.texts.pop(input_id, ("", "steer"))
+            self._write({"type": "accepted", "input_id": input_id, "text": text, "delivery": delivery,
+                         "run_id": run_id})
+
+    def send_failed(self, input_id: str, message: str, unavailable: bool = False) -> None:
+        self.texts.pop(input_id, None)
+        self._finish_send(input_id, UnavailableError(message) if unavailable else HarnessctlError(message))
+
+    def message(self, run_id: str, message_id: str, text: str, role: str = "assistant") -> None:
+        self._write({"type": "message", "run_id": run_id, "message_id": message_id, "role": role, "text": text})
+
+    def request(self, run_id: Optional[str], kind: str, message: str, options: Optional[List[str]] = None,
+                details: Optional[Dict[str, Any]] = None) -> str:
+        request_id = "req-%d" % (self.conv.request_count + 1)
+        event = {"type": "request", "run_id": run_id, "request_id": request_id, "state": "pending",
+                 "kind": kind, "message": message, "options": list(options or [])}
+        event.update(details or {})
+        self._write(event)
+        return request_id
+
+    def request_closed(self, request_id: str) -> None:
+        request = self.conv.pending.get(request_id)
+        if request is not None:
+            self._write(dict(request, state="expired"))
+
+    def result(self, run_id: str, input_ids: Sequence[str], status: str, output: str = "",
+               usage: Optional[Dict[str, Any]] = None, cost_usd: Optional[float] = None,
+               error: Optional[str] = None) -> None:
+        if status not in RESULT_STATUSES:
+            raise ValueError("bad result status %r" % status)
+        covered = [i for i in input_ids if i in self.conv.open_inputs]
+        if len(covered) != len(input_ids):
+            self.debug("result for run %s: ignoring inputs that are not open: %s"
+                       % (run_id, [i for i in input_ids if i not in covered]))
+        for input_id in covered:
+            self.texts.pop(input_id, None)
+        self._write(result_event(run_id, covered, status, output, usage, cost_usd, error))
+        for request in [r for r in self.conv.pending.values() if r.get("run_id") in (run_id, None)]:
+            self._write(dict(request, state="expired"))
+        if not self.conv.is_busy():
+            self.cancelling = False
+
+    def log(self, kind: str, level: str = "info", run_id: Optional[str] = None, **fields: Any) -> None:
+        event: Dict[str, Any] = {"type": "log", "level": level, "kind": kind}
+        if run_id is not None:
+            event["run_id"] = run_id
+        event.update(fields)
+        self.events.log(event)
+        if not self.flush_scheduled:
+            self.flush_scheduled = True
+            self.call_later(LOG_FLUSH_DELAY, self._flush_logs)
+
+    def _flush_logs(self) -> None:
+        self.flush_scheduled = False
+        self.events.flush_logs()
+
+    def debug(self, text: str) -> None:
+        line = "%s %s\n" % (timestamp(), text.rstrip("\n"))
+        try:
+            os.write(self.log_fd, line.encode("utf-8", "replace"))
+        except OSError:
+            pass
+
+    # -- writing --------------------------------------------------------------
+
+    def _write(self, event: Dict[str, Any]) -> Dict[str, Any]:
+        written = self.events.append(event)
+        self.conv.apply(written)
+        return written
+
+    def _write_all(self, events: List[Dict[str, Any]]) -> None:
+        for event in events:
+            self._write(event)
+
+    # -- the end --------------------------------------------------------------
+
+    def shutdown(self, reason: str) -> None:
+        """Stop taking commands, stop the harness, record what ends with us."""
+        self.debug("shutting down: %s" % reason)
+        with self.intake:
+            self.stopping = True
+        self.server.close()
+        try:
+            os.unlink(self.addr.socket)
+        except OSError:
+            pass
+        if self.backend is not None:
+            self._guard(self.backend.stop)
+        self._drop_harness()
+        if self.in_flight:
+            self.in_flight[1].fail(OutcomeUnknownError("the runtime stopped (%s) while confirming the input" % reason))
+        self._fail_waiting("the runtime stopped (%s); send again" % reason)
+        self._guard(lambda: self._write_all(close_open_work(self.conv, "the runtime stopped (%s) before the run ended" % reason)))
+        self._drain_requests()
+        deadline = time.monotonic() + 2
+        for thread in list(self.connections):
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self.events.close()
+        snapshot.save(self.addr, self.conv, os.stat(self.addr.path).st_size)
+
+    def _drain_requests(self) -> None:
+        """Commands that reached us after we stopped listening are told to retry."""
+        while True:
+            try:
+                kind, _, waiter = self.jobs.get_nowait()
+            except queue.Empty:
+                return
+            if kind == "request":
+                waiter.reply({"retry": True})
+
+
+def _seconds(env: Dict[str, str], name: str, default: float) -> float:
+    try:
+        value = float(env.get(name, default))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Entry point of the detached runtime: `... runtime EVENT_FILE READY_FD`."""
+    argv = sys.argv[1:] if argv is None else argv
+    addr, ready_fd = Address(argv[0]), int(argv[1])
+    for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_IGN)
+    env = dict(os.environ)
+    log_fd = _open_log(addr)
+    os.dup2(log_fd, 2)
+    timeout = _seconds(env, "HARNESSCTL_TIMEOUT", 30.0)
+    lock = locks.wait_lock(addr.runtime_lock, time.monotonic() + timeout)
+    if lock is None:
+        return _ready(ready_fd, "busy")
+    try:
+        binding = read_binding(addr)
+        runtime = Runtime(addr, binding, env, log_fd)
+        server = ipc.listen(addr.socket)
+    except Exception as e:
+        traceback.print_exc()
+        return _ready(ready_fd, "error %s" % e)
+    signal.signal(signal.SIGTERM, lambda *_: runtime.post(lambda: runtime.shutdown("SIGTERM")))
+    _ready(ready_fd, "ok")
+    runtime.serve(server)
+    return 0
+
+
+def _ready(fd: int, word: str) -> int:
+    try:
+        os.write(fd, (word + "\n").encode("utf-8", "replace"))
+        os.close(fd)
+    except OSError:
+        pass
+    return 0 if word == "ok" else 1
+
+
+def _open_log(addr: Address) -> int:
+    """The runtime log: our diagnostics and the harness's stderr.  Rotated once
+    at start when large, so it never grows without bound."""
+    path = addr.runtime_log
+    try:
+        if os.path.getsize(path) > 4 * 1024 * 1024:
+            os.replace(path, path + ".1")
+    except OSError:
+        pass
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
