@@ -1,0 +1,568 @@
+"""Claude Code adapter: one long-lived `claude -p` speaking stream-json.
+
+Wire facts this relies on (Claude Code 2.1.332, research/claude/REPORT.md):
+
+* every stdin user line that carries a `uuid` gets a `command_lifecycle`
+  `queued` receipt within milliseconds; that receipt is our `accepted`;
+* `command_lifecycle` `started` for U means "U is consumed by the turn whose
+  result comes next": while a turn runs, U was folded into it; when none runs,
+  U starts a new turn (possibly together with other waiting inputs, which get
+  their own `started` before that turn's result).  Each turn's `system/init`
+  repeats the uuids that started it.  Only these confirmations set a run id:
+  attribution is never guessed from ordering;
+* `result.user_message_uuids` lists every input a turn consumed;
+  `is_error` + `terminal_reason` say how it ended (`subtype` does not);
+* an `interrupt` control request with `cancel_queued` aborts the turn and
+  drops queued inputs (listed in the response's `cancelled`);
+* one malformed stdin line kills the process, so every line is validated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+from typing import Any, Dict, List, Optional
+
+from harnessctl.backend import Backend, Config, Host, Input
+
+FORCED_ARGS = [
+    "-p",
+    "--input-format", "stream-json",
+    "--output-format", "stream-json",
+    "--verbose",
+    "--replay-user-messages",
+    "--permission-prompt-tool", "stdio",
+]
+SESSION_FILE = "claude-session-id"
+DENY_MESSAGE = "The user denied this action."
+TOOL_OUTPUT_LIMIT = 4000
+USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+QUESTION_TOOL = "AskUserQuestion"
+
+
+class Run:
+    """One of our runs = one Claude turn: its inputs and its message texts."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.inputs: List[str] = []
+        self.texts: Dict[str, List[str]] = {}  # assistant message id -> text blocks
+        self.api_error: Optional[str] = None
+
+
+class Pending:
+    """A send written to Claude and waiting for its `queued` receipt."""
+
+    def __init__(self, item: Input, delivery: str, run: Optional[Run]) -> None:
+        self.item = item
+        self.delivery = delivery
+        self.run = run
+
+
+class ClaudeCodeBackend(Backend):
+    """harnessctl Backend over `claude -p --input-format stream-json ...`."""
+
+    def __init__(self, host: Host, config: Config) -> None:
+        super().__init__(host, config)
+        self.child: Any = None
+        self._reset()
+
+    # -- state -------------------------------------------------------------------
+
+    def _reset(self) -> None:
+        """Forget everything about the current Claude process."""
+        self.ready = False
+        self._control_seq = 0
+        self._init_id: Optional[str] = None
+        self._interrupt_ids: set = set()
+        self._answered_ids: set = set()  # Claude's request ids we answered (their echo is ignored)
+        self._pending: Dict[str, Pending] = {}  # input id -> send waiting for its receipt
+        self._active: Optional[Run] = None  # the turn Claude is running
+        self._next: Optional[Run] = None  # a run we started while idle, not yet taken by Claude
+        self._run_of: Dict[str, Optional[Run]] = {}  # open input id -> run (None: not yet known)
+        self._requests: Dict[str, Dict[str, Any]] = {}  # our req id -> Claude's request
+        self._req_by_claude_id: Dict[str, str] = {}
+        self._last_total_cost = 0.0
+        self._start_error: Optional[str] = None
+
+    # -- Backend API ---------------------------------------------------------------
+
+    def start(self) -> None:
+        """Spawn (resuming the stored session) and send `initialize` as the
+        readiness check: `system/init` only comes once a turn starts."""
+        self._reset()
+        env = dict(self.config.env)
+        binary = env.get("HARNESSCTL_CLAUDE_BIN") or "claude"
+        found = shutil.which(binary, path=env.get("PATH", os.defpath))
+        if not found:
+            self.host.start_failed(
+                "claude not found (%s): install Claude Code or set HARNESSCTL_CLAUDE_BIN" % binary)
+            return
+        try:
+            argv = [found] + self._arguments(env)
+        except ValueError as exc:
+            self.host.start_failed("HARNESSCTL_CLAUDE_ARGS is not valid shell syntax: %s" % exc)
+            return
+        self.host.debug("claudecode: spawn %s" % " ".join(shlex.quote(a) for a in argv))
+        try:
+            self.child = self.host.spawn(argv, env, self.config.cwd)
+        except OSError as exc:
+            self.host.start_failed("cannot start claude (%s): %s" % (found, exc))
+            return
+        self._init_id = self._control_id("init")
+        self._write({"type": "control_request", "request_id": self._init_id,
+                     "request": {"subtype": "initialize", "hooks": None}})
+
+    def send(self, item: Input) -> None:
+        """Write the user line at once; `accepted` follows Claude's receipt.
+        Idle means no open run and no input still waiting for attribution:
+        only then may a new run be announced (delivery start)."""
+        if self.child is None or not self.ready:
+            self.host.send_failed(item.input_id, "claude is not running", unavailable=True)
+            return
+        busy = bool(self._active or self._next or self._run_of or self._pending)
+        run = None if busy else Run(self.host.new_run())
+        line = {"type": "user", "message": {"role": "user", "content": item.text},
+                "parent_tool_use_id": None, "uuid": item.input_id}
+        try:
+            self._write(line)
+        except ValueError as exc:
+            self.host.send_failed(item.input_id, "cannot encode the input for claude: %s" % exc)
+            return
+        if run is not None:
+            run.inputs.append(item.input_id)
+        self._pending[item.input_id] = Pending(item, "steer" if busy else "start", run)
+
+    def interrupt(self) -> None:
+        """Abort the turn and drop queued inputs; results follow from Claude."""
+        if self.child is None:
+            return
+        request_id = self._control_id("interrupt")
+        self._interrupt_ids.add(request_id)
+        self._write({"type": "control_request", "request_id": request_id,
+                     "request": {"subtype": "interrupt", "cancel_queued": True}})
+
+    def answer(self, request_id: str, answer: Any) -> None:
+        """Turn a validated reply into Claude's can_use_tool response."""
+        request = self._requests.pop(request_id, None)
+        if request is None or self.child is None:
+            return
+        self._req_by_claude_id.pop(request["claude_id"], None)
+        tool_input = request["input"]
+        if request["kind"] == "question":
+            answers = {q["question"]: answer[q["id"]] for q in request["questions"] if q["id"] in answer}
+            response = {"behavior": "allow", "updatedInput": dict(tool_input, answers=answers)}
+        elif answer == "deny":
+            response = {"behavior": "deny", "message": DENY_MESSAGE}
+        else:
+            response = {"behavior": "allow", "updatedInput": tool_input}
+            if answer == "allow-session" and request["suggestions"]:
+                response["updatedPermissions"] = request["suggestions"]
+        self._answered_ids.add(request["claude_id"])
+        self._write({"type": "control_response", "response": {
+            "subtype": "success", "request_id": request["claude_id"], "response": response}})
+
+    def stop(self) -> None:
+        """Close stdin (Claude finishes and exits, ~40 ms when idle); kill if slow."""
+        child = self.child
+        if child is None:
+            return
+        child.close_stdin()
+        if child.wait(5.0) is None:
+            child.kill()
+            child.wait(5.0)
+
+    def on_exit(self, returncode: Optional[int]) -> None:
+        """Claude is gone: report why it could not start, if it never did.  The
+        runtime itself fails the send in flight and every open run, and
+        expires pending requests; the next start resumes the session."""
+        self.child = None
+        if not self.ready:
+            reason = self._start_error or "claude exited (code %s) before it was ready" % returncode
+            self.host.start_failed(reason)
+        self._reset()
+
+    # -- Claude's output ----------------------------------------------------------
+
+    def on_line(self, line: str) -> None:
+        try:
+            frame = json.loads(line)
+        except ValueError:
+            self.host.debug("claudecode: non-JSON stdout: %s" % line[:500])
+            return
+        if not isinstance(frame, dict):
+            return
+        handler = getattr(self, "_on_" + str(frame.get("type")), None)
+        if handler is None:
+            self.host.log("native", level="debug", frame=frame)
+            return
+        handler(frame)
+
+    def _on_command_lifecycle(self, frame: Dict[str, Any]) -> None:
+        uuid = frame.get("command_uuid")
+        state = frame.get("state")
+        if state == "queued":
+            self._on_receipt(uuid)
+        elif state == "started":
+            self._on_receipt(uuid)  # defensive: a started without queued still means Claude has it
+            self._on_started(uuid)
+        elif state == "cancelled":
+            self._cancel_unstarted(uuid)
+
+    def _on_receipt(self, uuid: Optional[str]) -> None:
+        """Claude has the input: write `accepted` (even after the sender timed
+        out: exit 6 promised only that the input MAY have been accepted)."""
+        pending = self._pending.pop(str(uuid), None)
+        if pending is None:
+            return
+        run = pending.run
+        self._run_of[uuid] = run
+        if run is not None:
+            self._next = run
+        self.host.accepted(uuid, pending.delivery, run.run_id if run else None)
+
+    def _on_started(self, uuid: Optional[str]) -> None:
+        """Claude took `uuid` into a turn: the active one, or a new one."""
+        if uuid not in self._run_of:
+            return
+        run = self._run_of[uuid]
+        if run is not None and run is self._next and self._active is None:
+            self._active, self._next = run, None
+            return
+        if run is not None:
+            return
+        if self._active is None:
+            self._active = Run(self.host.new_run())
+        self._attribute(uuid, self._active)
+
+    def _attribute(self, uuid: str, run: Run) -> None:
+        run.inputs.append(uuid)
+        self._run_of[uuid] = run
+        self.host.attributed(uuid, run.run_id)
+
+    def _cancel_unstarted(self, uuid: Optional[str]) -> None:
+        """An input Claude dropped before running it gets its own cancelled
+        result; no run consumed it, so (like the core's failed results for
+        unclaimed inputs) its run_id stays null.  The starting input of an
+        aborted turn is also reported cancelled, after that turn's result: by
+        then it is no longer open, so nothing happens."""
+        if uuid not in self._run_of:
+            return
+        run = self._run_of[uuid]
+        if run is not None and run is self._active:
+            return  # its turn's result covers it
+        del self._run_of[uuid]
+        if run is not None and run is self._next:
+            self._next = None
+        self.host.result(run.run_id if run else None, [uuid], "cancelled")  # type: ignore[arg-type]
+
+    def _on_system(self, frame: Dict[str, Any]) -> None:
+        subtype = frame.get("subtype")
+        if subtype == "init":
+            self._remember_session(frame, persist=True)
+            for uuid in frame.get("user_message_uuids") or []:
+                self._on_started(uuid)
+            if "msg_lifecycle_v1" not in (frame.get("capabilities") or ["msg_lifecycle_v1"]):
+                self.host.log("diagnostic", level="warn",
+                              message="this Claude Code lacks msg_lifecycle_v1: attribution may stay unknown")
+        elif subtype == "api_retry":
+            self.host.log("api.retry", level="warn", run_id=self._active_id(),
+                          attempt=frame.get("attempt"), max_retries=frame.get("max_retries"),
+                          retry_delay_ms=frame.get("retry_delay_ms"), error_status=frame.get("error_status"),
+                          error=frame.get("error"))
+        elif subtype in ("task_started", "task_notification", "task_progress"):
+            fields = {k: frame.get(k) for k in ("task_id", "tool_use_id", "description", "status", "summary")
+                      if frame.get(k) is not None}
+            self.host.log("task." + subtype[5:], run_id=self._active_id(), **fields)
+        elif subtype == "permission_denied":
+            self.host.log("diagnostic", level="warn", run_id=self._active_id(),
+                          message=frame.get("message"), tool=frame.get("tool_name"))
+        else:
+            self.host.log("native", level="debug", run_id=self._active_id(), frame=_slim(frame))
+
+    def _on_assistant(self, frame: Dict[str, Any]) -> None:
+        for uuid in frame.get("user_message_uuids") or []:
+            self._on_started(uuid)
+        run = self._active
+        message = frame.get("message") or {}
+        if run is None:
+            self.host.log("native", level="debug", frame=_slim(frame))
+            return
+        if frame.get("is_api_error_message") or message.get("model") == "<synthetic>":
+            run.api_error = _join_text(message.get("content"))
+            self.host.log("diagnostic", level="error", run_id=run.run_id, message=run.api_error,
+                          error_status=frame.get("api_error_status"))
+            return
+        message_id = str(message.get("id") or frame.get("uuid"))
+        for block in message.get("content") or []:
+            kind = block.get("type")
+            if kind == "text":
+                texts = run.texts.setdefault(message_id, [])
+                texts.append(block.get("text", ""))
+                self.host.message(run.run_id, message_id, "\n\n".join(t for t in texts if t))
+            elif kind == "tool_use":
+                self.host.log("tool.started", run_id=run.run_id, tool=block.get("name"),
+                              tool_use_id=block.get("id"), input=block.get("input"))
+            elif kind in ("thinking", "redacted_thinking"):
+                self.host.log("reasoning.delta", run_id=run.run_id, text=block.get("thinking", ""))
+
+    def _on_user(self, frame: Dict[str, Any]) -> None:
+        """Tool results go to the log; replays of our own inputs are noise."""
+        if frame.get("isReplay"):
+            return
+        content = (frame.get("message") or {}).get("content")
+        for block in content if isinstance(content, list) else []:
+            if block.get("type") == "tool_result":
+                output = _join_text(block.get("content"))
+                self.host.log("tool.completed", run_id=self._active_id(), tool_use_id=block.get("tool_use_id"),
+                              is_error=bool(block.get("is_error")), output=output[:TOOL_OUTPUT_LIMIT])
+            elif block.get("type") == "text":
+                self.host.log("diagnostic", run_id=self._active_id(), message=block.get("text"))
+
+    def _on_result(self, frame: Dict[str, Any]) -> None:
+        self._remember_session(frame, persist=not frame.get("errors"))
+        if not self.ready:
+            self._start_error = "; ".join(frame.get("errors") or []) or "claude refused to start a session"
+            return
+        uuids = [u for u in frame.get("user_message_uuids") or [] if u in self._run_of]
+        run = self._result_run(uuids)
+        if run is None:
+            self.host.log("native", level="debug", frame=_slim(frame))
+            return
+        for uuid in uuids:
+            if self._run_of.get(uuid) is not run:
+                self._attribute(uuid, run)
+        covered = uuids + [u for u in run.inputs if u not in uuids]
+        for uuid in covered:
+            self._run_of.pop(uuid, None)
+        if run is self._active:
+            self._active = None
+        if run is self._next:
+            self._next = None
+        status, output, error = _outcome(frame, run)
+        self.host.result(run.run_id, covered, status, output=output, usage=_usage(frame.get("usage")),
+                         cost_usd=self._turn_cost(frame), error=error)
+
+    def _result_run(self, uuids: List[str]) -> Optional[Run]:
+        for uuid in uuids:
+            if self._run_of.get(uuid) is not None:
+                return self._run_of[uuid]
+        if self._active is not None:
+            return self._active
+        if uuids:
+            run = Run(self.host.new_run())
+            return run
+        return None
+
+    def _on_control_request(self, frame: Dict[str, Any]) -> None:
+        request = frame.get("request") or {}
+        claude_id = frame.get("request_id")
+        if request.get("subtype") != "can_use_tool" or not isinstance(claude_id, str):
+            self._write({"type": "control_response", "response": {
+                "subtype": "error", "request_id": claude_id,
+                "error": "harnessctl does not support %s" % request.get("subtype")}})
+            return
+        tool = request.get("tool_name") or "tool"
+        tool_input = request.get("input") if isinstance(request.get("input"), dict) else {}
+        entry = {"claude_id": claude_id, "input": tool_input, "kind": "permission",
+                 "suggestions": request.get("permission_suggestions") or [], "questions": []}
+        if tool == QUESTION_TOOL and isinstance(tool_input.get("questions"), list):
+            entry["kind"] = "question"
+            entry["questions"] = _questions(tool_input["questions"])
+            req_id = self.host.request(self._active_id(), "question", _question_message(entry["questions"]),
+                                       details={"tool": tool, "questions": entry["questions"]})
+        else:
+            entry["suggestions"] = _session_rules(entry["suggestions"])
+            options = ["allow", "deny"] + (["allow-session"] if entry["suggestions"] else [])
+            details = {"tool": tool, "input": tool_input}
+            for key in ("description", "blocked_path", "decision_reason", "tool_use_id"):
+                if request.get(key) is not None:
+                    details[key] = request[key]
+            req_id = self.host.request(self._active_id(), "permission", _permission_message(tool, request),
+                                       options=options, details=details)
+        self._requests[req_id] = entry
+        self._req_by_claude_id[claude_id] = req_id
+
+    def _on_control_cancel_request(self, frame: Dict[str, Any]) -> None:
+        req_id = self._req_by_claude_id.pop(str(frame.get("request_id")), None)
+        if req_id is not None:
+            self._requests.pop(req_id, None)
+            self.host.request_closed(req_id)
+
+    def _on_control_response(self, frame: Dict[str, Any]) -> None:
+        response = frame.get("response") or {}
+        request_id = response.get("request_id")
+        if request_id in self._answered_ids:
+            self._answered_ids.discard(request_id)  # the echo of our own answer
+            return
+        if request_id == self._init_id:
+            self._on_initialized(response)
+        elif request_id in self._interrupt_ids:
+            self._interrupt_ids.discard(request_id)
+            for uuid in (response.get("response") or {}).get("cancelled") or []:
+                self._cancel_unstarted(uuid)
+
+    def _on_initialized(self, response: Dict[str, Any]) -> None:
+        if response.get("subtype") != "success":
+            self._start_error = "claude refused to initialize: %s" % response.get("error")
+            if self.child is not None:
+                self.child.kill()
+            return
+        if not self.ready:
+            self.ready = True
+            self.host.ready()
+
+    def _on_keep_alive(self, frame: Dict[str, Any]) -> None:
+        pass
+
+    def _on_stream_event(self, frame: Dict[str, Any]) -> None:
+        pass  # only with --include-partial-messages (a user's HARNESSCTL_CLAUDE_ARGS)
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _arguments(self, env: Dict[str, str]) -> List[str]:
+        args = list(FORCED_ARGS)
+        session_id = self._stored_session()
+        if session_id:
+            args += ["--resume", session_id]
+        if self.config.model:
+            args += ["--model", self.config.model]
+        return args + shlex.split(env.get("HARNESSCTL_CLAUDE_ARGS", ""))
+
+    def _control_id(self, prefix: str) -> str:
+        self._control_seq += 1
+        return "harnessctl-%s-%d" % (prefix, self._control_seq)
+
+    def _active_id(self) -> Optional[str]:
+        return self._active.run_id if self._active else None
+
+    def _write(self, frame: Dict[str, Any]) -> None:
+        """Write one validated JSON line: a malformed line would kill Claude."""
+        line = json.dumps(frame, ensure_ascii=True, separators=(",", ":"))
+        if "\n" in line or "\r" in line or json.loads(line) != frame:
+            raise ValueError("refusing to write an invalid stdin line")
+        if frame.get("type") not in ("user", "control_request", "control_response"):
+            raise ValueError("unknown stdin line type %r" % frame.get("type"))
+        if frame["type"] == "user" and not (isinstance(frame["message"]["content"], str)
+                                            and frame["message"]["content"].strip()):
+            raise ValueError("empty user text")
+        if self.child is not None:
+            self.child.write_line(line)
+
+    def _turn_cost(self, frame: Dict[str, Any]) -> Optional[float]:
+        """Claude's total_cost_usd is per process; the per-turn figure is
+        model_usage_since_last_result (or the difference of the totals)."""
+        total = frame.get("total_cost_usd")
+        since = frame.get("model_usage_since_last_result")
+        cost: Optional[float] = None
+        if isinstance(since, dict):
+            cost = sum(float(v.get("costUSD") or 0) for v in since.values() if isinstance(v, dict))
+        elif isinstance(total, (int, float)):
+            cost = max(0.0, float(total) - self._last_total_cost)
+        if isinstance(total, (int, float)):
+            self._last_total_cost = float(total)
+        return round(cost, 8) if cost is not None else None
+
+    # session id in the sidecar, for --resume after an idle exit or a crash
+    def _session_path(self) -> str:
+        return os.path.join(self.config.sidecar, SESSION_FILE)
+
+    def _stored_session(self) -> Optional[str]:
+        try:
+            with open(self._session_path(), encoding="utf-8") as fh:
+                return fh.read().strip() or None
+        except OSError:
+            return None
+
+    def _remember_session(self, frame: Dict[str, Any], persist: bool) -> None:
+        """Store the session id once Claude has a conversation on disk (a turn
+        started), so a resume never points at a session that does not exist."""
+        session_id = frame.get("session_id")
+        if not persist or not isinstance(session_id, str) or not session_id:
+            return
+        if session_id == self._stored_session():
+            return
+        tmp = self._session_path() + ".tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(session_id + "\n")
+        os.replace(tmp, self._session_path())
+
+
+# -- pure helpers ------------------------------------------------------------------------
+
+
+def _join_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content or []:
+        if isinstance(block, dict) and block.get("type") == "text":
+            parts.append(block.get("text", ""))
+    return "\n".join(parts)
+
+
+def _slim(frame: Dict[str, Any]) -> Dict[str, Any]:
+    """A native frame for the log without its bulky lists."""
+    bulky = ("tools", "slash_commands", "skills", "plugins", "agents", "mcp_servers", "capabilities",
+             "modelUsage", "model_usage_since_last_result", "subagent_stats")
+    return {k: v for k, v in frame.items() if k not in bulky}
+
+
+def _usage(usage: Any) -> Optional[Dict[str, int]]:
+    if not isinstance(usage, dict):
+        return None
+    return {k: usage[k] for k in USAGE_KEYS if isinstance(usage.get(k), int)}
+
+
+def _outcome(frame: Dict[str, Any], run: Run):
+    """(status, output, error) from is_error + terminal_reason, never subtype."""
+    reason = frame.get("terminal_reason")
+    text = frame.get("result") if isinstance(frame.get("result"), str) else ""
+    if isinstance(reason, str) and reason.startswith("aborted"):
+        return "cancelled", text, None
+    if frame.get("is_error"):
+        errors = [str(e) for e in frame.get("errors") or []]
+        error = "; ".join(errors) or text or run.api_error or "claude: %s" % (reason or frame.get("subtype"))
+        status = frame.get("api_error_status")
+        if status and str(status) not in error:
+            error = "%s (HTTP %s)" % (error, status)
+        return "failed", "", error
+    return "completed", text, None
+
+
+def _questions(raw: List[Any]) -> List[Dict[str, Any]]:
+    out = []
+    for index, item in enumerate(raw, 1):
+        if not isinstance(item, dict) or not isinstance(item.get("question"), str):
+            continue
+        question: Dict[str, Any] = {"id": "q%d" % index, "question": item["question"]}
+        labels = [o.get("label") for o in item.get("options") or [] if isinstance(o, dict) and o.get("label")]
+        if labels:
+            question["options"] = labels
+        if item.get("multiSelect"):
+            question["multi_select"] = True
+        out.append(question)
+    return out
+
+
+def _session_rules(suggestions: List[Any]) -> List[Dict[str, Any]]:
+    """The "always allow this" rules Claude suggests, kept for this session only
+    (Claude suggests saving them to the project's local settings file)."""
+    out = []
+    for item in suggestions:
+        if isinstance(item, dict) and item.get("type") == "addRules" and item.get("behavior") == "allow":
+            out.append(dict(item, destination="session"))
+    return out
+
+
+def _question_message(questions: List[Dict[str, Any]]) -> str:
+    return " / ".join(q["question"] for q in questions) or "Claude asks a question"
+
+
+def _permission_message(tool: str, request: Dict[str, Any]) -> str:
+    tool_input = request.get("input") if isinstance(request.get("input"), dict) else {}
+    detail = tool_input.get("command") or tool_input.get("file_path") or request.get("description") or ""
+    return ("Claude wants to use %s: %s" % (tool, detail)).rstrip(": ") if detail else "Claude wants to use %s" % tool

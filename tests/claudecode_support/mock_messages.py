@@ -1,0 +1,381 @@
+"""A loopback mock of the Anthropic Messages API for driving the real `claude`.
+
+Claude Code (2.1.332) only ever calls `POST /v1/messages?beta=true` when run
+with the environment of `claude_env()` (research REPORT section 2-3), so this
+is all a test needs: a scripted FIFO of replies streamed as SSE, each made of
+text / tool_use / thinking blocks, optionally slowed down per delta, held at
+a named gate until the test releases it, or replaced by an HTTP error.  Every
+request body is logged, so a test can assert which user texts a request
+carried (e.g. that a steer was folded into the running turn).
+
+Stdlib only; binds 127.0.0.1 port 0.  Use it in-process::
+
+    with MockMessages() as mock:
+        mock.script(reply(text("hi")))
+        env = claude_env(tmp_path, mock.base_url)
+        ...
+        mock.wait_requests(1)
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Dict, List, Optional
+
+# -- building replies ---------------------------------------------------------
+
+
+def text(value: str) -> Dict[str, Any]:
+    """A text content block."""
+    return {"type": "text", "text": value}
+
+
+def thinking(value: str) -> Dict[str, Any]:
+    """A thinking content block (Claude shows it as an assistant thinking frame)."""
+    return {"type": "thinking", "thinking": value}
+
+
+def tool_use(name: str, tool_input: Dict[str, Any]) -> Dict[str, Any]:
+    """A tool_use content block; the id is filled in when it is served."""
+    return {"type": "tool_use", "name": name, "input": tool_input}
+
+
+def bash(command: str, description: str = "Run a command") -> Dict[str, Any]:
+    """A Bash tool call."""
+    return tool_use("Bash", {"command": command, "description": description})
+
+
+def ask(question: str, labels: List[str], header: str = "Choice") -> Dict[str, Any]:
+    """An AskUserQuestion tool call with one single-select question."""
+    options = [{"label": label, "description": label} for label in labels]
+    item = {"question": question, "header": header, "options": options, "multiSelect": False}
+    return tool_use("AskUserQuestion", {"questions": [item]})
+
+
+def wait_file_command(path: str, then: str = "echo step-done") -> str:
+    """A shell command that blocks until `path` exists: a slow tool the test
+    ends when it chooses (a foreground `sleep` may be refused by the Bash tool)."""
+    script = "import os,time\nwhile not os.path.exists(%r): time.sleep(0.05)" % path
+    return "python3 -c %s; %s" % (_sh_quote(script), then)
+
+
+def _sh_quote(value: str) -> str:
+    return "'" + value.replace("'", "'\\''") + "'"
+
+
+def reply(
+    *blocks: Dict[str, Any],
+    delay: float = 0.0,
+    gate: Optional[str] = None,
+    gate_after: Optional[int] = None,
+    status: int = 200,
+    error_type: str = "api_error",
+    error_message: str = "mock error",
+    usage: Optional[Dict[str, int]] = None,
+) -> Dict[str, Any]:
+    """One scripted response.
+
+    delay: seconds between streamed deltas.  gate: name of a gate the stream
+    waits at after `gate_after` blocks (default: before the first block, i.e.
+    the request is in flight and nothing shown yet); `MockMessages.release`
+    opens it.  status != 200: an HTTP error with an Anthropic error body.
+    """
+    return {
+        "blocks": list(blocks),
+        "delay": delay,
+        "gate": gate,
+        "gate_after": 0 if gate_after is None else gate_after,
+        "status": status,
+        "error_type": error_type,
+        "error_message": error_message,
+        "usage": usage or {"input_tokens": 10, "output_tokens": 5},
+    }
+
+
+# -- reading the request log ----------------------------------------------------
+
+
+def _texts(content: Any) -> List[str]:
+    if isinstance(content, str):
+        return [content]
+    out = []
+    for block in content or []:
+        if isinstance(block, dict) and block.get("type") == "text":
+            out.append(block.get("text", ""))
+    return out
+
+
+def user_texts(body: Dict[str, Any]) -> List[str]:
+    """Every text block of every user message in a request body."""
+    out: List[str] = []
+    for msg in body.get("messages", []):
+        if msg.get("role") == "user":
+            out.extend(_texts(msg.get("content")))
+    return out
+
+
+def last_user_texts(body: Dict[str, Any]) -> List[str]:
+    """The text blocks of the last user message: what this request adds.
+    (Claude appends a folded mid-turn message here, after the tool_result.)"""
+    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    return _texts(users[-1].get("content")) if users else []
+
+
+# -- the server -------------------------------------------------------------------
+
+
+class MockMessages:
+    """The mock server; a context manager.  Thread-safe."""
+
+    def __init__(self, default: Optional[Dict[str, Any]] = None, log_path: Optional[str] = None) -> None:
+        self._lock = threading.Condition()
+        self._queue: List[Dict[str, Any]] = []
+        self._default = default or reply(text("ok"))
+        self._gates: Dict[str, threading.Event] = {}
+        self._reached: Dict[str, int] = {}
+        self._seq = itertools.count(1)
+        self.requests: List[Dict[str, Any]] = []
+        self.log_path = log_path
+        self._closed = False
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    # lifecycle
+    def __enter__(self) -> "MockMessages":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            for event in self._gates.values():
+                event.set()
+            self._lock.notify_all()
+        self._server.shutdown()
+        self._server.server_close()
+
+    @property
+    def base_url(self) -> str:
+        return "http://127.0.0.1:%d" % self._server.server_address[1]
+
+    # scripting
+    def script(self, *replies: Dict[str, Any]) -> None:
+        """Queue replies; each POST takes the next one (the default when empty)."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    def release(self, gate: str) -> None:
+        """Open a gate: a response waiting there (now or later) goes on."""
+        self._gate(gate).set()
+
+    def wait_gate(self, gate: str, timeout: float = 60.0) -> None:
+        """Block until a response is waiting at `gate`."""
+        self._wait(lambda: self._reached.get(gate, 0) > 0, timeout, "gate %s never reached" % gate)
+
+    def wait_requests(self, count: int, timeout: float = 60.0) -> List[Dict[str, Any]]:
+        """Block until at least `count` requests arrived; return the log."""
+        self._wait(lambda: len(self.requests) >= count, timeout, "fewer than %d requests" % count)
+        with self._lock:
+            return list(self.requests)
+
+    def bodies(self) -> List[Dict[str, Any]]:
+        with self._lock:
+            return [entry["body"] for entry in self.requests]
+
+    def _wait(self, predicate: Any, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("mock: " + what)
+                self._lock.wait(left)
+
+    def _gate(self, name: str) -> threading.Event:
+        with self._lock:
+            return self._gates.setdefault(name, threading.Event())
+
+    # serving
+    def _next_reply(self, body: Dict[str, Any], path: str, headers: Dict[str, str]) -> Dict[str, Any]:
+        with self._lock:
+            seq = next(self._seq)
+            chosen = self._queue.pop(0) if self._queue else self._default
+            entry = {"seq": seq, "t": time.time(), "path": path, "headers": headers, "body": body}
+            self.requests.append(entry)
+            self._lock.notify_all()
+        if self.log_path:
+            line = dict(entry, last_user_texts=last_user_texts(body))
+            with open(self.log_path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(line) + "\n")
+        return dict(chosen, seq=seq)
+
+    def _arrive(self, gate: str) -> threading.Event:
+        event = self._gate(gate)
+        with self._lock:
+            self._reached[gate] = self._reached.get(gate, 0) + 1
+            self._lock.notify_all()
+        return event
+
+    def _handler_class(self) -> type:
+        mock = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw.decode("utf-8")) if raw else {}
+                except ValueError:
+                    body = {}
+                path = self.path.split("?")[0]
+                if path.endswith("/count_tokens"):
+                    return self._json(200, {"input_tokens": max(1, len(raw) // 4)})
+                if path != "/v1/messages":
+                    return self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
+                chosen = mock._next_reply(body, self.path, dict(self.headers.items()))
+                try:
+                    self._serve(chosen, body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # Claude hung up (an interrupt): nothing to do
+
+            def do_GET(self) -> None:
+                self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}})
+
+            do_HEAD = do_GET
+
+            def _json(self, status: int, payload: Dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("request-id", "req_mock_err")
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _serve(self, chosen: Dict[str, Any], body: Dict[str, Any]) -> None:
+                if chosen["gate"] and chosen["gate_after"] == 0 and chosen["status"] != 200:
+                    mock._arrive(chosen["gate"]).wait()
+                if chosen["status"] != 200:
+                    error = {"type": chosen["error_type"], "message": chosen["error_message"]}
+                    return self._json(chosen["status"], {"type": "error", "error": error})
+                if not body.get("stream"):
+                    return self._json(200, _whole_message(chosen, body))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("request-id", "req_mock_%03d" % chosen["seq"])
+                self.end_headers()
+                _stream(self.wfile, chosen, body, mock)
+
+        return Handler
+
+
+def _message_id(chosen: Dict[str, Any]) -> str:
+    return "msg_mock_%03d_%s" % (chosen["seq"], os.urandom(4).hex())
+
+
+def _served_blocks(chosen: Dict[str, Any]) -> List[Dict[str, Any]]:
+    out = []
+    for index, block in enumerate(chosen["blocks"]):
+        block = dict(block)
+        if block["type"] == "tool_use":
+            block["id"] = "toolu_mock_%03d_%d_%s" % (chosen["seq"], index, os.urandom(4).hex())
+        if block["type"] == "thinking":
+            block["signature"] = "c2lnbmF0dXJl"
+        out.append(block)
+    return out
+
+
+def _stop_reason(blocks: List[Dict[str, Any]]) -> str:
+    return "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+
+
+def _whole_message(chosen: Dict[str, Any], body: Dict[str, Any]) -> Dict[str, Any]:
+    """The non-streaming fallback Claude uses after repeated stream failures."""
+    blocks = _served_blocks(chosen)
+    return {
+        "id": _message_id(chosen), "type": "message", "role": "assistant",
+        "model": body.get("model", "mock"), "content": blocks,
+        "stop_reason": _stop_reason(blocks), "stop_sequence": None, "usage": chosen["usage"],
+    }
+
+
+def _chunks(value: str, delay: float) -> List[str]:
+    """Split into word-sized deltas when slowed down, else one delta."""
+    if not delay or not value:
+        return [value]
+    parts, word = [], ""
+    for ch in value:
+        word += ch
+        if ch == " ":
+            parts.append(word)
+            word = ""
+    if word:
+        parts.append(word)
+    return parts
+
+
+def _stream(wfile: Any, chosen: Dict[str, Any], body: Dict[str, Any], mock: MockMessages) -> None:
+    def event(name: str, payload: Dict[str, Any]) -> None:
+        wfile.write(("event: %s\ndata: %s\n\n" % (name, json.dumps(payload))).encode())
+        wfile.flush()
+
+    blocks = _served_blocks(chosen)
+    usage = chosen["usage"]
+    start_usage = {"input_tokens": usage.get("input_tokens", 10), "output_tokens": 1,
+                   "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    event("message_start", {"type": "message_start", "message": {
+        "id": _message_id(chosen), "type": "message", "role": "assistant", "model": body.get("model", "mock"),
+        "content": [], "stop_reason": None, "stop_sequence": None, "usage": start_usage}})
+    for index, block in enumerate(blocks):
+        if chosen["gate"] and chosen["gate_after"] == index:
+            mock._arrive(chosen["gate"]).wait()
+        _stream_block(event, index, block, chosen["delay"])
+    if chosen["gate"] and chosen["gate_after"] >= len(blocks):
+        mock._arrive(chosen["gate"]).wait()
+    event("message_delta", {"type": "message_delta",
+                            "delta": {"stop_reason": _stop_reason(blocks), "stop_sequence": None},
+                            "usage": {"output_tokens": usage.get("output_tokens", 5)}})
+    event("message_stop", {"type": "message_stop"})
+
+
+def _stream_block(event: Any, index: int, block: Dict[str, Any], delay: float) -> None:
+    kind = block["type"]
+    if kind == "text":
+        event("content_block_start", {"type": "content_block_start", "index": index,
+                                      "content_block": {"type": "text", "text": ""}})
+        for part in _chunks(block["text"], delay):
+            time.sleep(delay)
+            event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                          "delta": {"type": "text_delta", "text": part}})
+    elif kind == "thinking":
+        event("content_block_start", {"type": "content_block_start", "index": index,
+                                      "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
+        for part in _chunks(block["thinking"], delay):
+            time.sleep(delay)
+            event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                          "delta": {"type": "thinking_delta", "thinking": part}})
+        event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                      "delta": {"type": "signature_delta", "signature": block["signature"]}})
+    elif kind == "tool_use":
+        event("content_block_start", {"type": "content_block_start", "index": index, "content_block": {
+            "type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}})
+        time.sleep(delay)
+        event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {
+            "type": "input_json_delta", "partial_json": json.dumps(block["input"])}})
+    event("content_block_stop", {"type": "content_block_stop", "index": index})
