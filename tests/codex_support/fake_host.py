@@ -1,0 +1,214 @@
+"""An in-process stand-in for the runtime, to unit-test the Codex backend.
+
+`FakeHost` records every report the backend makes; `FakeChild` records every
+JSON-RPC line the backend writes.  `Wire` plays the app-server's side: it
+answers the backend's requests and pushes notifications and server requests,
+using the shapes recorded in research/codex/transcripts.  Everything runs on
+the test's thread, so races are scripted exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional
+
+from harnessctl.backend import Config, Host
+
+
+class FakeChild:
+    def __init__(self, argv, env, cwd) -> None:
+        self.argv, self.env, self.cwd = list(argv), dict(env), cwd
+        self.pid = 4242
+        self.lines: List[Dict[str, Any]] = []
+        self.stdin_closed = False
+        self.killed = False
+
+    def write_line(self, text: str) -> None:
+        assert "\n" not in text
+        self.lines.append(json.loads(text))
+
+    def close_stdin(self) -> None:
+        self.stdin_closed = True
+
+    def kill(self) -> None:
+        self.killed = True
+
+    def wait(self, timeout: float) -> Optional[int]:
+        return 0 if (self.stdin_closed or self.killed) else None
+
+
+class FakeHost(Host):
+    def __init__(self) -> None:
+        self.events: List[tuple] = []  # business reports, in order
+        self.logs: List[Dict[str, Any]] = []
+        self.debugs: List[str] = []
+        self.children: List[FakeChild] = []
+        self.timers: List[tuple] = []
+        self.spawn_error: Optional[OSError] = None
+        self._runs = 0
+        self._requests = 0
+
+    def spawn(self, argv, env, cwd):
+        if self.spawn_error is not None:
+            raise self.spawn_error
+        child = FakeChild(argv, env, cwd)
+        self.children.append(child)
+        return child
+
+    def call_later(self, seconds, callback) -> None:
+        self.timers.append((seconds, callback))
+
+    def ready(self) -> None:
+        self.events.append(("ready",))
+
+    def start_failed(self, message) -> None:
+        self.events.append(("start_failed", message))
+
+    def new_run(self) -> str:
+        self._runs += 1
+        return "run-%d" % self._runs
+
+    def accepted(self, input_id, delivery, run_id) -> None:
+        self.events.append(("accepted", input_id, delivery, run_id))
+
+    def attributed(self, input_id, run_id) -> None:
+        self.events.append(("attributed", input_id, run_id))
+
+    def send_failed(self, input_id, message, unavailable=False) -> None:
+        self.events.append(("send_failed", input_id, message, unavailable))
+
+    def message(self, run_id, message_id, text, role="assistant") -> None:
+        self.events.append(("message", run_id, message_id, text))
+
+    def request(self, run_id, kind, message, options=None, details=None) -> str:
+        self._requests += 1
+        request_id = "req-%d" % self._requests
+        self.events.append(("request", request_id, run_id, kind, message, options, details))
+        return request_id
+
+    def request_closed(self, request_id) -> None:
+        self.events.append(("request_closed", request_id))
+
+    def result(self, run_id, input_ids, status, output="", usage=None, cost_usd=None, error=None) -> None:
+        self.events.append(("result", run_id, list(input_ids), status, output, usage, error))
+
+    def log(self, kind, level="info", run_id=None, **fields) -> None:
+        self.logs.append(dict(fields, kind=kind, level=level, run_id=run_id))
+
+    def debug(self, text) -> None:
+        self.debugs.append(text)
+
+    # -- helpers for assertions
+    def of(self, name: str) -> List[tuple]:
+        return [e for e in self.events if e[0] == name]
+
+    def logs_of(self, kind: str) -> List[Dict[str, Any]]:
+        return [entry for entry in self.logs if entry["kind"] == kind]
+
+
+def make_config(tmp_path, model=None, env=None) -> Config:
+    sidecar = tmp_path / "events.jsonl.d"
+    sidecar.mkdir(exist_ok=True)
+    cwd = tmp_path / "work"
+    cwd.mkdir(exist_ok=True)
+    base = {"HARNESSCTL_CODEX_BIN": "/opt/codex", "PATH": "/usr/bin"}
+    base.update(env or {})
+    return Config(cwd=str(cwd), model=model, sidecar=str(sidecar), env=base, debug=False)
+
+
+class Wire:
+    """The app-server's side of the conversation with one backend."""
+
+    THREAD = "thr-1"
+
+    def __init__(self, backend, host: FakeHost) -> None:
+        self.backend, self.host = backend, host
+        self.answered: set = set()
+
+    @property
+    def child(self) -> FakeChild:
+        return self.host.children[-1]
+
+    def requests(self, method: str) -> List[Dict[str, Any]]:
+        return [m for m in self.child.lines if m.get("method") == method and "id" in m]
+
+    def last(self, method: str) -> Dict[str, Any]:
+        found = self.requests(method)
+        assert found, "backend never sent %s; sent %s" % (method, [m.get("method") for m in self.child.lines])
+        return found[-1]
+
+    def replies(self) -> List[Dict[str, Any]]:
+        """What the backend answered to server requests."""
+        return [m for m in self.child.lines if "method" not in m]
+
+    def _pending(self, method: str) -> Dict[str, Any]:
+        for msg in self.requests(method):
+            if (len(self.host.children), msg["id"]) not in self.answered:
+                return msg
+        raise AssertionError("no unanswered %s" % method)
+
+    def respond(self, method: str, result: Dict[str, Any]) -> Dict[str, Any]:
+        msg = self._pending(method)
+        self.answered.add((len(self.host.children), msg["id"]))
+        self.line({"id": msg["id"], "result": result})
+        return msg
+
+    def fail(self, method: str, message: str) -> Dict[str, Any]:
+        msg = self._pending(method)
+        self.answered.add((len(self.host.children), msg["id"]))
+        self.line({"error": {"code": -32600, "message": message}, "id": msg["id"]})
+        return msg
+
+    def line(self, msg: Dict[str, Any]) -> None:
+        self.backend.on_line(json.dumps(msg))
+
+    def notify(self, method: str, params: Dict[str, Any]) -> None:
+        self.line({"method": method, "params": params, "emittedAtMs": 1796207982773})
+
+    def ask(self, native_id: int, method: str, params: Dict[str, Any]) -> None:
+        self.line({"method": method, "id": native_id, "params": params})
+
+    # -- recorded sequences
+    def handshake(self, thread_id: str = THREAD, resume: bool = False) -> None:
+        self.respond("initialize", {"userAgent": "harnessctl/0.171.0", "codexHome": "/h",
+                                    "platformFamily": "unix", "platformOs": "linux"})
+        method = "thread/resume" if resume else "thread/start"
+        self.respond(method, {"thread": {"id": thread_id, "status": {"type": "idle"}, "turns": []},
+                              "model": "mock-model", "cwd": "/w"})
+
+    def turn(self, turn_id: str) -> Dict[str, Any]:
+        return {"id": turn_id, "items": [], "itemsView": "notLoaded", "status": "inProgress",
+                "error": None, "startedAt": None, "completedAt": None, "durationMs": None}
+
+    def start_turn(self, turn_id: str) -> None:
+        self.respond("turn/start", {"turn": self.turn(turn_id)})
+        self.notify("turn/started", {"threadId": self.THREAD, "turn": self.turn(turn_id)})
+
+    def user_message(self, turn_id: str, text: str, client_id: Optional[str]) -> None:
+        item = {"type": "userMessage", "id": "um-%s" % text[:8], "clientId": client_id,
+                "content": [{"type": "text", "text": text, "text_elements": []}]}
+        self.notify("item/started", {"item": item, "threadId": self.THREAD, "turnId": turn_id})
+        self.notify("item/completed", {"item": item, "threadId": self.THREAD, "turnId": turn_id})
+
+    def agent_message(self, turn_id: str, item_id: str, text: str, complete: bool = True) -> None:
+        item = {"type": "agentMessage", "id": item_id, "text": "", "phase": None}
+        self.notify("item/started", {"item": item, "threadId": self.THREAD, "turnId": turn_id})
+        self.notify("item/agentMessage/delta", {"threadId": self.THREAD, "turnId": turn_id,
+                                                "itemId": item_id, "delta": text})
+        if complete:
+            self.notify("item/completed", {"item": dict(item, text=text), "threadId": self.THREAD,
+                                           "turnId": turn_id})
+
+    def usage(self, turn_id: str, total: int) -> None:
+        last = {"totalTokens": 110, "inputTokens": 100, "cachedInputTokens": 20,
+                "cacheWriteInputTokens": 0, "outputTokens": 10, "reasoningOutputTokens": 3}
+        totals = {k: v * total for k, v in last.items()}
+        self.notify("thread/tokenUsage/updated", {"threadId": self.THREAD, "turnId": turn_id,
+                                                  "tokenUsage": {"total": totals, "last": last,
+                                                                 "modelContextWindow": 258400}})
+
+    def complete_turn(self, turn_id: str, status: str = "completed", error: Any = None,
+                      items: Optional[list] = None) -> None:
+        turn = dict(self.turn(turn_id), status=status, error=error, items=items or [],
+                    itemsView="summary")
+        self.notify("turn/completed", {"threadId": self.THREAD, "turn": turn})
