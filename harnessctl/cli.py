@@ -58,9 +58,12 @@ def fail(message: str, code: int) -> int:
 
 def run(argv: List[str], fixed_adapter: Optional[str]) -> int:
     options_part = argv[: argv.index("--")] if "--" in argv else argv
-    if not argv or "-h" in options_part or "--help" in options_part:
+    if not argv:
+        sys.stderr.write(USAGE + "\n")
+        return 2
+    if "-h" in options_part or "--help" in options_part:
         print(USAGE)
-        return 0 if argv else 2
+        return 0
     if argv[0] == "--version":
         print("harnessctl %s" % __version__ + (" (%s adapter)" % fixed_adapter if fixed_adapter else ""))
         return 0

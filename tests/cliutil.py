@@ -1,0 +1,147 @@
+"""Helpers for black-box tests: run the real CLI in a subprocess, read the
+event file back, wait for conditions (never a bare sleep), find and reap the
+runtimes a test started."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cli_env(**overrides: str) -> Dict[str, str]:
+    env = dict(os.environ)
+    for name in list(env):
+        if name.startswith("HARNESSCTL_") and not name.startswith("HARNESSCTL_TEST") and name != "HARNESSCTL_REQUIRE_REAL":
+            del env[name]
+    env["PYTHONPATH"] = ROOT
+    env["HARNESSCTL_IDLE_TIMEOUT"] = "20"
+    env["HARNESSCTL_TIMEOUT"] = "30"
+    env.update(overrides)
+    return env
+
+
+def run(*args: str, input: Optional[bytes] = None, env: Optional[Dict[str, str]] = None,
+        cwd: Optional[str] = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    """`python3 -m harnessctl ARGS` exactly as a user would run it."""
+    return subprocess.run(
+        [sys.executable, "-m", "harnessctl", *args],
+        input=input if input is not None else b"",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env if env is not None else cli_env(),
+        cwd=cwd or ROOT,
+        timeout=timeout,
+    )
+
+
+def ok(*args: str, **kwargs: Any) -> subprocess.CompletedProcess:
+    proc = run(*args, **kwargs)
+    assert proc.returncode == 0, (args, proc.returncode, proc.stderr.decode())
+    return proc
+
+
+def events(path: str) -> List[Dict[str, Any]]:
+    """Every complete, valid line of an event file."""
+    out = []
+    try:
+        with open(path, "rb") as f:
+            for line in f:
+                if line.endswith(b"\n"):
+                    try:
+                        out.append(json.loads(line))
+                    except ValueError:
+                        pass
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def critical(path: str) -> List[Dict[str, Any]]:
+    return [e for e in events(path) if e["type"] != "log"]
+
+
+def of_type(path: str, kind: str) -> List[Dict[str, Any]]:
+    return [e for e in events(path) if e["type"] == kind]
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 20, what: str = "condition") -> Any:
+    """Poll `predicate` until it returns something truthy; fail after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for %s" % what)
+        time.sleep(0.02)
+
+
+def results(path: str) -> List[Dict[str, Any]]:
+    return of_type(path, "result")
+
+
+def wait_results(path: str, count: int, timeout: float = 20) -> List[Dict[str, Any]]:
+    return wait_for(lambda: len(results(path)) >= count and results(path), timeout, "%d results" % count)
+
+
+def status(path: str, env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    proc = ok("status", path, env=env)
+    lines = proc.stdout.decode().splitlines()
+    assert len(lines) == 1
+    return json.loads(lines[0])
+
+
+def runtime_pids(path: str) -> List[int]:
+    """Runtimes serving `path` (their command line carries the event path)."""
+    real = os.path.realpath(path)
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"harnessctl.runtime" in b" ".join(argv) and os.fsencode(real) in argv:
+            pids.append(int(entry))
+    return pids
+
+
+def processes_under(directory: str) -> List[int]:
+    """Every process whose command line mentions `directory` (runtimes, stand-ins)."""
+    needle = os.fsencode(os.path.realpath(directory))
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                if needle in f.read():
+                    pids.append(int(entry))
+        except OSError:
+            continue
+    return pids
+
+
+def kill_all_under(directory: str) -> None:
+    for pid in processes_under(directory):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False

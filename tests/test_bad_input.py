@@ -1,0 +1,170 @@
+"""Bad input: each case gets its documented exit code and ONE clear stderr line,
+and nothing already in an event file changes (README "Exit codes" lists them)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from cliutil import cli_env, ok, run, wait_for, wait_results, of_type
+
+
+def existing(workdir):
+    """An event file with one finished run, bound to the mock adapter and workdir."""
+    path = str(workdir / "bound.jsonl")
+    ok("send", path, "hello", "--adapter", "mock", "--cwd", str(workdir), "--model", "m1")
+    wait_results(path, 1)
+    return path
+
+
+def with_pending_request(workdir):
+    path = existing(workdir)
+    ok("send", path, "/permission go?")
+    wait_for(lambda: len(of_type(path, "request")) == 1, what="request")
+    return path
+
+
+def with_expired_request(workdir):
+    path = with_pending_request(workdir)
+    ok("cancel", path)
+    wait_results(path, 2)
+    return path
+
+
+def with_question(workdir):
+    path = existing(workdir)
+    ok("send", path, "/question colour?")
+    wait_for(lambda: len(of_type(path, "request")) == 1, what="request")
+    return path
+
+
+def foreign_text(workdir):
+    path = str(workdir / "notes.txt")
+    with open(path, "w") as f:
+        f.write("my precious notes\n")
+    return path
+
+
+def foreign_binary(workdir):
+    path = str(workdir / "blob.bin")
+    with open(path, "wb") as f:
+        f.write(os.urandom(512))
+    return path
+
+
+def foreign_json(workdir):
+    path = str(workdir / "other.jsonl")
+    with open(path, "w") as f:
+        f.write('{"hello": "world"}\n')
+    return path
+
+
+def new_path(workdir):
+    return str(workdir / "new.jsonl")
+
+
+def a_directory(workdir):
+    return str(workdir)
+
+
+def missing_dir(workdir):
+    return str(workdir / "nope" / "events.jsonl")
+
+
+def symlink_to_dir(workdir):
+    link = str(workdir / "dirlink.jsonl")
+    os.symlink(str(workdir), link)
+    return link
+
+
+def a_file(workdir):
+    path = str(workdir / "plain-file")
+    open(path, "w").close()
+    return path
+
+
+M = ("--adapter", "mock")
+CASES = {
+    # name: (setup, args with {f} for the path and {w} for workdir, stdin, env, exit code, stderr fragment)
+    "send_empty_text": (new_path, ("send", "{f}", "", *M), None, None, 2, "empty text"),
+    "send_only_whitespace": (new_path, ("send", "{f}", "  \n\t ", *M), None, None, 2, "empty text"),
+    "send_empty_stdin": (new_path, ("send", "{f}", *M), b"", None, 2, "empty text"),
+    "send_invalid_utf8_stdin": (new_path, ("send", "{f}", *M), b"caf\xe9\n", None, 2, "not valid UTF-8"),
+    "send_nul_byte": (new_path, ("send", "{f}", *M), b"a\x00b", None, 2, "NUL"),
+    "send_10mb_prompt": (new_path, ("send", "{f}", *M), b"x" * (10 * 1024 * 1024), None, 2, "larger than"),
+    "send_cwd_missing": (new_path, ("send", "{f}", "hi", "--cwd", "{w}/nope", *M), None, None, 2, "cwd is not a directory"),
+    "send_cwd_is_a_file": (new_path, ("send", "{f}", "hi", "--cwd", "{w}/plain", *M), None, None, 2, "not a directory"),
+    "send_path_is_a_directory": (a_directory, ("send", "{f}", "hi", *M), None, None, 2, "is a directory"),
+    "send_path_in_missing_directory": (missing_dir, ("send", "{f}", "hi", *M), None, None, 2, "does not exist"),
+    "send_path_symlink_to_directory": (symlink_to_dir, ("send", "{f}", "hi", *M), None, None, 2, "is a directory"),
+    "send_to_a_text_file": (foreign_text, ("send", "{f}", "hi", *M), None, None, 2, "not a harnessctl event file"),
+    "send_to_a_binary_file": (foreign_binary, ("send", "{f}", "hi", *M), None, None, 2, "not a harnessctl event file"),
+    "send_to_other_jsonl": (foreign_json, ("send", "{f}", "hi", *M), None, None, 2, "not a harnessctl event file"),
+    "send_cwd_conflict": (existing, ("send", "{f}", "hi", "--cwd", "/"), None, None, 2, "cwd is bound to this event path"),
+    "send_model_conflict": (existing, ("send", "{f}", "hi", "--model", "m2"), None, None, 2, "model is bound"),
+    "send_adapter_conflict": (existing, ("send", "{f}", "hi", "--adapter", "codex"), None, None, 2, "adapter is bound"),
+    "send_unknown_adapter": (new_path, ("send", "{f}", "hi", "--adapter", "nosuch"), None, None, 2, "unknown adapter"),
+    "send_no_adapter": (new_path, ("send", "{f}", "hi"), None, None, 2, "--adapter"),
+    "send_unknown_flag": (new_path, ("send", "{f}", "hi", "--colour", "red", *M), None, None, 2, "unknown option"),
+    "send_flag_without_value": (new_path, ("send", "{f}", "hi", "--cwd"), None, None, 2, "needs a value"),
+    "send_empty_model": (new_path, ("send", "{f}", "hi", "--model=", *M), None, None, 2, "must not be empty"),
+    "send_too_many_arguments": (new_path, ("send", "{f}", "hi", "there", *M), None, None, 2, "arguments"),
+    "send_without_file": (new_path, ("send",), None, None, 2, "arguments"),
+    "unknown_command": (new_path, ("launch", "{f}"), None, None, 2, "unknown command"),
+    "bad_timeout_knob": (new_path, ("send", "{f}", "hi", *M), None, {"HARNESSCTL_TIMEOUT": "soon"}, 2, "HARNESSCTL_TIMEOUT"),
+    "status_missing_file": (new_path, ("status", "{f}"), None, None, 4, "no such event file"),
+    "cancel_missing_file": (new_path, ("cancel", "{f}"), None, None, 4, "no such event file"),
+    "reply_missing_file": (new_path, ("reply", "{f}", "req-1", "allow"), None, None, 4, "no such event file"),
+    "status_on_a_text_file": (foreign_text, ("status", "{f}"), None, None, 2, "not a harnessctl event file"),
+    "status_on_a_directory": (a_directory, ("status", "{f}"), None, None, 2, "is a directory"),
+    "status_extra_argument": (existing, ("status", "{f}", "more"), None, None, 2, "arguments"),
+    "status_with_send_flag": (existing, ("status", "{f}", "--cwd", "/"), None, None, 2, "unknown option"),
+    "reply_unknown_request": (existing, ("reply", "{f}", "req-7", "allow"), None, None, 3, "unknown request id"),
+    "reply_not_a_request_id": (existing, ("reply", "{f}", "banana", "allow"), None, None, 3, "unknown request id"),
+    "reply_expired_request": (with_expired_request, ("reply", "{f}", "req-1", "allow"), None, None, 3, "expired"),
+    "reply_answer_not_allowed": (with_pending_request, ("reply", "{f}", "req-1", "maybe"), None, None, 2, "allow, deny"),
+    "reply_empty_answer": (with_pending_request, ("reply", "{f}", "req-1"), b"  \n", None, 2, "empty answer"),
+    "reply_unknown_question_id": (with_question, ("reply", "{f}", "req-1", '{"q9": "x"}'), None, None, 2, "unknown question"),
+    "reply_question_non_string": (with_question, ("reply", "{f}", "req-1", '{"q1": 3}'), None, None, 2, "non-empty string"),
+    "reply_without_request_id": (existing, ("reply", "{f}"), None, None, 2, "arguments"),
+}
+
+
+def snapshot_files(workdir):
+    """Bytes of every event file and foreign file (not sidecar internals)."""
+    out = {}
+    for entry in os.scandir(str(workdir)):
+        if entry.is_file(follow_symlinks=False) and not entry.name.endswith(".tmp"):
+            with open(entry.path, "rb") as f:
+                out[entry.name] = f.read()
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_input(name, workdir):
+    setup, args, stdin, env_extra, code, fragment = CASES[name]
+    open(str(workdir / "plain"), "w").close()
+    path = setup(workdir)
+    before = snapshot_files(workdir)
+    argv = [a.replace("{f}", path).replace("{w}", str(workdir)) for a in args]
+    proc = run(*argv, input=stdin, env=cli_env(**(env_extra or {})))
+    err = proc.stderr.decode()
+    assert proc.returncode == code, (argv, proc.returncode, err)
+    assert err.startswith("harnessctl: ") and err.count("\n") == 1, err
+    assert fragment in err, err
+    assert proc.stdout == b""
+    after = snapshot_files(workdir)
+    for name_, data in before.items():
+        assert after.get(name_, b"")[: len(data)] == data, "%s changed" % name_
+    assert set(after) - set(before) <= {"new.jsonl"} or code != 2
+    if code == 2 and setup is new_path:
+        assert not os.path.exists(path), "a refused first send must not create the event file"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_send_in_a_read_only_directory_exits_2(workdir):
+    ro = workdir / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    proc = run("send", str(ro / "e.jsonl"), "hi", "--adapter", "mock")
+    assert proc.returncode == 2 and b"cannot create" in proc.stderr
