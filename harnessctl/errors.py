@@ -38,7 +38,10 @@ class OutcomeUnknownError(HarnessctlError):
     exit_code = 6
 
 
-BY_CODE = {cls.exit_code: cls for cls in (HarnessctlError, UsageError, StateError, NotFoundError, UnavailableError, OutcomeUnknownError)}
+BY_CODE = {
+    cls.exit_code: cls
+    for cls in (HarnessctlError, UsageError, StateError, NotFoundError, UnavailableError, OutcomeUnknownError)
+}
 
 
 def from_code(code: int, message: str) -> HarnessctlError:

@@ -476,7 +476,8 @@ class Runtime(Host):
         if self.in_flight:
             self.in_flight[1].fail(OutcomeUnknownError("the runtime stopped (%s) while confirming the input" % reason))
         self._fail_waiting("the runtime stopped (%s); send again" % reason)
-        self._guard(lambda: self._write_all(close_open_work(self.conv, "the runtime stopped (%s) before the run ended" % reason)))
+        ended = "the runtime stopped (%s) before the run ended" % reason
+        self._guard(lambda: self._write_all(close_open_work(self.conv, ended)))
         self._drain_requests()
         deadline = time.monotonic() + 2
         for thread in list(self.connections):

@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def cli_env(**overrides: str) -> Dict[str, str]:
     env = dict(os.environ)
     for name in list(env):
-        if name.startswith("HARNESSCTL_") and not name.startswith("HARNESSCTL_TEST") and name != "HARNESSCTL_REQUIRE_REAL":
+        if name.startswith("HARNESSCTL_") and not name.startswith(("HARNESSCTL_TEST", "HARNESSCTL_REQUIRE")):
             del env[name]
     env["PYTHONPATH"] = ROOT
     env["HARNESSCTL_IDLE_TIMEOUT"] = "20"

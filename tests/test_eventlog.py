@@ -39,7 +39,7 @@ def test_append_continues_from_the_given_seq(tmp_path):
 def test_text_deltas_of_one_run_merge_into_one_line(tmp_path):
     path = str(tmp_path / "e.jsonl")
     log = EventLog(path, 0)
-    for i in range(1000):
+    for _ in range(1000):
         log.log({"type": "log", "level": "info", "kind": "text.delta", "run_id": "r", "text": "x"})
     log.flush_logs()
     log.close()

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Build a self-contained per-adapter package (PROTOCOL section 10).
+
+    python3 package.py --adapter codex --output-dir dist
+    tar xzf dist/harnessctl-codex-<version>-linux.tar.gz -C ~/.harness
+    ~/.harness/codex/harnessctl status /tmp/none.jsonl     # exits 4: the entry point works
+
+The archive holds `<adapter>/harnessctl` (the entry point, adapter fixed),
+`<adapter>/manifest.json` and `<adapter>/lib/` (the core and that one adapter).
+Stdlib only; the output is reproducible (fixed mtimes, sorted entries).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import json
+import os
+import sys
+import tarfile
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, ROOT)
+
+from harnessctl import PROTOCOL_VERSION, __version__, registry  # noqa: E402
+
+ENTRY = """#!/usr/bin/env -S python3 -I -S
+\"\"\"harnessctl with the {adapter} adapter (self-contained package; see manifest.json).\"\"\"
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "lib"))
+from harnessctl.cli import main  # noqa: E402
+
+sys.exit(main(adapter={adapter!r}))
+"""
+PYTHON_FLOOR = "3.9"
+MTIME = 1767225600  # 2026-01-01: reproducible archives
+
+
+def sources(top: str) -> list:
+    """Relative paths of the files to ship under `top` (no caches, no tests)."""
+    found = []
+    for directory, dirs, files in os.walk(os.path.join(ROOT, top)):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".py", ".json")):
+                found.append(os.path.relpath(os.path.join(directory, name), ROOT))
+    return found
+
+
+def package_manifest(adapter: str) -> dict:
+    adapter_manifest = registry.manifest(adapter)
+    return {
+        "name": "harnessctl-%s" % adapter,
+        "harnessctl_version": __version__,
+        "protocol_version": PROTOCOL_VERSION,
+        "adapter": adapter,
+        "adapter_version": adapter_manifest.get("version"),
+        "harness": adapter_manifest.get("harness"),
+        "capabilities": adapter_manifest.get("capabilities", []),
+        "python_requires": ">=%s" % PYTHON_FLOOR,
+        "entry_point": "harnessctl",
+    }
+
+
+def build(adapter: str, output_dir: str) -> str:
+    manifest = package_manifest(adapter)
+    files = sources("harnessctl") + ["adapters/__init__.py"] + sources(os.path.join("adapters", adapter))
+    os.makedirs(output_dir, exist_ok=True)
+    target = os.path.join(output_dir, "harnessctl-%s-%s-linux.tar.gz" % (adapter, __version__))
+    with open(target, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=MTIME) as gz:
+        with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            add_bytes(tar, "%s/harnessctl" % adapter, ENTRY.format(adapter=adapter).encode(), 0o755)
+            add_bytes(tar, "%s/manifest.json" % adapter, (json.dumps(manifest, indent=2) + "\n").encode(), 0o644)
+            for rel in files:
+                with open(os.path.join(ROOT, rel), "rb") as f:
+                    add_bytes(tar, "%s/lib/%s" % (adapter, rel), f.read(), 0o644)
+    return target
+
+
+def add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mode: int) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = len(data), mode, MTIME
+    tar.addfile(info, io.BytesIO(data))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="Build dist/harnessctl-<adapter>-<version>-linux.tar.gz")
+    parser.add_argument("--adapter", required=True, choices=registry.names())
+    parser.add_argument("--output-dir", default="dist")
+    args = parser.parse_args()
+    print(build(args.adapter, args.output_dir))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
