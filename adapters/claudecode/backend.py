@@ -261,7 +261,6 @@ class ClaudeCodeBackend(Backend):
     def _on_system(self, frame: Dict[str, Any]) -> None:
         subtype = frame.get("subtype")
         if subtype == "init":
-            self._remember_session(frame, persist=True)
             for uuid in frame.get("user_message_uuids") or []:
                 self._on_started(uuid)
             if "msg_lifecycle_v1" not in (frame.get("capabilities") or ["msg_lifecycle_v1"]):
@@ -322,7 +321,7 @@ class ClaudeCodeBackend(Backend):
                 self.host.log("diagnostic", run_id=self._active_id(), message=block.get("text"))
 
     def _on_result(self, frame: Dict[str, Any]) -> None:
-        self._remember_session(frame, persist=not frame.get("errors"))
+        self._remember_session(frame, persist=bool(frame.get("num_turns")))
         if not self.ready:
             self._start_error = "; ".join(frame.get("errors") or []) or "claude refused to start a session"
             return
@@ -477,8 +476,9 @@ class ClaudeCodeBackend(Backend):
             return None
 
     def _remember_session(self, frame: Dict[str, Any], persist: bool) -> None:
-        """Store the session id once Claude has a conversation on disk (a turn
-        started), so a resume never points at a session that does not exist."""
+        """Store the session id once a turn ended: only then is the conversation
+        surely on disk (Claude killed during its first turn leaves none, and
+        `--resume` of it would fail with "No conversation found")."""
         session_id = frame.get("session_id")
         if not persist or not isinstance(session_id, str) or not session_id:
             return

@@ -126,6 +126,26 @@ def last_user_texts(body: Dict[str, Any]) -> List[str]:
     return _texts(users[-1].get("content")) if users else []
 
 
+def tool_results(body: Dict[str, Any]) -> List[str]:
+    """The tool_result contents of the last user message, as text."""
+    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    content = users[-1].get("content") if users else None
+    out = []
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            inner = block.get("content")
+            out.append(inner if isinstance(inner, str) else "\n".join(_texts(inner)))
+    return out
+
+
+def conversation_texts(body: Dict[str, Any]) -> List[str]:
+    """Every text block of every message (user and assistant): the history."""
+    out: List[str] = []
+    for msg in body.get("messages", []):
+        out.extend(_texts(msg.get("content")))
+    return out
+
+
 # -- the server -------------------------------------------------------------------
 
 

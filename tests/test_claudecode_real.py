@@ -1,0 +1,278 @@
+"""The claudecode adapter end to end: the CLI, the runtime, the REAL `claude`
+binary, and a loopback mock of the Messages API started by each test.
+
+Slow tools are shell commands that wait for a flag file the test creates, and
+slow answers wait at a mock gate the test opens, so every race here is timed
+by the test, not by sleeps.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from claudecode_support.fixtures import real_claude, wait_for  # noqa: E402
+from claudecode_support.mock_messages import (  # noqa: E402
+    MockMessages, ask, bash, conversation_texts, last_user_texts, reply, text, tool_results, wait_file_command)
+from claudecode_support.session import Session  # noqa: E402
+
+pytestmark = pytest.mark.real
+
+ALLOW_BASH = "--allowedTools Bash"  # read-only steps need no prompt; side effects still ask without it
+
+
+@pytest.fixture
+def cc(workdir):
+    binary = real_claude()
+    with MockMessages() as mock:
+        session = Session(str(workdir), mock, binary)
+        yield session
+        pid = session.runtime_pid()
+        if pid:
+            os.kill(pid, signal.SIGKILL)  # its claude dies with it (PR_SET_PDEATHSIG)
+
+
+def slow_tool(cc, then="echo step1-done"):
+    """A Bash call that runs until the test creates the returned flag file."""
+    flag = os.path.join(cc.root, "go.flag")
+    return flag, bash(wait_file_command(flag, then), "Run step one")
+
+
+def test_plain_run_gives_accepted_message_and_completed_result(cc):
+    cc.mock.script(reply(text("Hello from mock!")))
+    accepted = cc.send("hi there")
+    assert accepted["delivery"] == "start" and accepted["run_id"] and accepted["text"] == "hi there"
+    [result] = cc.wait_results(1)
+    assert result["status"] == "completed" and result["output"] == "Hello from mock!"
+    assert result["input_ids"] == [accepted["input_id"]] and result["run_id"] == accepted["run_id"]
+    assert result["usage"]["output_tokens"] == 5 and result["cost_usd"] > 0
+    [message] = cc.events("message")
+    assert message["text"] == "Hello from mock!" and message["run_id"] == accepted["run_id"]
+    assert "hi there" in last_user_texts(cc.mock.bodies()[0])
+
+
+def test_steer_during_a_slow_tool_lands_in_the_same_run(cc):
+    cc.env["HARNESSCTL_CLAUDE_ARGS"] = ALLOW_BASH
+    flag, tool = slow_tool(cc)
+    cc.mock.script(reply(text("Starting step one."), tool), reply(text("Did both.")))
+    first = cc.send("FIRST: run step one")
+    cc.wait_log("tool.started")
+    steer = cc.send("SECOND: also do this")
+    assert steer["delivery"] == "steer" and steer["run_id"] is None
+    open(flag, "w").close()
+    [result] = cc.wait_results(1)
+    assert result["run_id"] == first["run_id"] and result["status"] == "completed"
+    assert result["input_ids"] == [first["input_id"], steer["input_id"]]
+    assert cc.run_of(steer["input_id"]) == first["run_id"]
+    second_request = cc.mock.bodies()[1]
+    assert any("SECOND: also do this" in t for t in last_user_texts(second_request))
+    assert tool_results(second_request) == ["step1-done"]
+
+
+def test_steer_during_the_final_answer_becomes_the_next_run(cc):
+    cc.mock.script(reply(text("Answer one."), gate="final", gate_after=1), reply(text("Answer two.")))
+    first = cc.send("FIRST question")
+    cc.mock.wait_gate("final")
+    steer = cc.send("SECOND question")
+    assert steer["delivery"] == "steer" and steer["run_id"] is None
+    cc.mock.release("final")
+    one, two = cc.wait_results(2)
+    assert one["input_ids"] == [first["input_id"]] and one["output"] == "Answer one."
+    assert two["input_ids"] == [steer["input_id"]] and two["output"] == "Answer two."
+    assert two["run_id"] != first["run_id"] and cc.run_of(steer["input_id"]) == two["run_id"]
+    assert last_user_texts(cc.mock.bodies()[1])[-1] == "SECOND question"
+
+
+def test_three_quick_sends_are_each_covered_by_exactly_one_result(cc):
+    cc.mock.script(reply(text("A1"), gate="slow"), reply(text("A2")), reply(text("A3")))
+    ids = [cc.send("message %d" % n)["input_id"] for n in range(3)]
+    cc.mock.release("slow")
+    wait_for(lambda: sorted(i for r in cc.results() for i in r["input_ids"]) == sorted(ids), 60, "all covered")
+    covered = [i for r in cc.results() for i in r["input_ids"]]
+    assert sorted(covered) == sorted(ids) and len(covered) == 3
+    assert all(r["status"] == "completed" for r in cc.results())
+    for input_id in ids:  # every input ends up with a confirmed run id, the one of its result
+        [result] = [r for r in cc.results() if input_id in r["input_ids"]]
+        assert cc.run_of(input_id) == result["run_id"]
+
+
+def test_permission_allow_by_reply_from_another_process_runs_the_tool(cc):
+    cc.mock.script(reply(text("I'll create it."), bash("touch approved.txt", "Create approved.txt")),
+                   reply(text("Created.")))
+    accepted = cc.send("please create approved.txt")
+    request = cc.wait_request()
+    assert request["kind"] == "permission" and request["run_id"] == accepted["run_id"]
+    assert request["tool"] == "Bash" and request["input"]["command"] == "touch approved.txt"
+    assert request["options"][:2] == ["allow", "deny"]
+    assert cc.status()["state"] == "awaiting_reply"
+    cc.reply(request["request_id"], "allow")
+    [result] = cc.wait_results(1)
+    assert result["status"] == "completed"
+    assert os.path.exists(os.path.join(cc.work, "approved.txt"))
+    replied = [e for e in cc.events("request") if e["state"] == "replied"]
+    assert replied[0]["answer"] == "allow"
+
+
+def test_permission_deny_by_reply_does_not_run_the_tool(cc):
+    cc.mock.script(reply(text("I'll create it."), bash("touch denied.txt", "Create denied.txt")),
+                   reply(text("OK, I won't.")))
+    cc.send("please create denied.txt")
+    request = cc.wait_request()
+    cc.reply(request["request_id"], "deny")
+    [result] = cc.wait_results(1)
+    assert result["status"] == "completed"
+    assert not os.path.exists(os.path.join(cc.work, "denied.txt"))
+    assert tool_results(cc.mock.bodies()[1]) == ["The user denied this action."]
+
+
+def test_allow_session_stops_asking_for_the_same_command(cc):
+    cc.mock.script(reply(bash("touch again.txt", "Create again.txt")), reply(text("Done once.")),
+                   reply(bash("touch again.txt", "Create again.txt")), reply(text("Done twice.")))
+    cc.send("create again.txt")
+    request = cc.wait_request()
+    assert "allow-session" in request["options"]
+    cc.reply(request["request_id"], "allow-session")
+    cc.wait_results(1)
+    cc.send("and once more")
+    [_, second] = cc.wait_results(2)
+    assert second["status"] == "completed" and len(cc.events("request")) == 2  # pending + replied, no new one
+    assert not os.path.exists(os.path.join(cc.work, ".claude", "settings.local.json"))
+
+
+def test_ask_user_question_is_answered_by_reply(cc):
+    cc.mock.script(reply(text("Let me ask."), ask("Which color should the button be?", ["Red", "Blue"])),
+                   reply(text("Blue it is.")))
+    cc.send("make a button")
+    request = cc.wait_request()
+    assert request["kind"] == "question"
+    assert request["questions"] == [{"id": "q1", "question": "Which color should the button be?",
+                                     "options": ["Red", "Blue"]}]
+    cc.reply(request["request_id"], "Blue")
+    [result] = cc.wait_results(1)
+    assert result["status"] == "completed" and result["output"] == "Blue it is."
+    [answered] = tool_results(cc.mock.bodies()[1])
+    assert '"Which color should the button be?"="Blue"' in answered
+
+
+def test_cancel_mid_tool_gives_a_cancelled_result_and_keeps_the_session(cc):
+    cc.env["HARNESSCTL_CLAUDE_ARGS"] = ALLOW_BASH
+    flag, tool = slow_tool(cc, then="touch late.txt")
+    cc.mock.script(reply(tool), reply(text("After cancel.")))
+    first = cc.send("start a long task")
+    cc.wait_log("tool.started")
+    cc.cancel()
+    [result] = cc.wait_results(1)
+    assert result["status"] == "cancelled" and result["input_ids"] == [first["input_id"]]
+    assert cc.status()["state"] == "idle"
+    open(flag, "w").close()  # the tool was killed: creating the flag now changes nothing
+    cc.send("next task")
+    [_, after] = cc.wait_results(2)
+    assert after["status"] == "completed" and after["output"] == "After cancel."
+    assert not os.path.exists(os.path.join(cc.work, "late.txt"))
+
+
+def test_cancel_drops_a_queued_input_with_its_own_cancelled_result(cc):
+    cc.mock.script(reply(text("Working..."), gate="hold", gate_after=1))
+    first = cc.send("long answer please")
+    cc.mock.wait_gate("hold")
+    queued = cc.send("queued behind it")
+    cc.cancel()
+    wait_for(lambda: len(cc.results()) == 2, 60, "two results")
+    by_input = {r["input_ids"][0]: r for r in cc.results()}
+    assert by_input[first["input_id"]]["status"] == "cancelled"
+    assert by_input[queued["input_id"]]["status"] == "cancelled"
+    assert by_input[queued["input_id"]]["run_id"] is None  # no run ever consumed it
+    cc.mock.release("hold")
+    assert len(cc.mock.requests) == 1  # the dropped input never reached the model
+
+
+def test_idle_exit_then_resume_keeps_the_history(cc):
+    cc.env["HARNESSCTL_IDLE_TIMEOUT"] = "1"
+    cc.mock.script(reply(text("The secret word is PINEAPPLE.")), reply(text("It was PINEAPPLE.")))
+    cc.send("remember PINEAPPLE")
+    cc.wait_results(1)
+    cc.wait_runtime_gone()
+    assert open(cc.path + ".d/claude-session-id").read().strip()
+    cc.send("what was the word?")
+    [_, result] = cc.wait_results(2)
+    assert result["status"] == "completed"
+    history = conversation_texts(cc.mock.bodies()[1])
+    assert any("remember PINEAPPLE" in t for t in history)
+    assert "The secret word is PINEAPPLE." in history
+
+
+def test_kill_9_of_the_runtime_fails_the_open_input_and_never_replays_it(cc):
+    cc.mock.script(reply(text("..."), gate="hang"), reply(text("Fresh answer.")))
+    first = cc.send("this one is lost")
+    cc.mock.wait_gate("hang")
+    claude = cc.claude_pid()
+    os.kill(cc.runtime_pid(), signal.SIGKILL)
+    wait_for(lambda: claude is None or not os.path.exists("/proc/%d" % claude), 30, "claude to die with the runtime")
+    assert cc.status()["state"] == "failed"
+    [lost] = cc.results()
+    assert lost["status"] == "failed" and lost["input_ids"] == [first["input_id"]]
+    assert lost["error"] == "runtime lost; input outcome is uncertain"
+    cc.mock.release("hang")
+    second = cc.send("a new question")
+    [_, result] = cc.wait_results(2)
+    assert result["input_ids"] == [second["input_id"]] and result["status"] == "completed"
+    assert [e["input_id"] for e in cc.accepted()].count(first["input_id"]) == 1
+    assert last_user_texts(cc.mock.bodies()[-1])[-1] == "a new question"
+
+
+def test_claude_crash_mid_turn_fails_the_run_and_the_next_send_resumes(cc):
+    cc.mock.script(reply(text("The word is MANGO.")), reply(text("..."), gate="hang"), reply(text("Back.")))
+    cc.send("remember MANGO")
+    cc.wait_results(1)
+    second = cc.send("now hang")
+    cc.mock.wait_gate("hang")
+    os.kill(cc.claude_pid(), signal.SIGKILL)
+    [_, crashed] = cc.wait_results(2)
+    assert crashed["status"] == "failed" and crashed["input_ids"] == [second["input_id"]]
+    cc.mock.release("hang")
+    cc.send("are you back?")
+    [_, _, back] = cc.wait_results(3)
+    assert back["status"] == "completed" and back["output"] == "Back."
+    assert "The word is MANGO." in conversation_texts(cc.mock.bodies()[-1])
+
+
+def test_401_gives_a_failed_result(cc):
+    cc.mock.script(reply(status=401, error_type="authentication_error", error_message="invalid x-api-key"))
+    cc.send("hello")
+    [result] = cc.wait_results(1)
+    assert result["status"] == "failed" and "401" in result["error"]
+    assert cc.events("message") == []
+    assert cc.status()["state"] == "failed"
+
+
+def test_after_a_failed_first_turn_and_idle_exit_the_session_resumes(cc):
+    cc.env["HARNESSCTL_IDLE_TIMEOUT"] = "1"
+    cc.mock.script(reply(status=401, error_type="authentication_error", error_message="invalid x-api-key"),
+                   reply(text("Now it works.")))
+    cc.send("hello")
+    cc.wait_results(1)
+    cc.wait_runtime_gone()
+    cc.send("again")
+    [_, result] = cc.wait_results(2)
+    assert result["status"] == "completed" and result["output"] == "Now it works."
+
+
+def test_api_retries_are_logged_and_the_run_completes(cc):
+    cc.env["CLAUDE_CODE_MAX_RETRIES"] = "1"
+    cc.mock.script(reply(status=500, error_message="boom"), reply(text("Recovered.")))
+    cc.send("hello")
+    [result] = cc.wait_results(1)
+    assert result["status"] == "completed" and result["output"] == "Recovered."
+    retry = [e for e in cc.events("log") if e.get("kind") == "api.retry"]
+    assert retry and retry[0]["error_status"] == 500 and retry[0]["level"] == "warn"
+
+
+def test_missing_binary_exits_5(cc):
+    cc.env["HARNESSCTL_CLAUDE_BIN"] = os.path.join(cc.root, "no-such-claude")
+    proc = cc.run("send", cc.path, "hello", "--adapter", "claudecode", "--cwd", cc.work)
+    assert proc.returncode == 5 and b"claude not found" in proc.stderr
