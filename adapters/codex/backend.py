@@ -145,9 +145,7 @@ class CodexBackend(Backend):
 
     def _start_failed(self, message: str) -> None:
         self.phase = "down"
-        self.host.start_failed(message)
-        for item in self._take_undelivered():
-            self.host.send_failed(item.input_id, message, unavailable=True)
+        self.host.start_failed(message)  # the runtime fails the sends waiting for us
         if self.child is not None:
             self.child.kill()
 
@@ -161,21 +159,12 @@ class CodexBackend(Backend):
             child.wait(STOP_GRACE)
 
     def on_exit(self, returncode: Optional[int]) -> None:
-        phase, undelivered = self.phase, self._take_undelivered()
-        open_runs = [r for r in self.runs.values() if r.final is None]
+        """Forget the process.  The runtime itself fails the open runs, the send
+        in flight and a start in progress, so nothing is reported twice."""
+        busy = self.phase == "starting" or self.inflight is not None or self._open_run() is not None
         self._reset()
-        message = "codex app-server exited (code %s)" % returncode
-        level = "error" if (open_runs or undelivered or phase == "starting") else "info"
-        self.host.log("diagnostic", level, message=message)
-        if phase == "starting":
-            self.host.start_failed(message + " while starting; see the runtime log")
-        for item in undelivered:
-            self.host.send_failed(item.input_id, message + " before taking the input", unavailable=True)
-
-    def _take_undelivered(self) -> List[Input]:
-        items = ([self.inflight] if self.inflight is not None else []) + self.waiting
-        self.inflight, self.waiting = None, []
-        return items
+        self.host.log("diagnostic", "error" if busy else "info",
+                      message="codex app-server exited (code %s)" % returncode)
 
     # ------------------------------------------------------------------ sends
 

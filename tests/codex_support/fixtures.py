@@ -1,0 +1,159 @@
+"""Fixtures for the Codex adapter's black-box tests (imported by the test files).
+
+`fake_codex` runs the CLI over tests/codex_support/fake_app_server.py;
+`real_codex` runs it over the real `codex app-server` (HARNESSCTL_TEST_CODEX_BIN,
+else `codex` on PATH) pointed at a loopback Responses mock with a fresh
+CODEX_HOME.  Both leave no process behind: the conftest `workdir` fixture kills
+every runtime under the test directory, and the harness dies with its runtime.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from cliutil import cli_env, events, run, runtime_pids, wait_for
+
+from .mock_responses import MockResponses, write_codex_home
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAKE_SERVER = os.path.join(HERE, "fake_app_server.py")
+
+
+def codex_binary() -> Optional[str]:
+    return os.environ.get("HARNESSCTL_TEST_CODEX_BIN") or shutil.which("codex")
+
+
+def require_codex() -> str:
+    """The real codex binary, or skip (fail under HARNESSCTL_REQUIRE_REAL=1)."""
+    binary = codex_binary()
+    if binary and os.access(binary, os.X_OK):
+        return binary
+    reason = "real codex not found (set HARNESSCTL_TEST_CODEX_BIN or put codex on PATH)"
+    if os.environ.get("HARNESSCTL_REQUIRE_REAL") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+class Session:
+    """One event file driven through the CLI, plus what its harness saw."""
+
+    def __init__(self, workdir: str, env: Dict[str, str]) -> None:
+        self.workdir = workdir
+        self.path = os.path.join(workdir, "events.jsonl")
+        self.cwd = os.path.join(workdir, "work")
+        os.makedirs(self.cwd, exist_ok=True)
+        self.env = env
+
+    def cmd(self, *args: str, **kwargs: Any) -> subprocess.CompletedProcess:
+        return run(*args, env=self.env, **kwargs)
+
+    def send(self, text: str, first: bool = False) -> subprocess.CompletedProcess:
+        flags = ["--adapter", "codex", "--cwd", self.cwd] if first else []
+        proc = self.cmd("send", self.path, text, *flags)
+        assert proc.returncode == 0, proc.stderr.decode()
+        return proc
+
+    def send_later(self, text: str) -> subprocess.Popen:
+        """A send running in the background (to cancel or race it)."""
+        return subprocess.Popen([sys.executable, "-m", "harnessctl", "send", self.path, text],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env,
+                                cwd=os.path.dirname(HERE))
+
+    def events(self, type_: Optional[str] = None, kind: Optional[str] = None) -> List[Dict[str, Any]]:
+        out = events(self.path)
+        if type_:
+            out = [e for e in out if e["type"] == type_]
+        if kind:
+            out = [e for e in out if e.get("kind") == kind]
+        return out
+
+    def wait(self, type_: str, count: int = 1, timeout: float = 60, **match: Any) -> List[Dict[str, Any]]:
+        def found():
+            hits = [e for e in self.events(type_) if all(e.get(k) == v for k, v in match.items())]
+            return hits if len(hits) >= count else None
+        return wait_for(found, timeout, "%d %s events matching %s" % (count, type_, match))
+
+    def wait_log(self, predicate, timeout: float = 60) -> Dict[str, Any]:
+        return wait_for(lambda: next((e for e in self.events("log") if predicate(e)), None), timeout, "log line")
+
+    def runtime_gone(self, timeout: float = 60) -> None:
+        wait_for(lambda: not runtime_pids(self.path), timeout, "runtime exit")
+
+    def runtime_log(self) -> str:
+        try:
+            with open(self.path + ".d/runtime.log", encoding="utf-8", errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+
+@pytest.fixture
+def fake_codex(workdir):
+    """A factory: `fake_codex(**env)` -> Session over the fake app-server."""
+    mode = os.stat(FAKE_SERVER).st_mode
+    if not mode & stat.S_IXUSR:
+        os.chmod(FAKE_SERVER, mode | stat.S_IXUSR)
+    home = os.path.join(str(workdir), "fake_home")
+    os.makedirs(home, exist_ok=True)
+
+    def make(**extra: str) -> Session:
+        env = cli_env(HARNESSCTL_CODEX_BIN=FAKE_SERVER, HARNESSCTL_IDLE_TIMEOUT="5", FAKE_CODEX_HOME=home)
+        env.update(extra)
+        return Session(str(workdir), env)
+
+    make.home = home
+    return make
+
+
+def fake_requests(home: str) -> List[Dict[str, Any]]:
+    """Every JSON-RPC line the fake app-server received."""
+    import json
+    try:
+        with open(os.path.join(home, "requests.jsonl")) as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except OSError:
+        return []
+
+
+@pytest.fixture
+def real_codex(workdir):
+    """(Session, MockResponses) over the real codex; `configure(...)` rewrites config.toml."""
+    binary = require_codex()
+    mock = MockResponses().start()
+    home = os.path.join(str(workdir), "codex_home")
+    env = cli_env(HARNESSCTL_CODEX_BIN=binary, HARNESSCTL_IDLE_TIMEOUT="20", HARNESSCTL_TIMEOUT="60")
+    env.update(write_codex_home(home, mock.base_url))
+    session = Session(str(workdir), env)
+
+    def configure(**kwargs: Any) -> None:
+        write_codex_home(home, mock.base_url, **kwargs)
+
+    session.configure = configure
+    session.codex_home = home
+    try:
+        yield session, mock
+    finally:
+        for pid in runtime_pids(session.path):
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        mock.stop()
+
+
+def wait_until(predicate, timeout: float = 30, what: str = "condition"):
+    return wait_for(predicate, timeout, what)
+
+
+def elapsed(fn) -> float:
+    start = time.monotonic()
+    fn()
+    return time.monotonic() - start

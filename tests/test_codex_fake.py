@@ -1,0 +1,145 @@
+"""The Codex adapter end to end through the CLI, over a fake app-server that
+speaks the recorded codex shapes (tests/codex_support/fake_app_server.py).
+
+These are the races the real binary cannot be timed into; the same behaviours
+against the real codex are in test_codex_real.py.
+"""
+
+from __future__ import annotations
+
+from cliutil import status, wait_for
+
+from codex_support.fixtures import fake_codex, fake_requests  # noqa: F401  (fixture)
+
+
+def methods(home):
+    return [m.get("method") for m in fake_requests(home)]
+
+
+def test_plain_run_through_the_cli(fake_codex):
+    s = fake_codex()
+    s.send("hello", first=True)
+    (accepted,) = s.events("accepted")
+    assert accepted["delivery"] == "start" and accepted["run_id"]
+    (result,) = s.wait("result")
+    assert result["status"] == "completed" and result["output"] == "echo: hello"
+    assert result["input_ids"] == [accepted["input_id"]] and result["run_id"] == accepted["run_id"]
+    assert result["usage"]["total_tokens"] == 110
+    turn_start = [m for m in fake_requests(fake_codex.home) if m.get("method") == "turn/start"][0]
+    assert turn_start["params"]["clientUserMessageId"] == accepted["input_id"]
+
+
+def test_steer_joins_the_running_turn_with_one_result(fake_codex):
+    s = fake_codex()
+    s.send("/slow", first=True)
+    s.wait_log(lambda e: e.get("kind") == "text.delta")
+    s.send("and bananas")
+    first, second = s.events("accepted")
+    assert second["delivery"] == "steer" and second["run_id"] == first["run_id"]
+    (result,) = s.wait("result")
+    assert result["input_ids"] == [first["input_id"], second["input_id"]]
+    assert result["output"] == "steered: and bananas"
+    assert [m["text"] for m in s.events("message")] == ["steered: and bananas"]  # no half message
+
+
+def test_steer_that_loses_the_race_with_turn_end_starts_a_new_run(fake_codex):
+    s = fake_codex(FAKE_CODEX_STEER_RACE="error")
+    s.send("/slow", first=True)
+    s.wait_log(lambda e: e.get("kind") == "text.delta")
+    s.send("too late")
+    results = s.wait("result", 2)
+    first, second = s.events("accepted")
+    assert second["delivery"] == "start" and second["run_id"] != first["run_id"]
+    assert results[0]["input_ids"] == [first["input_id"]]
+    assert results[1]["input_ids"] == [second["input_id"]] and results[1]["output"] == "echo: too late"
+    assert methods(fake_codex.home).count("turn/start") == 2
+
+
+def test_steer_answered_after_its_turn_ended_still_counts_in_that_run(fake_codex):
+    s = fake_codex(FAKE_CODEX_STEER_RACE="late-ok")
+    s.send("/slow", first=True)
+    s.wait_log(lambda e: e.get("kind") == "text.delta")
+    s.send("just in time")
+    (result,) = s.wait("result")
+    first, second = s.events("accepted")
+    assert second["delivery"] == "steer" and second["run_id"] == first["run_id"]
+    assert result["input_ids"] == [first["input_id"], second["input_id"]]
+
+
+def test_cancel_while_the_turn_id_is_unknown_interrupts_once_codex_names_it(fake_codex):
+    s = fake_codex(FAKE_CODEX_START_DELAY="1.0")
+    s.send("warm up", first=True)
+    s.wait("result")
+    sender = s.send_later("/slow")
+    wait_for(lambda: methods(fake_codex.home).count("turn/start") == 2, 30, "second turn/start")
+    assert s.cmd("cancel", s.path).returncode == 0
+    assert sender.wait(30) == 0
+    result = s.wait("result", 2)[1]
+    assert result["status"] == "cancelled"
+    assert "turn/interrupt" in methods(fake_codex.home)
+
+
+def test_cancel_mid_turn_gives_a_cancelled_result(fake_codex):
+    s = fake_codex()
+    s.send("/slow", first=True)
+    s.wait_log(lambda e: e.get("kind") == "text.delta")
+    assert s.cmd("cancel", s.path).returncode == 0
+    (result,) = s.wait("result")
+    assert result["status"] == "cancelled" and s.events("message") == []
+
+
+def test_endless_retry_loop_stays_visible_and_cancellable(fake_codex):
+    s = fake_codex()
+    s.send("/retry", first=True)
+    warning = s.wait_log(lambda e: e.get("kind") == "native" and e.get("will_retry") is True)
+    assert warning["level"] == "warn" and "waiting for network" in warning["error"]
+    report = status(s.path, env=s.env)
+    assert report["state"] == "running" and report["last_activity"] >= warning["ts"]
+    assert s.cmd("cancel", s.path).returncode == 0
+    assert s.wait("result")[0]["status"] == "cancelled"
+
+
+def test_app_server_crash_fails_the_run_and_the_next_send_resumes_the_thread(fake_codex):
+    s = fake_codex()
+    s.send("/crash", first=True)
+    (result,) = s.wait("result")
+    assert result["status"] == "failed" and "exit" in result["error"]
+    s.send("after the crash")
+    assert s.wait("result", 2)[1]["status"] == "completed"
+    sent = fake_requests(fake_codex.home)
+    thread_id = [m for m in sent if m.get("method") == "turn/start"][0]["params"]["threadId"]
+    resumes = [m for m in sent if m.get("method") == "thread/resume"]
+    assert len(resumes) == 1 and resumes[0]["params"]["threadId"] == thread_id
+    assert methods(fake_codex.home).count("turn/start") == 2  # the crashed input was not replayed
+
+
+def test_garbage_on_stdout_is_logged_and_the_run_completes(fake_codex):
+    s = fake_codex()
+    s.send("/garbage", first=True)
+    (result,) = s.wait("result")
+    assert result["status"] == "completed" and result["output"] == "echo: /garbage"
+    diagnostics = s.events("log", kind="diagnostic")
+    assert any(d.get("line") == "this is not json" for d in diagnostics)
+
+
+def test_approval_answered_by_reply_from_another_process(fake_codex):
+    s = fake_codex()
+    s.send("/approve", first=True)
+    (request,) = s.wait("request", state="pending")
+    assert request["kind"] == "permission" and request["options"] == ["allow", "deny", "allow-session", "cancel"]
+    assert request["tool"] == "command" and "touch x" in request["message"]
+    assert status(s.path, env=s.env)["state"] == "awaiting_reply"
+    assert s.cmd("reply", s.path, request["request_id"], "allow-session").returncode == 0
+    (result,) = s.wait("result")
+    assert result["output"] == "decision: acceptForSession"
+
+
+def test_idle_exit_then_send_resumes_the_same_thread(fake_codex):
+    s = fake_codex(HARNESSCTL_IDLE_TIMEOUT="1")
+    s.send("one", first=True)
+    s.wait("result")
+    s.runtime_gone()
+    s.send("two")
+    assert s.wait("result", 2)[1]["output"] == "echo: two"
+    assert methods(fake_codex.home).count("thread/resume") == 1
+    assert methods(fake_codex.home).count("thread/start") == 1
