@@ -7,9 +7,16 @@ against the real codex are in test_codex_real.py.
 
 from __future__ import annotations
 
+import pytest
+
 from cliutil import status, wait_for
 
-from codex_support.fixtures import fake_codex, fake_requests  # noqa: F401  (fixture)
+from codex_support.fixtures import fake_factory, fake_requests
+
+
+@pytest.fixture
+def fake_codex(workdir):
+    return fake_factory(workdir)
 
 
 def methods(home):

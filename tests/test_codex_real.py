@@ -19,9 +19,15 @@ import pytest
 from cliutil import runtime_pids, status
 
 from codex_support import mock_responses as mr
-from codex_support.fixtures import real_codex  # noqa: F401  (fixture)
+from codex_support.fixtures import real_session
 
 pytestmark = pytest.mark.real
+
+
+@pytest.fixture
+def real_codex(workdir):
+    with real_session(workdir) as pair:
+        yield pair
 
 LONG = "word " * 60
 ESCALATED_TOUCH = mr.function_call(

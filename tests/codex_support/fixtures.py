@@ -9,12 +9,13 @@ every runtime under the test directory, and the harness dies with its runtime.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import stat
 import subprocess
 import sys
-import time
 from typing import Any, Dict, List, Optional
 
 import pytest
@@ -95,9 +96,9 @@ class Session:
             return ""
 
 
-@pytest.fixture
-def fake_codex(workdir):
-    """A factory: `fake_codex(**env)` -> Session over the fake app-server."""
+def fake_factory(workdir):
+    """A factory: `make(**env)` -> Session over the fake app-server (`make.home`
+    holds what it received)."""
     mode = os.stat(FAKE_SERVER).st_mode
     if not mode & stat.S_IXUSR:
         os.chmod(FAKE_SERVER, mode | stat.S_IXUSR)
@@ -115,7 +116,6 @@ def fake_codex(workdir):
 
 def fake_requests(home: str) -> List[Dict[str, Any]]:
     """Every JSON-RPC line the fake app-server received."""
-    import json
     try:
         with open(os.path.join(home, "requests.jsonl")) as f:
             return [json.loads(line) for line in f if line.strip()]
@@ -123,9 +123,10 @@ def fake_requests(home: str) -> List[Dict[str, Any]]:
         return []
 
 
-@pytest.fixture
-def real_codex(workdir):
-    """(Session, MockResponses) over the real codex; `configure(...)` rewrites config.toml."""
+@contextlib.contextmanager
+def real_session(workdir):
+    """(Session, MockResponses) over the real codex; `session.configure(...)`
+    rewrites config.toml.  Kills the runtime (and so codex) and stops the mock."""
     binary = require_codex()
     mock = MockResponses().start()
     home = os.path.join(str(workdir), "codex_home")
@@ -147,13 +148,3 @@ def real_codex(workdir):
             except OSError:
                 pass
         mock.stop()
-
-
-def wait_until(predicate, timeout: float = 30, what: str = "condition"):
-    return wait_for(predicate, timeout, what)
-
-
-def elapsed(fn) -> float:
-    start = time.monotonic()
-    fn()
-    return time.monotonic() - start
