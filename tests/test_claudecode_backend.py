@@ -312,6 +312,14 @@ def test_cancel_gives_the_running_and_each_queued_input_a_cancelled_result(tmp_p
     assert host.named("attributed") == []  # no run ever consumed the dropped input
 
 
+def test_text_cut_off_by_an_interrupt_is_logged_not_a_message(tmp_path):
+    backend, host = started(tmp_path)
+    replay(backend, "interrupt__queued_cancel")
+    assert [m[3] for m in host.named("message")] == ["After interrupt answer."]
+    [fragment] = host.logs("text.delta")
+    assert fragment[4]["text"].startswith("This is a long streamed answer")
+
+
 def test_cancel_mid_tool_is_a_cancelled_result(tmp_path):
     backend, host = started(tmp_path)
     replay(backend, "interrupt__tool")

@@ -297,7 +297,10 @@ class ClaudeCodeBackend(Backend):
         message_id = str(message.get("id") or frame.get("uuid"))
         for block in message.get("content") or []:
             kind = block.get("type")
-            if kind == "text":
+            if kind == "text" and frame.get("aborted"):
+                # cut off by an interrupt: a fragment, so log only (EVENT.md)
+                self.host.log("text.delta", run_id=run.run_id, message_id=message_id, text=block.get("text", ""))
+            elif kind == "text":
                 texts = run.texts.setdefault(message_id, [])
                 texts.append(block.get("text", ""))
                 self.host.message(run.run_id, message_id, "\n\n".join(t for t in texts if t))
