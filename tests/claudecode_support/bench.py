@@ -1,85 +1,100 @@
 #!/usr/bin/env python3
-"""Send latency of the claudecode adapter against the floor, with the real
-`claude` and the loopback mock:
+"""Claude Code adapter latencies with the real binary, next to the floor.
 
-  floor        `python3 -c pass`
-  first send   cold: a new event file, so the send spawns the runtime and Claude
-  idle send    runtime and Claude warm, nothing running (delivery start)
-  steer send   a run is busy (the mock holds its answer): delivery steer
+    HARNESSCTL_TEST_CLAUDE_BIN=/path/to/claude python3 tests/claudecode_support/bench.py [--repeat N]
 
-Each figure is the wall time of the command, from exec to exit 0.  Usage:
-  HARNESSCTL_TEST_CLAUDE_BIN=/path/to/claude python3 tests/claudecode_support/bench.py [N]
-Prints one JSON object (seconds: median, p90, n per figure).
+Rows: first send (runtime spawn + claude start + `initialize` answered + the
+user line's `queued` receipt), a send that starts a new run on a live
+runtime, and a send that steers a busy run (the mock holds the answer, so the
+receipt is all the send waits for).  The floor is `python3 -c pass` (the same
+interpreter, plain start as `python3 -m harnessctl`), measured interleaved so
+machine load moves both.  The model is the loopback mock, so claude never waits
+on a network.  Nothing here is asserted by the tests.
 """
 
 from __future__ import annotations
 
-import json
+import argparse
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from claudecode_support.fixtures import wait_for  # noqa: E402
 from claudecode_support.mock_messages import MockMessages, reply, text  # noqa: E402
 from claudecode_support.session import Session  # noqa: E402
 
+FLOOR = [sys.executable, "-c", "pass"]
 
-def timed(argv, env=None):
+
+def timed(argv, env):
     start = time.perf_counter()
-    proc = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    elapsed = time.perf_counter() - start
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
     if proc.returncode != 0:
-        raise SystemExit("failed: %s: %s" % (argv, proc.stderr.decode()))
-    return elapsed
+        raise RuntimeError("%s exited %d: %s" % (argv, proc.returncode, proc.stderr.decode()))
+    return time.perf_counter() - start
 
 
-def summary(samples):
-    ordered = sorted(samples)
-    return {"median": round(ordered[len(ordered) // 2], 4),
-            "p90": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))], 4), "n": len(ordered)}
+def send(session, words):
+    return [sys.executable, "-m", "harnessctl", "send", session.path, words, "--adapter", "claudecode",
+            "--cwd", session.work]
 
 
-def send_argv(session, text_value):
-    return [sys.executable, "-m", "harnessctl", "send", session.path, text_value,
-            "--adapter", "claudecode", "--cwd", session.work]
-
-
-def stop(session):
-    pid = session.runtime_pid()
-    if pid:
-        os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: session.runtime_pid() is None, 30, "runtime gone")
+def rows(repeat, tmp):
+    """[(name, samples, floor samples)] for the claudecode adapter."""
+    binary = os.environ.get("HARNESSCTL_TEST_CLAUDE_BIN") or shutil.which("claude")
+    if not binary:
+        raise SystemExit("claude not found: set HARNESSCTL_TEST_CLAUDE_BIN")
+    first, idle, steer = ([], []), ([], []), ([], [])
+    with MockMessages(default=reply(text("ok"))) as mock:
+        for i in range(repeat):
+            session = Session(os.path.join(tmp, "s%d" % i), mock, binary)
+            session.env["HARNESSCTL_IDLE_TIMEOUT"] = "600"
+            try:
+                for (samples, floor), words in ((first, "first"), (idle, "idle")):
+                    floor.append(timed(FLOOR, session.env))
+                    samples.append(timed(send(session, words), session.env))
+                    wait_for(lambda: not session.status()["run_id"], 60, "the run to end")
+                mock.script(reply(text("slow"), gate="busy%d" % i))
+                session.send("busy")
+                mock.wait_gate("busy%d" % i)
+                steer[1].append(timed(FLOOR, session.env))
+                steer[0].append(timed(send(session, "steer"), session.env))
+                mock.release("busy%d" % i)
+            finally:
+                pid = session.runtime_pid()
+                if pid:
+                    os.kill(pid, signal.SIGKILL)
+    return [("first send (runtime + claude start + initialize + queued receipt)",) + first,
+            ("send starting a new run on a live runtime (queued receipt)",) + idle,
+            ("send steering a busy run (queued receipt, run_id null)",) + steer]
 
 
 def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 7
-    binary = os.environ.get("HARNESSCTL_TEST_CLAUDE_BIN") or shutil.which("claude")
-    if not binary:
-        raise SystemExit("set HARNESSCTL_TEST_CLAUDE_BIN")
-    figures = {"floor": summary([timed([sys.executable, "-c", "pass"]) for _ in range(n)])}
-    first, idle, steer = [], [], []
-    with MockMessages(default=reply(text("ok"))) as mock:
-        for i in range(n):
-            session = Session(tempfile.mkdtemp(prefix="ccbench-"), mock, binary)
-            first.append(timed(send_argv(session, "first %d" % i), session.env))
-            session.wait_results(1)
-            idle.append(timed(send_argv(session, "idle %d" % i), session.env))
-            session.wait_results(2)
-            mock.script(reply(text("slow"), gate="bench%d" % i))
-            session.send("busy %d" % i)
-            mock.wait_gate("bench%d" % i)
-            steer.append(timed(send_argv(session, "steer %d" % i), session.env))
-            mock.release("bench%d" % i)
-            stop(session)
-            shutil.rmtree(session.root, ignore_errors=True)
-    figures.update(first_send=summary(first), idle_send=summary(idle), steer_send=summary(steer))
-    print(json.dumps(figures))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=10)
+    args = parser.parse_args()
+    tmp = tempfile.mkdtemp(prefix="harnessctl-bench-claude-")
+    try:
+        table = rows(args.repeat, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("claudecode adapter bench: %s, %d cores, %d repeats, floor = python3 -c pass" % (
+        time.strftime("%Y-%m-%d %H:%M"), os.cpu_count(), args.repeat))
+    print("%-66s %9s %17s %9s %7s" % ("measurement", "median", "min-max", "floor", "ratio"))
+    for name, samples, floor in table:
+        ms = sorted(x * 1000 for x in samples)
+        fmed = statistics.median(floor) * 1000
+        med = statistics.median(ms)
+        print("%-66s %6.1f ms %7.1f-%-7.1f ms %6.1f ms %6.2fx" % (name, med, ms[0], ms[-1], fmed, med / fmed))
 
 
 if __name__ == "__main__":
