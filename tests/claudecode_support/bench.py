@@ -62,7 +62,7 @@ def rows(repeat, tmp):
                 for (samples, floor), words in ((first, "first"), (idle, "idle")):
                     floor.append(timed(FLOOR, session.env))
                     samples.append(timed(send(session, words), session.env))
-                    wait_for(lambda: not session.status()["run_id"], 60, "the run to end")
+                    wait_for(session.status_idle, 60, "the run to end")
                 mock.script(reply(text("slow"), gate="busy%d" % i))
                 session.send("busy")
                 mock.wait_gate("busy%d" % i)

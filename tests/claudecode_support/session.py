@@ -54,6 +54,9 @@ class Session:
         assert len(lines) == 1
         return json.loads(lines[0])
 
+    def status_idle(self) -> bool:
+        return self.status()["state"] == "idle"
+
     # the event file
     def events(self, kind: Optional[str] = None) -> List[Dict[str, Any]]:
         return [e for e in read_events(self.path) if kind is None or e["type"] == kind]
