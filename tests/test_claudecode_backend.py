@@ -202,7 +202,7 @@ def test_api_retry_frames_are_logged(tmp_path):
     backend, host = started(tmp_path)
     replay(backend, "errors__500_then_ok")
     [retry] = host.logs("api.retry")
-    assert retry[2] == "warn" and retry[4]["error_status"] == 500
+    assert retry[2] == "warning" and retry[4]["error_status"] == 500
     assert host.results()[0][3] == "completed"
 
 

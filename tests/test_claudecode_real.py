@@ -20,6 +20,7 @@ from claudecode_support.fixtures import real_claude, wait_for  # noqa: E402
 from claudecode_support.mock_messages import (  # noqa: E402
     MockMessages, ask, bash, conversation_texts, last_user_texts, reply, text, tool_results, wait_file_command)
 from claudecode_support.session import Session  # noqa: E402
+from schemacheck import check_event  # noqa: E402
 
 pytestmark = pytest.mark.real
 
@@ -35,6 +36,9 @@ def cc(workdir):
         pid = session.runtime_pid()
         if pid:
             os.kill(pid, signal.SIGKILL)  # its claude dies with it (PR_SET_PDEATHSIG)
+    written = session.events()
+    assert [e["seq"] for e in written] == list(range(1, len(written) + 1))
+    assert [(e, check_event(e)) for e in written if check_event(e)] == []
 
 
 def slow_tool(cc, then="echo step1-done"):
@@ -262,6 +266,17 @@ def test_after_a_failed_first_turn_and_idle_exit_the_session_resumes(cc):
     assert result["status"] == "completed" and result["output"] == "Now it works."
 
 
+def test_a_run_stuck_in_api_retries_can_be_cancelled(cc):
+    cc.env["CLAUDE_CODE_MAX_RETRIES"] = "8"
+    cc.mock.set_default(reply(status=500, error_message="down"))
+    first = cc.send("hello")
+    cc.wait_log("api.retry")
+    assert cc.status()["state"] == "running"
+    cc.cancel()
+    [result] = cc.wait_results(1, timeout=30)
+    assert result["input_ids"] == [first["input_id"]] and result["status"] == "cancelled"
+
+
 def test_api_retries_are_logged_and_the_run_completes(cc):
     cc.env["CLAUDE_CODE_MAX_RETRIES"] = "1"
     cc.mock.script(reply(status=500, error_message="boom"), reply(text("Recovered.")))
@@ -269,7 +284,7 @@ def test_api_retries_are_logged_and_the_run_completes(cc):
     [result] = cc.wait_results(1)
     assert result["status"] == "completed" and result["output"] == "Recovered."
     retry = [e for e in cc.events("log") if e.get("kind") == "api.retry"]
-    assert retry and retry[0]["error_status"] == 500 and retry[0]["level"] == "warn"
+    assert retry and retry[0]["error_status"] == 500 and retry[0]["level"] == "warning"
 
 
 def test_missing_binary_exits_5(cc):

@@ -264,10 +264,10 @@ class ClaudeCodeBackend(Backend):
             for uuid in frame.get("user_message_uuids") or []:
                 self._on_started(uuid)
             if "msg_lifecycle_v1" not in (frame.get("capabilities") or ["msg_lifecycle_v1"]):
-                self.host.log("diagnostic", level="warn",
+                self.host.log("diagnostic", level="warning",
                               message="this Claude Code lacks msg_lifecycle_v1: attribution may stay unknown")
         elif subtype == "api_retry":
-            self.host.log("api.retry", level="warn", run_id=self._active_id(),
+            self.host.log("api.retry", level="warning", run_id=self._active_id(),
                           attempt=frame.get("attempt"), max_retries=frame.get("max_retries"),
                           retry_delay_ms=frame.get("retry_delay_ms"), error_status=frame.get("error_status"),
                           error=frame.get("error"))
@@ -276,7 +276,7 @@ class ClaudeCodeBackend(Backend):
                       if frame.get(k) is not None}
             self.host.log("task." + subtype[5:], run_id=self._active_id(), **fields)
         elif subtype == "permission_denied":
-            self.host.log("diagnostic", level="warn", run_id=self._active_id(),
+            self.host.log("diagnostic", level="warning", run_id=self._active_id(),
                           message=frame.get("message"), tool=frame.get("tool_name"))
         else:
             self.host.log("native", level="debug", run_id=self._active_id(), frame=_slim(frame))

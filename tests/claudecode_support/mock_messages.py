@@ -196,6 +196,11 @@ class MockMessages:
         with self._lock:
             self._queue.extend(replies)
 
+    def set_default(self, chosen: Dict[str, Any]) -> None:
+        """The reply served when the script is empty (e.g. a sticky 500)."""
+        with self._lock:
+            self._default = chosen
+
     def release(self, gate: str) -> None:
         """Open a gate: a response waiting there (now or later) goes on."""
         self._gate(gate).set()
