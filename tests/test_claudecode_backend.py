@@ -320,6 +320,29 @@ def test_text_cut_off_by_an_interrupt_is_logged_not_a_message(tmp_path):
     assert fragment[4]["text"].startswith("This is a long streamed answer")
 
 
+def test_sub_agent_text_is_logged_not_a_message_of_the_run(tmp_path):
+    from harnessctl.backend import Input
+
+    backend, host = started(tmp_path)
+    backend.send(Input("in-1", "go"))
+    feed(backend, {"type": "command_lifecycle", "command_uuid": "in-1", "state": "queued"})
+    feed(backend, {"type": "command_lifecycle", "command_uuid": "in-1", "state": "started"})
+    feed(backend, {"type": "assistant", "parent_tool_use_id": "toolu_1",
+                   "message": {"id": "msg_sub", "content": [{"type": "text", "text": "sub-agent says"}]}})
+    assert host.named("message") == []
+    assert host.logs("text.delta")[0][4]["text"] == "sub-agent says"
+
+
+def test_stop_mid_run_interrupts_before_closing_stdin(tmp_path):
+    from harnessctl.backend import Input
+
+    backend, host = started(tmp_path)
+    backend.send(Input("in-1", "go"))
+    feed(backend, {"type": "command_lifecycle", "command_uuid": "in-1", "state": "queued"})
+    backend.stop()
+    assert written(host)[-1]["request"]["subtype"] == "interrupt" and host.children[0].closed
+
+
 def test_cancel_mid_tool_is_a_cancelled_result(tmp_path):
     backend, host = started(tmp_path)
     replay(backend, "interrupt__tool")

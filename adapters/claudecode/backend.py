@@ -169,6 +169,8 @@ class ClaudeCodeBackend(Backend):
         child = self.child
         if child is None:
             return
+        if self._active or self._next or self._run_of:
+            self.interrupt()  # SIGTERM mid-run: do not let the turn (and its tools) go on after EOF
         child.close_stdin()
         if child.wait(5.0) is None:
             child.kill()
@@ -297,9 +299,10 @@ class ClaudeCodeBackend(Backend):
         message_id = str(message.get("id") or frame.get("uuid"))
         for block in message.get("content") or []:
             kind = block.get("type")
-            if kind == "text" and frame.get("aborted"):
-                # cut off by an interrupt: a fragment, so log only (EVENT.md)
-                self.host.log("text.delta", run_id=run.run_id, message_id=message_id, text=block.get("text", ""))
+            if kind == "text" and (frame.get("aborted") or frame.get("parent_tool_use_id")):
+                # cut off by an interrupt (a fragment, EVENT.md), or a sub-agent's: log only
+                self.host.log("text.delta", run_id=run.run_id, message_id=message_id, text=block.get("text", ""),
+                              parent_tool_use_id=frame.get("parent_tool_use_id"))
             elif kind == "text":
                 texts = run.texts.setdefault(message_id, [])
                 texts.append(block.get("text", ""))
