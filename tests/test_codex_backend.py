@@ -123,20 +123,19 @@ def test_missing_binary_fails_the_start(tmp_path, host):
     assert "/opt/codex" in event[1] and "No such file" in event[1]
 
 
+def test_unsplittable_extra_args_fail_the_start_with_a_clear_message(tmp_path, host):
+    backend, wire = make(tmp_path, host, env={"HARNESSCTL_CODEX_ARGS": "-c 'unclosed"})
+    backend.start()
+    (event,) = host.of("start_failed")
+    assert "HARNESSCTL_CODEX_ARGS" in event[1] and not host.children
+
+
 def test_exit_during_start_is_left_to_the_runtime_and_logged(tmp_path, host):
     backend, wire = make(tmp_path, host)
     backend.start()
     backend.on_exit(1)
     assert host.events == []  # the runtime fails the start and its waiting sends itself
     assert host.logs_of("diagnostic")[-1]["level"] == "error"
-
-
-def test_start_watchdog_fails_a_start_that_never_finishes(tmp_path, host):
-    backend, wire = make(tmp_path, host)
-    backend.start()
-    seconds, callback = host.timers[0]
-    callback()
-    assert host.of("start_failed") and wire.child.killed
 
 
 def test_send_before_ready_waits_for_the_thread(tmp_path, host):
@@ -227,6 +226,19 @@ def test_steer_accepted_after_its_turn_ended_is_attributed_when_codex_runs_it(re
     assert host.of("attributed") == [("attributed", "in-2", "run-2")]
     wire.complete_turn(T2)
     assert host.of("result")[1][1:3] == ("run-2", ["in-2"])
+
+
+def test_cancel_ends_a_steer_codex_holds_without_a_turn(ready, host):
+    backend, wire = ready
+    run_turn(backend, wire)
+    backend.send(Input("in-2", "steer"))
+    wire.complete_turn(T1)
+    wire.respond("turn/steer", {"turnId": T1})
+    backend.interrupt()
+    assert host.of("result")[-1][1:4] == ("run-2", ["in-2"], "cancelled")
+    wire.notify("turn/started", {"threadId": "thr-1", "turn": wire.turn(T2)})
+    wire.user_message(T2, "steer", "in-2")
+    assert not host.of("attributed")
 
 
 def test_notifications_before_the_turn_start_answer_wait_for_the_run_id(ready, host):

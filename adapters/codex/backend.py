@@ -24,7 +24,6 @@ from harnessctl.backend import Backend, Config, Host, Input
 from . import wire
 
 THREAD_FILE = "codex-thread.json"
-START_TIMEOUT = 60.0  # seconds for initialize + thread/start|resume before we give up
 STOP_GRACE = 3.0
 CLIENT_VERSION = "0.1.0"
 
@@ -52,7 +51,6 @@ class CodexBackend(Backend):
     def __init__(self, host: Host, config: Config) -> None:
         super().__init__(host, config)
         self.thread_id: Optional[str] = self._load_thread_id()
-        self.generation = 0
         self._reset()
 
     def _reset(self) -> None:
@@ -76,27 +74,25 @@ class CodexBackend(Backend):
 
     def start(self) -> None:
         self._reset()
-        self.generation += 1
         self.phase = "starting"
         env = dict(self.config.env)
         binary = env.get("HARNESSCTL_CODEX_BIN") or "codex"
-        argv = [binary, "app-server"] + shlex.split(env.get("HARNESSCTL_CODEX_ARGS", ""))
         try:
-            self.child = self.host.spawn(argv, env, self.config.cwd)
+            extra = shlex.split(env.get("HARNESSCTL_CODEX_ARGS", ""))
+        except ValueError as exc:
+            self.phase = "down"
+            self.host.start_failed("HARNESSCTL_CODEX_ARGS cannot be split: %s" % exc)
+            return
+        try:
+            self.child = self.host.spawn([binary, "app-server"] + extra, env, self.config.cwd)
         except OSError as exc:
             self.phase = "down"
             self.host.start_failed("cannot start codex (%s): %s" % (binary, exc))
             return
-        generation = self.generation
-        self.host.call_later(START_TIMEOUT, lambda: self._start_watchdog(generation))
         params = {
             "clientInfo": {"name": "harnessctl", "title": "harnessctl", "version": CLIENT_VERSION},
         }
         self._call("initialize", params, self._on_initialize)
-
-    def _start_watchdog(self, generation: int) -> None:
-        if generation == self.generation and self.phase == "starting":
-            self._start_failed("codex app-server did not start within %d s" % START_TIMEOUT)
 
     def _on_initialize(self, result: Optional[Dict[str, Any]], error: Any) -> None:
         if error is not None:
@@ -138,7 +134,10 @@ class CodexBackend(Backend):
             return
         if thread_id != self.thread_id:
             self.thread_id = thread_id
-            self._save_thread_id(thread_id)
+            try:
+                self._save_thread_id(thread_id)
+            except OSError as exc:  # the run can go on; only a later resume would miss it
+                self.host.log("diagnostic", "warn", message="cannot keep the codex thread id: %s" % exc)
         self.phase = "ready"
         self.host.ready()
         self._pump()
@@ -271,6 +270,11 @@ class CodexBackend(Backend):
         run = self._open_run()
         if run is not None:
             self._interrupt_run(run)
+        elif self.limbo:
+            # steers codex took but has not run: nothing to interrupt, so they end here
+            run_id, held = self.host.new_run(), sorted(self.limbo)
+            self.limbo.clear()
+            self.host.result(run_id, held, "cancelled")
 
     def _interrupt_run(self, run: Run) -> None:
         if run.interrupting or run.final is not None:
