@@ -6,22 +6,27 @@ session is derived from it here and nowhere else.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-from typing import Dict, NamedTuple, Optional
+
 
 from .errors import NotFoundError, UsageError
+
+TYPE_CHECKING = False  # typing is not imported at run time: every command pays for its imports
+if TYPE_CHECKING:
+    from typing import Dict, Optional
 
 # AF_UNIX sun_path is 108 bytes including the terminating NUL.
 MAX_SOCKET_PATH = 107
 EVENT_TYPES = ("accepted", "message", "request", "result", "log")
 
 
-class Address(NamedTuple):
+class Address:
     """The files of one session, all derived from the event file's realpath."""
 
-    path: str
+    __slots__ = ("path",)
+
+    def __init__(self, path: str) -> None:
+        self.path = path
 
     @property
     def sidecar(self) -> str:
@@ -54,6 +59,8 @@ class Address(NamedTuple):
         inside = os.path.join(self.sidecar, "runtime.sock")
         if len(os.fsencode(inside)) <= MAX_SOCKET_PATH:
             return inside
+        import hashlib
+
         digest = hashlib.sha256(os.fsencode(self.path)).hexdigest()[:24]
         return os.path.join(fallback_socket_dir(), digest + ".sock")
 
@@ -74,11 +81,19 @@ def resolve(file: str) -> Address:
     return Address(path)
 
 
-def require_existing(addr: Address) -> None:
+def require_exists(addr: Address) -> None:
     """status/cancel/reply: the file must have been created by a send."""
     if not os.path.exists(addr.path):
         raise NotFoundError("no such event file: %s (a send creates it)" % addr.path)
-    check_event_file(addr)
+
+
+def check_binding(bound: Dict[str, Optional[str]], wanted: Dict[str, Optional[str]]) -> None:
+    """A later command may omit adapter/cwd/model; a different value is a conflict."""
+    for key in ("adapter", "cwd", "model"):
+        if wanted.get(key) is not None and wanted[key] != bound.get(key):
+            value = bound.get(key)
+            raise UsageError("%s is bound to this event path: %s (new workspace = new file)"
+                             % (key, value if value is not None else "the harness default"))
 
 
 def check_event_file(addr: Address) -> None:
@@ -92,6 +107,8 @@ def check_event_file(addr: Address) -> None:
         raise UsageError("cannot read event file %s: %s" % (addr.path, e.strerror)) from None
     if not head:
         return
+    import json
+
     try:
         first = json.loads(head)
     except ValueError:
@@ -120,6 +137,8 @@ def make_sidecar(addr: Address) -> None:
 
 def read_binding(addr: Address) -> Optional[Dict[str, Optional[str]]]:
     """The adapter/cwd/model bound to this file, or None before the first send."""
+    import json
+
     try:
         with open(addr.binding, encoding="utf-8") as f:
             return json.load(f)
@@ -135,6 +154,8 @@ def write_binding(addr: Address, binding: Dict[str, Optional[str]]) -> None:
 
 def write_json_atomic(path: str, value: object) -> None:
     """Replace `path` with `value` as JSON so readers never see half a file."""
+    import json
+
     tmp = "%s.%d.tmp" % (path, os.getpid())
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -6,13 +6,15 @@ every command is a fresh process whose start-up time is the product's latency.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from typing import Dict, List, Optional, Tuple
 
 from . import __version__
 from .errors import HarnessctlError, UsageError
+
+TYPE_CHECKING = False  # typing is not imported at run time: every command pays for its imports
+if TYPE_CHECKING:
+    from typing import Dict, List, Optional, Tuple
 
 USAGE = """\
 usage: harnessctl send   FILE [TEXT] [--cwd DIR] [--model MODEL] [--adapter NAME]
@@ -78,7 +80,7 @@ def run(argv: List[str], fixed_adapter: Optional[str]) -> int:
         text = check_text(args[1] if len(args) > 1 else read_stdin("TEXT"))
         client.send(args[0], text, options.get("--cwd"), options.get("--model"), adapter or fixed_adapter)
     elif command == "status":
-        sys.stdout.write(json.dumps(client.status(args[0]), ensure_ascii=False, separators=(",", ":")) + "\n")
+        sys.stdout.write(client.status(args[0]) + "\n")
     elif command == "cancel":
         client.cancel(args[0])
     else:

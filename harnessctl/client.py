@@ -4,18 +4,19 @@ lost one.  Imports stay light: this module is on every command's path."""
 from __future__ import annotations
 
 import os
-import select
-import subprocess
 import sys
 import time
-from typing import Any, Dict, Optional
 
-from . import ipc, locks, snapshot
-from .address import (Address, check_event_file, make_sidecar, read_binding, require_existing, resolve,
-                      write_binding)
+from . import ipc, locks
+from .address import (Address, check_binding, check_event_file, make_sidecar, read_binding, require_exists,
+                      resolve, write_binding)
 from .errors import (HarnessctlError, OutcomeUnknownError, StateError, UnavailableError, UsageError,
                      from_code)
-from .state import LOST, close_open_work, status_report
+
+TYPE_CHECKING = False  # typing is not imported at run time: every command pays for its imports
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional
+
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from harnessctl.runtime import main; sys.exit(main())"
@@ -34,49 +35,64 @@ def timeout_seconds() -> float:
 
 
 # -- the four commands --------------------------------------------------------
+#
+# Each command first asks a live runtime, which knows everything (binding,
+# state) without reading a file.  Only when there is none does the command
+# read the event file and the binding: that path imports json and the fold.
 
 
 def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter: Optional[str]) -> None:
     addr = resolve(file)
-    check_event_file(addr)
     wanted = {"adapter": adapter, "cwd": _real_dir(cwd) if cwd is not None else None, "model": model}
-    bound = read_binding(addr)
-    if bound is not None:
-        check_binding(addr, bound, wanted)
-    else:
-        wanted = _new_binding(wanted)
+    fields = ["send", text, wanted["cwd"] or "", model or "", adapter or ""]
     deadline = time.monotonic() + timeout_seconds()
-    request = {"op": "send", "text": text}
     while True:
         try:
-            _expect_ok(_exchange(addr, request, deadline, retry_on_eof=False))
+            _exchange(addr, fields, deadline, retry_on_eof=False)
             return
         except NoRuntime:
             pass
-        _ensure_runtime(addr, wanted, deadline)
+        check_event_file(addr)
+        bound = read_binding(addr)
+        if bound is not None:
+            check_binding(bound, wanted)
+            binding = wanted
+        else:
+            binding = _new_binding(wanted)
+        _ensure_runtime(addr, binding, deadline)
 
 
-def status(file: str) -> Dict[str, Any]:
+def status(file: str) -> str:
+    """The status line (JSON, without the newline)."""
     addr = resolve(file)
-    require_existing(addr)
+    require_exists(addr)
     deadline = time.monotonic() + timeout_seconds()
     while True:
         try:
-            return _expect_ok(_exchange(addr, {"op": "status"}, deadline, retry_on_eof=True))["status"]
+            return _exchange(addr, ["status"], deadline, retry_on_eof=True)
         except NoRuntime:
             pass
-        report = _while_stopped(addr, deadline, lambda conv: status_report(conv, read_binding(addr), alive=False))
+        report = _while_stopped(addr, deadline, lambda conv: _stopped_status(addr, conv))
         if report is not None:
             return report
 
 
+def _stopped_status(addr: Address, conv: Any) -> str:
+    import json
+
+    from .state import status_report
+
+    return json.dumps(status_report(conv, read_binding(addr), alive=False), ensure_ascii=False,
+                      separators=(",", ":"))
+
+
 def cancel(file: str) -> None:
     addr = resolve(file)
-    require_existing(addr)
+    require_exists(addr)
     deadline = time.monotonic() + timeout_seconds()
     while True:
         try:
-            _expect_ok(_exchange(addr, {"op": "cancel"}, deadline, retry_on_eof=True))
+            _exchange(addr, ["cancel"], deadline, retry_on_eof=True)
             return
         except NoRuntime:
             pass
@@ -86,12 +102,11 @@ def cancel(file: str) -> None:
 
 def reply(file: str, request_id: str, answer: str) -> None:
     addr = resolve(file)
-    require_existing(addr)
+    require_exists(addr)
     deadline = time.monotonic() + timeout_seconds()
-    request = {"op": "reply", "request_id": request_id, "answer": answer}
     while True:
         try:
-            _expect_ok(_exchange(addr, request, deadline, retry_on_eof=False))
+            _exchange(addr, ["reply", request_id, answer], deadline, retry_on_eof=False)
             return
         except NoRuntime:
             pass
@@ -103,14 +118,6 @@ def reply(file: str, request_id: str, answer: str) -> None:
 
 
 # -- binding -----------------------------------------------------------------
-
-
-def check_binding(addr: Address, bound: Dict[str, Any], wanted: Dict[str, Any]) -> None:
-    """A later command may omit adapter/cwd/model; a different value is a conflict."""
-    for key in ("adapter", "cwd", "model"):
-        if wanted.get(key) is not None and wanted[key] != bound.get(key):
-            raise UsageError("%s is bound to this event path: %s (new workspace = new file)"
-                             % (key, bound.get(key) if bound.get(key) is not None else "the harness default"))
 
 
 def _new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:
@@ -133,8 +140,10 @@ def _real_dir(path: str) -> str:
 # -- talking to the runtime -------------------------------------------------
 
 
-def _exchange(addr: Address, request: Dict[str, Any], deadline: float, retry_on_eof: bool) -> Dict[str, Any]:
-    """One request, one response.  NoRuntime if nobody listens."""
+def _exchange(addr: Address, fields: List[str], deadline: float, retry_on_eof: bool) -> str:
+    """One request, one response: the response text, or the error it carries
+    raised.  NoRuntime if nobody listens (or the runtime is exiting)."""
+    request = ipc.encode_fields(fields)
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -146,30 +155,29 @@ def _exchange(addr: Address, request: Dict[str, Any], deadline: float, retry_on_
         except OSError:
             raise NoRuntime() from None
         try:
-            with conn:
-                ipc.send_message(conn, request)
-                conn.settimeout(max(0.001, deadline - time.monotonic()))
-                response = ipc.read_message(conn)
-        except OSError as e:
-            if "timed out" in str(e) or isinstance(e, TimeoutError):
-                raise OutcomeUnknownError(
-                    "timed out after %g s waiting for the runtime; the input may have been accepted: "
-                    "read %s before retrying" % (timeout_seconds(), addr.path)) from None
-            response = None
-        if response is None:
+            ipc.send_all(conn, request)
+            conn.settimeout(max(0.001, deadline - time.monotonic()))
+            data = ipc.read_all(conn)
+        except ipc.Timeout:
+            raise OutcomeUnknownError(
+                "timed out after %g s waiting for the runtime; the input may have been accepted: "
+                "read %s before retrying" % (timeout_seconds(), addr.path)) from None
+        except OSError:
+            data = b""
+        finally:
+            conn.close()
+        if not data:
             if retry_on_eof:
                 continue
             raise OutcomeUnknownError("the runtime went away before answering; the request may have been "
                                       "applied: read %s before retrying" % addr.path)
-        if response.get("retry"):
+        response = ipc.decode_response(data)
+        if response is None:
             raise NoRuntime()
-        return response
-
-
-def _expect_ok(response: Dict[str, Any]) -> Dict[str, Any]:
-    if response.get("ok"):
-        return response
-    raise from_code(int(response.get("code", 1)), str(response.get("error", "the runtime refused")))
+        code, text = response
+        if code:
+            raise from_code(code, text)
+        return text
 
 
 def _ensure_runtime(addr: Address, binding: Dict[str, Any], deadline: float) -> None:
@@ -187,7 +195,7 @@ def _ensure_runtime(addr: Address, binding: Dict[str, Any], deadline: float) -> 
             # A file with no event yet may still be re-bound (its first send failed).
             write_binding(addr, _merge(current, binding))
         else:
-            check_binding(addr, current, binding)
+            check_binding(current, binding)
         lock = locks.wait_lock(addr.runtime_lock, deadline)  # an exiting runtime lets go soon
         if lock is None:
             raise OutcomeUnknownError("timed out waiting for the previous runtime of %s to exit" % addr.path)
@@ -214,6 +222,8 @@ def _listening(addr: Address) -> bool:
 
 def _spawn_runtime(addr: Address, deadline: float) -> None:
     """Start the detached runtime and wait for its "ok" on a pipe (no polling)."""
+    import subprocess
+
     read_fd, write_fd = os.pipe()
     try:
         subprocess.Popen(
@@ -241,6 +251,8 @@ def _spawn_runtime(addr: Address, deadline: float) -> None:
 
 
 def _read_ready(fd: int, deadline: float) -> Optional[str]:
+    import select
+
     data = b""
     while not data.endswith(b"\n"):
         remaining = deadline - time.monotonic()
@@ -258,7 +270,12 @@ def _read_ready(fd: int, deadline: float) -> Optional[str]:
 
 def _while_stopped(addr: Address, deadline: float, fn: Any) -> Any:
     """Run fn(conversation) while holding the runtime lock, after applying the
-    lost-runtime rule.  None if a runtime is alive after all (ask it instead)."""
+    lost-runtime rule.  None if a runtime is alive after all (ask it instead).
+    Only this path reads the event file, so only it imports the fold."""
+    from . import snapshot
+    from .state import LOST, close_open_work
+
+    check_event_file(addr)
     lock = locks.try_lock(addr.runtime_lock) if os.path.isdir(addr.sidecar) else None
     if lock is None:
         if not os.path.isdir(addr.sidecar):

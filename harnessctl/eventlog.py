@@ -122,9 +122,16 @@ class EventLog:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
 
 
-def read_events(path: str, offset: int = 0) -> Iterator[Tuple[Dict[str, Any], int]]:
+LOG_PREFIX = b'{"type":"log","ts":"'
+
+
+def read_events(path: str, offset: int = 0, full_logs: bool = True) -> Iterator[Tuple[Dict[str, Any], int]]:
     """Yield (event, offset after its line) for every complete, valid line from
-    `offset`.  A line that is not valid JSON can only be a torn fragment: skipped."""
+    `offset`.  A line that is not valid JSON can only be a torn fragment: skipped.
+
+    With full_logs=False, a `log` line this module wrote yields only its type,
+    ts and seq, read without a JSON parse: folding a file that is mostly
+    streaming logs then costs little more than reading it."""
     try:
         f = open(path, "rb")
     except FileNotFoundError:
@@ -136,9 +143,27 @@ def read_events(path: str, offset: int = 0) -> Iterator[Tuple[Dict[str, Any], in
             if not line.endswith(b"\n"):
                 return  # incomplete tail: a reader advances by complete lines only
             pos += len(line)
+            if not full_logs and line.startswith(LOG_PREFIX):
+                stub = _log_stub(line)
+                if stub is not None:
+                    yield stub, pos
+                    continue
             try:
                 event = json.loads(line)
             except ValueError:
                 continue
             if isinstance(event, dict) and "type" in event:
                 yield event, pos
+
+
+def _log_stub(line: bytes) -> Optional[Dict[str, Any]]:
+    """type/ts/seq of a log line in our own key order, or None to parse it fully."""
+    ts_end = len(LOG_PREFIX) + 24
+    if line[ts_end:ts_end + 8] != b'","seq":':
+        return None
+    seq_start = ts_end + 8
+    seq_end = line.find(b",", seq_start)
+    digits = line[seq_start:seq_end]
+    if seq_end < 0 or not digits.isdigit():
+        return None
+    return {"type": "log", "ts": line[len(LOG_PREFIX):ts_end].decode("ascii", "replace"), "seq": int(digits)}

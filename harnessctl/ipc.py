@@ -1,29 +1,50 @@
-"""Local socket IPC between a command and the runtime: one JSON line each way.
+"""Local socket IPC between a command and the runtime.
+
+One request and one response per connection, each ended by the sender
+shutting down its side:
+
+* request: the fields (operation, then its arguments) as netstrings,
+  `<byte length>:<UTF-8 bytes>,` each;
+* response: `<exit code> <text>` — the text is what the command prints (the
+  status line) or its error message — or the single word `retry` when the
+  runtime is exiting and the command should start a new one.
+
+The format is deliberately not JSON, and the module uses `_socket` rather
+than `socket`: importing json (with re) and socket (with enum) costs more than
+the interpreter's own start-up, and a live `status` or `send` needs neither.
 
 Both ends check the peer's uid with SO_PEERCRED, so only the same user can
-talk to a runtime (and a command never trusts a socket planted by someone else
-at a fallback path).
+talk to a runtime (and a command never trusts a socket planted by someone
+else at a fallback path).
 """
 
 from __future__ import annotations
 
-import json
+import _socket
 import os
-import socket
-import struct
-from typing import Any, Dict, Optional
+import sys
+
+TYPE_CHECKING = False  # typing is not imported at run time: every command pays for its imports
+if TYPE_CHECKING:
+    import socket
+    from typing import List, Optional, Tuple
 
 MAX_MESSAGE = 64 * 1024 * 1024
+RETRY = "retry"
+Timeout = _socket.timeout  # TimeoutError from Python 3.10 on; a distinct OSError on 3.9
 
 
-def peer_uid(conn: socket.socket) -> int:
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[1]
+def peer_uid(conn: _socket.socket) -> int:
+    creds = conn.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # struct ucred: pid, uid, gid
+    return int.from_bytes(creds[4:8], sys.byteorder)
 
 
 def listen(path: str) -> socket.socket:
     """Bind the runtime's socket (0600), replacing a stale one left by a dead runtime.
-    Only called while holding the runtime lock, so a live runtime's socket is never removed."""
+    Only called while holding the runtime lock, so a live runtime's socket is never removed.
+    The long-lived runtime uses the full `socket` module."""
+    import socket
+
     parent = os.path.dirname(path)
     os.makedirs(parent, mode=0o700, exist_ok=True)
     st = os.stat(parent)
@@ -43,33 +64,9 @@ def listen(path: str) -> socket.socket:
     return server
 
 
-def send_message(conn: socket.socket, message: Dict[str, Any]) -> None:
-    conn.sendall((json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8"))
-
-
-def read_message(conn: socket.socket) -> Optional[Dict[str, Any]]:
-    """One JSON line, or None if the peer closed before sending one."""
-    chunks = []
-    size = 0
-    while True:
-        chunk = conn.recv(65536)
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        size += len(chunk)
-        if chunk.endswith(b"\n"):
-            break
-        if size > MAX_MESSAGE:
-            raise ValueError("message too large")
-    message = json.loads(b"".join(chunks))
-    if not isinstance(message, dict):
-        raise ValueError("message is not a JSON object")
-    return message
-
-
-def connect(path: str, timeout: Optional[float]) -> socket.socket:
+def connect(path: str, timeout: Optional[float]) -> _socket.socket:
     """Connect to a runtime; OSError (ENOENT, ECONNREFUSED) means there is none."""
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     conn.settimeout(timeout)
     try:
         conn.connect(path)
@@ -79,3 +76,57 @@ def connect(path: str, timeout: Optional[float]) -> socket.socket:
         conn.close()
         raise
     return conn
+
+
+def read_all(conn: _socket.socket) -> bytes:
+    """Everything the peer sends until it shuts down its side."""
+    chunks = []
+    size = 0
+    while True:
+        chunk = conn.recv(262144)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_MESSAGE:
+            raise ValueError("message too large")
+
+
+def send_all(conn: _socket.socket, data: bytes) -> None:
+    conn.sendall(data)
+    conn.shutdown(_socket.SHUT_WR)
+
+
+def encode_fields(fields: List[str]) -> bytes:
+    out = bytearray()
+    for field in fields:
+        data = field.encode("utf-8")
+        out += b"%d:%s," % (len(data), data)
+    return bytes(out)
+
+
+def decode_fields(data: bytes) -> List[str]:
+    fields = []
+    pos = 0
+    while pos < len(data):
+        colon = data.index(b":", pos)
+        length = int(data[pos:colon])
+        end = colon + 1 + length
+        if data[end:end + 1] != b",":
+            raise ValueError("malformed request")
+        fields.append(data[colon + 1:end].decode("utf-8"))
+        pos = end + 1
+    return fields
+
+
+def encode_response(code: int, text: str) -> bytes:
+    return ("%d %s" % (code, text)).encode("utf-8")
+
+
+def decode_response(data: bytes) -> Optional[Tuple[int, str]]:
+    """(exit code, text), or None for `retry`."""
+    text = data.decode("utf-8", "replace")
+    if text == RETRY:
+        return None
+    code, _, rest = text.partition(" ")
+    return int(code), rest

@@ -10,7 +10,10 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from typing import Optional
+
+TYPE_CHECKING = False  # typing is not imported at run time: every command pays for its imports
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 def try_lock(path: str) -> Optional[int]:

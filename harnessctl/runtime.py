@@ -13,19 +13,18 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import json
 import os
 import queue
 import signal
 import sys
 import threading
 import time
-import traceback
-import uuid
 from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 from . import answers, ipc, locks, registry, snapshot
-from .address import Address, read_binding
+from .address import Address, check_binding, read_binding
 from .backend import Config, Host, Input
 from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError
 from .eventlog import EventLog, timestamp
@@ -38,24 +37,27 @@ DELIVERIES = ("start", "steer", "queued")
 
 
 class Waiter:
-    """The reply slot of one command connection."""
+    """The reply slot of one command connection: the encoded response."""
 
     def __init__(self) -> None:
         self._done = threading.Event()
-        self.response: Dict[str, Any] = {}
+        self.response = b""
 
-    def reply(self, response: Dict[str, Any]) -> None:
+    def reply(self, response: bytes) -> None:
         if not self._done.is_set():
             self.response = response
             self._done.set()
 
-    def ok(self, **fields: Any) -> None:
-        self.reply(dict(fields, ok=True))
+    def ok(self, text: str = "") -> None:
+        self.reply(ipc.encode_response(0, text))
 
     def fail(self, error: HarnessctlError) -> None:
-        self.reply({"ok": False, "code": error.exit_code, "error": str(error)})
+        self.reply(ipc.encode_response(error.exit_code, str(error)))
 
-    def wait(self) -> Dict[str, Any]:
+    def retry(self) -> None:
+        self.reply(ipc.RETRY.encode())
+
+    def wait(self) -> bytes:
         self._done.wait()
         return self.response
 
@@ -143,7 +145,7 @@ class Runtime(Host):
         try:
             fn()
         except Exception:
-            self.debug("error in job:\n" + traceback.format_exc())
+            self.debug("error in job:\n" + _traceback())
 
     # -- commands -------------------------------------------------------------
 
@@ -169,44 +171,47 @@ class Runtime(Host):
                 if ipc.peer_uid(conn) != os.getuid():
                     return
                 conn.settimeout(self.timeout)
-                request = ipc.read_message(conn)
+                request = ipc.decode_fields(ipc.read_all(conn))
             except (OSError, ValueError):
                 return
-            if request is None:
+            if not request:
                 return
             waiter = Waiter()
             with self.intake:
                 if self.stopping:
-                    waiter.reply({"retry": True})
+                    waiter.retry()
                 else:
                     self.jobs.put(("request", request, waiter))
             response = waiter.wait()
             try:
-                ipc.send_message(conn, response)
+                ipc.send_all(conn, response)
             except OSError:
                 pass
 
-    def _dispatch(self, request: Dict[str, Any], waiter: Waiter) -> None:
-        op = request.get("op")
+    def _dispatch(self, request: List[str], waiter: Waiter) -> None:
+        """Fields as ipc.py encodes them: send TEXT CWD MODEL ADAPTER | status | cancel | reply ID ANSWER."""
+        op = request[0]
         try:
-            if op == "send":
-                self.waiting.append((Input(str(uuid.uuid4()), str(request["text"])), waiter))
+            if op == "send" and len(request) == 5:
+                wanted = {"cwd": request[2] or None, "model": request[3] or None, "adapter": request[4] or None}
+                check_binding(self.binding, wanted)
+                self.waiting.append((Input(new_id(), request[1]), waiter))
                 self._pump()
             elif op == "status":
-                waiter.ok(status=self.status())
+                waiter.ok(json.dumps(self.status(), ensure_ascii=False, separators=(",", ":")))
             elif op == "cancel":
                 self._cancel()
                 waiter.ok()
-            elif op == "reply":
-                self._reply(str(request.get("request_id")), str(request.get("answer")))
+            elif op == "reply" and len(request) == 3:
+                self._reply(request[1], request[2])
                 waiter.ok()
             else:
-                waiter.reply({"ok": False, "code": 1, "error": "unknown operation %r" % op})
+                waiter.fail(HarnessctlError("malformed request %r" % op))
         except HarnessctlError as e:
             waiter.fail(e)
         except Exception as e:
-            self.debug("error handling %s:\n%s" % (op, traceback.format_exc()))
-            waiter.reply({"ok": False, "code": 1, "error": "internal error in the runtime: %s" % e})
+            self.debug("error handling %s:\n%s" % (op, _traceback()))
+            waiter.fail(HarnessctlError("internal error in the runtime: %s" % e))
 
     def status(self) -> Dict[str, Any]:
         return status_report(self.conv, self.binding, alive=True, cancelling=self.cancelling,
@@ -253,7 +258,7 @@ class Runtime(Host):
         try:
             self.backend.send(item)
         except Exception as e:
-            self.debug("backend.send failed:\n" + traceback.format_exc())
+            self.debug("backend.send failed:\n" + _traceback())
             self.send_failed(item.input_id, "adapter error: %s" % e)
 
     def _send_timed_out(self, input_id: str, generation: int) -> None:
@@ -295,7 +300,7 @@ class Runtime(Host):
             self.backend = registry.backend_class(self.binding["adapter"])(self, config)
             self.backend.start()
         except Exception as e:
-            self.debug("backend.start failed:\n" + traceback.format_exc())
+            self.debug("backend.start failed:\n" + _traceback())
             self.start_failed(str(e))
 
     def _start_timed_out(self, generation: int) -> None:
@@ -363,7 +368,7 @@ class Runtime(Host):
             self._fail_waiting(message)
 
     def new_run(self) -> str:
-        return str(uuid.uuid4())
+        return new_id()
 
     def accepted(self, input_id: str, delivery: str, run_id: Optional[str]) -> None:
         if delivery not in DELIVERIES:
@@ -493,7 +498,24 @@ class Runtime(Host):
             except queue.Empty:
                 return
             if kind == "request":
-                waiter.reply({"retry": True})
+                waiter.retry()
+
+
+def new_id() -> str:
+    """A random (version 4) UUID string; the uuid module would cost the
+    long-lived runtime a megabyte of RSS for this one line."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40
+    b[8] = (b[8] & 0x3F) | 0x80
+    h = b.hex()
+    return "%s-%s-%s-%s-%s" % (h[:8], h[8:12], h[12:16], h[16:20], h[20:])
+
+
+def _traceback() -> str:
+    """The current exception's traceback, imported only when something broke."""
+    import traceback
+
+    return traceback.format_exc()
 
 
 def _seconds(env: Dict[str, str], name: str, default: float) -> float:
@@ -522,7 +544,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         runtime = Runtime(addr, binding, env, log_fd)
         server = ipc.listen(addr.socket)
     except Exception as e:
-        traceback.print_exc()
+        sys.stderr.write(_traceback())
         return _ready(ready_fd, "error %s" % e)
     signal.signal(signal.SIGTERM, lambda *_: runtime.post(lambda: runtime.shutdown("SIGTERM")))
     _ready(ready_fd, "ok")

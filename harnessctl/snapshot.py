@@ -21,7 +21,7 @@ VERSION = 1
 def load(addr: Address) -> Tuple[Conversation, int]:
     """The conversation as of the end of the event file, and that end offset."""
     conv, offset = _cached(addr)
-    for event, end in read_events(addr.path, offset):
+    for event, end in read_events(addr.path, offset, full_logs=False):
         conv.apply(event)
         offset = end
     return conv, offset

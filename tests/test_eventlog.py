@@ -119,3 +119,22 @@ def test_read_events_skips_fragments_and_stops_at_an_incomplete_tail(tmp_path):
 
 def test_timestamp_is_utc_with_milliseconds():
     assert eventlog.timestamp(0.5) == "1970-01-01T00:00:00.500Z"
+
+
+def test_log_stubs_carry_type_ts_and_seq_without_a_parse(tmp_path):
+    path = str(tmp_path / "e.jsonl")
+    log = EventLog(path, 0)
+    log.log({"type": "log", "level": "info", "kind": "text.delta", "run_id": "r", "text": "x"})
+    log.append({"type": "message", "text": "m"})
+    log.close()
+    full = [e for e, _ in read_events(path)]
+    stubs = [e for e, _ in read_events(path, full_logs=False)]
+    assert stubs[0] == {"type": "log", "ts": full[0]["ts"], "seq": 1}
+    assert stubs[1] == full[1]
+
+
+def test_a_foreign_log_line_is_parsed_in_full(tmp_path):
+    path = str(tmp_path / "e.jsonl")
+    with open(path, "wb") as f:
+        f.write(b'{"type":"log","ts":"odd","seq":5,"kind":"x"}\n')
+    assert [e for e, _ in read_events(path, full_logs=False)][0]["kind"] == "x"

@@ -88,3 +88,11 @@ def test_the_fold_survives_a_round_trip_through_its_snapshot():
     conv = fold([accepted("i1", "r1"), request("req-1", "pending"), {"type": "log", "seq": 3, "ts": "t"}])
     again = Conversation.from_dict(conv.to_dict())
     assert again.status() == conv.status() and again.seq == 3 and again.request_count == 1
+
+
+def test_runtime_ids_are_version_4_uuids():
+    import uuid
+
+    from harnessctl.runtime import new_id
+
+    assert uuid.UUID(new_id()).version == 4 and new_id() != new_id()
