@@ -18,7 +18,8 @@ MANIFEST = os.path.join(os.path.dirname(HERE), "adapters", "claudecode", "manife
 BACKED_BY = {
     "steer": ["test_steer_during_a_slow_tool_lands_in_the_same_run",
               "test_steer_during_the_final_answer_becomes_the_next_run",
-              "test_three_quick_sends_are_each_covered_by_exactly_one_result"],
+              "test_three_quick_sends_are_each_covered_by_exactly_one_result",
+              "test_steer_while_a_permission_waits_is_folded_after_the_answer"],
     "cancel": ["test_cancel_mid_tool_gives_a_cancelled_result_and_keeps_the_session",
                "test_cancel_drops_a_queued_input_with_its_own_cancelled_result"],
     "approvals": ["test_permission_allow_by_reply_from_another_process_runs_the_tool",

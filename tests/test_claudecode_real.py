@@ -68,6 +68,8 @@ def test_steer_during_a_slow_tool_lands_in_the_same_run(cc):
     cc.wait_log("tool.started")
     steer = cc.send("SECOND: also do this")
     assert steer["delivery"] == "steer" and steer["run_id"] is None
+    report = cc.status()
+    assert report["state"] == "running" and report["run_id"] == first["run_id"] and report["queued"] == 1
     open(flag, "w").close()
     [result] = cc.wait_results(1)
     assert result["run_id"] == first["run_id"] and result["status"] == "completed"
@@ -120,6 +122,18 @@ def test_permission_allow_by_reply_from_another_process_runs_the_tool(cc):
     assert os.path.exists(os.path.join(cc.work, "approved.txt"))
     replied = [e for e in cc.events("request") if e["state"] == "replied"]
     assert replied[0]["answer"] == "allow"
+
+
+def test_steer_while_a_permission_waits_is_folded_after_the_answer(cc):
+    cc.mock.script(reply(bash("touch approved.txt", "Create approved.txt")), reply(text("Created, and noted.")))
+    first = cc.send("please create approved.txt")
+    request = cc.wait_request()
+    steer = cc.send("SECOND: then stop")
+    assert steer["run_id"] is None
+    cc.reply(request["request_id"], "allow")
+    [result] = cc.wait_results(1)
+    assert result["input_ids"] == [first["input_id"], steer["input_id"]]
+    assert any("SECOND: then stop" in t for t in last_user_texts(cc.mock.bodies()[1]))
 
 
 def test_permission_deny_by_reply_does_not_run_the_tool(cc):
