@@ -286,6 +286,14 @@ def test_a_withdrawn_prompt_closes_the_request(tmp_path):
     assert host.results()[0][3] == "cancelled"
 
 
+def test_unknown_frame_types_are_logged_and_change_nothing(tmp_path):
+    backend, host = started(tmp_path)
+    for kind in ("initialized", "receipt", "started", "brand_new"):
+        feed(backend, {"type": kind, "subtype": "error", "response": {}})
+    assert [c[1] for c in host.calls[1:]] == ["native"] * 4
+    assert not host.children[0].killed
+
+
 def test_other_control_requests_get_an_error_response(tmp_path):
     backend, host = started(tmp_path)
     feed(backend, {"type": "control_request", "request_id": "hk1", "request": {"subtype": "hook_callback"}})

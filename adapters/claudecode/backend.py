@@ -196,11 +196,20 @@ class ClaudeCodeBackend(Backend):
             return
         if not isinstance(frame, dict):
             return
-        handler = getattr(self, "_on_" + str(frame.get("type")), None)
-        if handler is None:
-            self.host.log("native", level="debug", frame=frame)
-            return
-        handler(frame)
+        handler = {
+            "command_lifecycle": self._on_command_lifecycle,
+            "system": self._on_system,
+            "assistant": self._on_assistant,
+            "user": self._on_user,
+            "result": self._on_result,
+            "control_request": self._on_control_request,
+            "control_cancel_request": self._on_control_cancel_request,
+            "control_response": self._on_control_response,
+        }.get(str(frame.get("type")))
+        if handler is not None:
+            handler(frame)
+        elif frame.get("type") not in ("keep_alive", "stream_event"):  # stream_event: --include-partial-messages
+            self.host.log("native", level="debug", frame=_slim(frame))
 
     def _on_command_lifecycle(self, frame: Dict[str, Any]) -> None:
         uuid = frame.get("command_uuid")
@@ -356,10 +365,7 @@ class ClaudeCodeBackend(Backend):
                 return self._run_of[uuid]
         if self._active is not None:
             return self._active
-        if uuids:
-            run = Run(self.host.new_run())
-            return run
-        return None
+        return Run(self.host.new_run()) if uuids else None
 
     def _on_control_request(self, frame: Dict[str, Any]) -> None:
         request = frame.get("request") or {}
@@ -418,12 +424,6 @@ class ClaudeCodeBackend(Backend):
         if not self.ready:
             self.ready = True
             self.host.ready()
-
-    def _on_keep_alive(self, frame: Dict[str, Any]) -> None:
-        pass
-
-    def _on_stream_event(self, frame: Dict[str, Any]) -> None:
-        pass  # only with --include-partial-messages (a user's HARNESSCTL_CLAUDE_ARGS)
 
     # -- helpers ----------------------------------------------------------------------
 
