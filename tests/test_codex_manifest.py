@@ -20,6 +20,7 @@ BACKED_BY = {
               test_codex_fake.test_steer_that_loses_the_race_with_turn_end_starts_a_new_run,
               test_codex_fake.test_steer_answered_after_its_turn_ended_still_counts_in_that_run],
     "cancel": [test_codex_real.test_cancel_mid_stream_gives_a_cancelled_result_and_no_half_message,
+               test_codex_real.test_unreachable_model_endpoint_retries_visibly_and_cancel_ends_it,
                test_codex_fake.test_endless_retry_loop_stays_visible_and_cancellable,
                test_codex_backend.test_cancel_before_the_turn_id_is_known_interrupts_once_it_is],
     "approvals": [test_codex_real.test_approval_allowed_by_a_later_reply_runs_the_command,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import time
 
 import pytest
@@ -19,7 +20,7 @@ import pytest
 from cliutil import runtime_pids, status
 
 from codex_support import mock_responses as mr
-from codex_support.fixtures import real_session
+from codex_support.fixtures import real_session, recent
 
 pytestmark = pytest.mark.real
 
@@ -196,3 +197,18 @@ def test_401_from_the_model_gives_a_failed_result_with_codex_message(real_codex)
     assert status(s.path, env=s.env)["state"] == "failed"
     errors = [e for e in s.events("log", kind="native") if e.get("method") == "error"]
     assert errors and errors[0]["level"] == "error"
+
+
+def test_unreachable_model_endpoint_retries_visibly_and_cancel_ends_it(real_codex):
+    s, mock = real_codex
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = "http://127.0.0.1:%d/v1" % probe.getsockname()[1]
+    s.configure(base_url=closed)
+    s.send("hello?", first=True)
+    retry = s.wait_log(lambda e: e.get("kind") == "native" and e.get("will_retry") is True)
+    assert retry["level"] == "warn" and "Reconnecting" in retry["error"]
+    report = status(s.path, env=s.env)
+    assert report["state"] == "running" and recent(report["last_activity"], retry["ts"])
+    assert s.cmd("cancel", s.path).returncode == 0
+    assert s.wait("result")[0]["status"] == "cancelled"

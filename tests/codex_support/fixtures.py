@@ -10,6 +10,7 @@ every runtime under the test directory, and the harness dies with its runtime.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import os
 import shutil
@@ -26,6 +27,14 @@ from .mock_responses import MockResponses, write_codex_home
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE_SERVER = os.path.join(HERE, "fake_app_server.py")
+
+
+def recent(last_activity: str, logged: str) -> bool:
+    """`status.last_activity` (when the runtime read the harness line) is at most a
+    second older than the `ts` of the log line it wrote for it."""
+    fmt = "%Y-%m-%dT%H:%M:%S.%fZ"
+    delta = datetime.datetime.strptime(logged, fmt) - datetime.datetime.strptime(last_activity, fmt)
+    return delta.total_seconds() < 1.0
 
 
 def codex_binary() -> Optional[str]:
@@ -134,8 +143,8 @@ def real_session(workdir):
     env.update(write_codex_home(home, mock.base_url))
     session = Session(str(workdir), env)
 
-    def configure(**kwargs: Any) -> None:
-        write_codex_home(home, mock.base_url, **kwargs)
+    def configure(base_url: Optional[str] = None, **kwargs: Any) -> None:
+        write_codex_home(home, base_url or mock.base_url, **kwargs)
 
     session.configure = configure
     session.codex_home = home
