@@ -511,6 +511,14 @@ def test_app_server_exit_resets_and_the_next_start_resumes_the_thread(ready, hos
     assert wire.last("turn/start")["params"]["clientUserMessageId"] == "in-2"  # no steer into the dead turn
 
 
+def test_debug_mode_copies_the_wire_to_the_runtime_log(tmp_path, host):
+    backend, wire = make(tmp_path, host, debug=True)
+    backend.start()
+    wire.handshake()
+    assert any(d.startswith("codex< ") and '"initialize"' in d for d in host.debugs)
+    assert any(d.startswith("codex> ") and '"thread"' in d for d in host.debugs)
+
+
 def test_stop_closes_stdin_and_waits(ready, host):
     backend, wire = ready
     backend.stop()

@@ -305,6 +305,8 @@ class CodexBackend(Backend):
     # ------------------------------------------------------------------ harness output
 
     def on_line(self, line: str) -> None:
+        if self.config.debug:  # HARNESSCTL_DEBUG=1: the whole wire in the runtime log
+            self.host.debug("codex> %s" % line[:4000])
         try:
             msg = json.loads(line)
         except ValueError:
@@ -504,7 +506,10 @@ class CodexBackend(Backend):
 
     def _write(self, msg: Dict[str, Any]) -> None:
         if self.child is not None:
-            self.child.write_line(json.dumps(msg, separators=(",", ":")))
+            line = json.dumps(msg, separators=(",", ":"))
+            if self.config.debug:
+                self.host.debug("codex< %s" % line[:4000])
+            self.child.write_line(line)
 
     # ------------------------------------------------------------------ sidecar
 

@@ -106,14 +106,14 @@ class FakeHost(Host):
         return [entry for entry in self.logs if entry["kind"] == kind]
 
 
-def make_config(tmp_path, model=None, env=None) -> Config:
+def make_config(tmp_path, model=None, env=None, debug=False) -> Config:
     sidecar = tmp_path / "events.jsonl.d"
     sidecar.mkdir(exist_ok=True)
     cwd = tmp_path / "work"
     cwd.mkdir(exist_ok=True)
     base = {"HARNESSCTL_CODEX_BIN": "/opt/codex", "PATH": "/usr/bin"}
     base.update(env or {})
-    return Config(cwd=str(cwd), model=model, sidecar=str(sidecar), env=base, debug=False)
+    return Config(cwd=str(cwd), model=model, sidecar=str(sidecar), env=base, debug=debug)
 
 
 class Wire:
