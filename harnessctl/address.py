@@ -49,6 +49,10 @@ class Address:
         return os.path.join(self.sidecar, "state.json")
 
     @property
+    def harness_pid(self) -> str:
+        return os.path.join(self.sidecar, "harness.pid")
+
+    @property
     def runtime_log(self) -> str:
         return os.path.join(self.sidecar, "runtime.log")
 

@@ -28,24 +28,32 @@ calling `on_exit`, so an adapter cannot forget one.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
+TYPE_CHECKING = False  # typing is not imported at run time (runtime start-up cost)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Sequence
 
 
-class Config(NamedTuple):
+class Config:
     """What the runtime knows about the conversation when it creates a backend."""
 
-    cwd: str  # bound working directory (absolute)
-    model: Optional[str]  # bound model, or None for the harness's default
-    sidecar: str  # FILE.d/: the adapter may keep small files here (resume ids)
-    env: Dict[str, str]  # environment of the send that started the runtime
-    debug: bool
+    __slots__ = ("cwd", "model", "sidecar", "env", "debug")
+
+    def __init__(self, cwd: str, model: Optional[str], sidecar: str, env: Dict[str, str], debug: bool) -> None:
+        self.cwd = cwd  # bound working directory (absolute)
+        self.model = model  # bound model, or None for the harness's default
+        self.sidecar = sidecar  # FILE.d/: the adapter may keep small files here (resume ids)
+        self.env = env  # environment of the send that started the runtime
+        self.debug = debug
 
 
-class Input(NamedTuple):
-    """One accepted-to-be send."""
+class Input:
+    """One send, to be delivered."""
 
-    input_id: str
-    text: str
+    __slots__ = ("input_id", "text")
+
+    def __init__(self, input_id: str, text: str) -> None:
+        self.input_id = input_id
+        self.text = text
 
 
 class Host:

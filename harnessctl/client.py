@@ -221,22 +221,28 @@ def _listening(addr: Address) -> bool:
 
 
 def _spawn_runtime(addr: Address, deadline: float) -> None:
-    """Start the detached runtime and wait for its "ok" on a pipe (no polling)."""
-    import subprocess
+    """Start the detached runtime and wait for its "ok" on a pipe (no polling).
 
+    posix_spawn with setsid gives it its own session and no controlling
+    terminal, with /dev/null for its std streams, so a shell or cron job that
+    exits does not take it along.  (subprocess would cost every first send an import.)"""
     read_fd, write_fd = os.pipe()
+    os.set_inheritable(write_fd, True)
+    devnull = os.open(os.devnull, os.O_RDWR)
     try:
-        subprocess.Popen(
+        os.posix_spawn(
+            sys.executable,
             [sys.executable, "-I", "-S", "-c", BOOT, ROOT, addr.path, str(write_fd)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            cwd="/",
-            pass_fds=(write_fd,),
-            start_new_session=True,
+            os.environ,
+            file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1),
+                          (os.POSIX_SPAWN_DUP2, devnull, 2), (os.POSIX_SPAWN_CLOSE, devnull)],
+            setsid=True,
         )
+    except OSError as e:
+        raise UnavailableError("cannot start the runtime (%s): %s" % (sys.executable, e.strerror)) from None
     finally:
         os.close(write_fd)
+        os.close(devnull)
     try:
         word = _read_ready(read_fd, deadline)
     finally:
@@ -286,6 +292,9 @@ def _while_stopped(addr: Address, deadline: float, fn: Any) -> Any:
         time.sleep(0.01)  # a runtime is starting or exiting: ask again shortly
         return None
     try:
+        from .pidfile import kill_leftover
+
+        kill_leftover(addr.harness_pid)
         conv, offset = snapshot.load(addr)
         lost = close_open_work(conv, LOST)
         if lost:

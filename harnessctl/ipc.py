@@ -26,7 +26,6 @@ import sys
 
 TYPE_CHECKING = False  # typing is not imported at run time: every command pays for its imports
 if TYPE_CHECKING:
-    import socket
     from typing import List, Optional, Tuple
 
 MAX_MESSAGE = 64 * 1024 * 1024
@@ -39,12 +38,9 @@ def peer_uid(conn: _socket.socket) -> int:
     return int.from_bytes(creds[4:8], sys.byteorder)
 
 
-def listen(path: str) -> socket.socket:
+def listen(path: str) -> _socket.socket:
     """Bind the runtime's socket (0600), replacing a stale one left by a dead runtime.
-    Only called while holding the runtime lock, so a live runtime's socket is never removed.
-    The long-lived runtime uses the full `socket` module."""
-    import socket
-
+    Only called while holding the runtime lock, so a live runtime's socket is never removed."""
     parent = os.path.dirname(path)
     os.makedirs(parent, mode=0o700, exist_ok=True)
     st = os.stat(parent)
@@ -54,7 +50,7 @@ def listen(path: str) -> socket.socket:
         os.unlink(path)
     except FileNotFoundError:
         pass
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
         server.bind(path)
@@ -62,6 +58,13 @@ def listen(path: str) -> socket.socket:
         os.umask(old)
     server.listen(128)
     return server
+
+
+def accept(server: _socket.socket) -> _socket.socket:
+    """The next connection (blocking).  `_accept` is what socket.socket.accept
+    itself calls; using it keeps the socket module out of the runtime's start-up."""
+    fd, _ = server._accept()
+    return _socket.socket(fileno=fd)
 
 
 def connect(path: str, timeout: Optional[float]) -> _socket.socket:

@@ -21,15 +21,18 @@ import sys
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
-from . import answers, ipc, locks, registry, snapshot
+from . import answers, ipc, locks, pidfile, registry, snapshot
 from .address import Address, check_binding, read_binding
 from .backend import Config, Host, Input
 from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError
 from .eventlog import EventLog, timestamp
 from .proc import Process
 from .state import LOST, close_open_work, result_event, status_report
+
+TYPE_CHECKING = False  # typing is not imported at run time: a first send waits for our start-up
+if TYPE_CHECKING:
+    from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 LOG_FLUSH_DELAY = 0.1
 RESULT_STATUSES = ("completed", "cancelled", "failed")
@@ -99,11 +102,16 @@ class Runtime(Host):
         """Run `fn` on the loop thread (safe from any thread)."""
         self.jobs.put(("call", fn, None))
 
+    def begin(self) -> None:
+        """Recover what a lost predecessor left open, and start the harness at
+        once: the send that spawned us is on its way."""
+        pidfile.kill_leftover(self.addr.harness_pid)
+        self._write_all(close_open_work(self.conv, LOST))
+        self._start_harness()
+
     def serve(self, server: Any) -> None:
         self.server = server
-        self._write_all(close_open_work(self.conv, LOST))
         threading.Thread(target=self._accept_loop, daemon=True).start()
-        self._start_harness()  # the send that spawned us is on its way: get the harness going
         while not self.stopping:
             try:
                 kind, payload, waiter = self.jobs.get(timeout=self._sleep_time())
@@ -152,7 +160,7 @@ class Runtime(Host):
     def _accept_loop(self) -> None:
         while True:
             try:
-                conn, _ = self.server.accept()
+                conn = ipc.accept(self.server)
             except OSError:
                 return
             thread = threading.Thread(target=self._serve_connection, args=(conn,), daemon=True)
@@ -163,30 +171,30 @@ class Runtime(Host):
         try:
             self._answer(conn)
         finally:
+            conn.close()
             self.connections.discard(threading.current_thread())
 
     def _answer(self, conn: Any) -> None:
-        with conn:
-            try:
-                if ipc.peer_uid(conn) != os.getuid():
-                    return
-                conn.settimeout(self.timeout)
-                request = ipc.decode_fields(ipc.read_all(conn))
-            except (OSError, ValueError):
+        try:
+            if ipc.peer_uid(conn) != os.getuid():
                 return
-            if not request:
-                return
-            waiter = Waiter()
-            with self.intake:
-                if self.stopping:
-                    waiter.retry()
-                else:
-                    self.jobs.put(("request", request, waiter))
-            response = waiter.wait()
-            try:
-                ipc.send_all(conn, response)
-            except OSError:
-                pass
+            conn.settimeout(self.timeout)
+            request = ipc.decode_fields(ipc.read_all(conn))
+        except (OSError, ValueError):
+            return
+        if not request:
+            return
+        waiter = Waiter()
+        with self.intake:
+            if self.stopping:
+                waiter.retry()
+            else:
+                self.jobs.put(("request", request, waiter))
+        response = waiter.wait()
+        try:
+            ipc.send_all(conn, response)
+        except OSError:
+            pass
 
     def _dispatch(self, request: List[str], waiter: Waiter) -> None:
         """Fields as ipc.py encodes them: send TEXT CWD MODEL ADAPTER | status | cancel | reply ID ANSWER."""
@@ -316,6 +324,7 @@ class Runtime(Host):
             self.child.kill()
             self.child.wait(5)
             self.child = None
+        pidfile.forget(self.addr.harness_pid)
 
     def _child_line(self, generation: int, line: str) -> None:
         if generation == self.generation and self.backend is not None:
@@ -351,6 +360,7 @@ class Runtime(Host):
             on_line=lambda line: self.post(lambda: self._child_line(generation, line)),
             on_exit=lambda code: self.post(lambda: self._child_exit(generation, code)),
         )
+        pidfile.record(self.addr.harness_pid, self.child.pid)
         self.debug("started harness pid %d: %s" % (self.child.pid, " ".join(argv)))
         return self.child
 
@@ -532,6 +542,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     addr, ready_fd = Address(argv[0]), int(argv[1])
     for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_IGN)
+    os.chdir("/")  # never pin the caller's directory (the harness gets the bound cwd)
     env = dict(os.environ)
     log_fd = _open_log(addr)
     os.dup2(log_fd, 2)
@@ -542,6 +553,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         binding = read_binding(addr)
         runtime = Runtime(addr, binding, env, log_fd)
+        runtime.begin()
         server = ipc.listen(addr.socket)
     except Exception as e:
         sys.stderr.write(_traceback())
