@@ -130,7 +130,7 @@ class Host:
 
     def result(
         self,
-        run_id: str,
+        run_id: Optional[str],
         input_ids: Sequence[str],
         status: str,
         output: str = "",
@@ -139,7 +139,8 @@ class Host:
         error: Optional[str] = None,
     ) -> None:
         """The run ended: status completed, cancelled or failed.  Pending
-        requests of the run expire."""
+        requests of the run expire.  `run_id` is None only for inputs no run
+        ever consumed (e.g. a queued input dropped by a cancel)."""
         raise NotImplementedError
 
     def log(self, kind: str, level: str = "info", run_id: Optional[str] = None, **fields: Any) -> None:

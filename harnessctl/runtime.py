@@ -424,7 +424,7 @@ class Runtime(Host):
         if request is not None:
             self._write(dict(request, state="expired"))
 
-    def result(self, run_id: str, input_ids: Sequence[str], status: str, output: str = "",
+    def result(self, run_id: Optional[str], input_ids: Sequence[str], status: str, output: str = "",
                usage: Optional[Dict[str, Any]] = None, cost_usd: Optional[float] = None,
                error: Optional[str] = None) -> None:
         if status not in RESULT_STATUSES:
