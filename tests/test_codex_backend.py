@@ -316,7 +316,7 @@ def test_retrying_errors_are_logged_as_warnings_and_the_run_stays_open(ready, ho
     error = {"message": "Reconnecting... waiting for network", "additionalDetails": "Connection failed"}
     wire.notify("error", {"error": error, "willRetry": True, "threadId": "thr-1", "turnId": T1})
     (logged,) = [e for e in host.logs_of("native") if e["method"] == "error"]
-    assert logged["level"] == "warn" and logged["will_retry"] is True and logged["run_id"] == "run-1"
+    assert logged["level"] == "warning" and logged["will_retry"] is True and logged["run_id"] == "run-1"
     assert "Connection failed" in logged["error"]
     assert not host.of("result")
 

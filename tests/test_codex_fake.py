@@ -11,12 +11,14 @@ import pytest
 
 from cliutil import status, wait_for
 
-from codex_support.fixtures import fake_factory, fake_requests, recent
+from codex_support.fixtures import fake_factory, fake_requests, recent, schema_errors
 
 
 @pytest.fixture
 def fake_codex(workdir):
-    return fake_factory(workdir)
+    make = fake_factory(workdir)
+    yield make
+    assert schema_errors(str(workdir / "events.jsonl")) == []
 
 
 def methods(home):
@@ -99,7 +101,7 @@ def test_endless_retry_loop_stays_visible_and_cancellable(fake_codex):
     s = fake_codex()
     s.send("/retry", first=True)
     warning = s.wait_log(lambda e: e.get("kind") == "native" and e.get("will_retry") is True)
-    assert warning["level"] == "warn" and "waiting for network" in warning["error"]
+    assert warning["level"] == "warning" and "waiting for network" in warning["error"]
     report = status(s.path, env=s.env)
     assert report["state"] == "running" and recent(report["last_activity"], warning["ts"])
     assert s.cmd("cancel", s.path).returncode == 0

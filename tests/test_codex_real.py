@@ -207,7 +207,7 @@ def test_unreachable_model_endpoint_retries_visibly_and_cancel_ends_it(real_code
     s.configure(base_url=closed)
     s.send("hello?", first=True)
     retry = s.wait_log(lambda e: e.get("kind") == "native" and e.get("will_retry") is True)
-    assert retry["level"] == "warn" and "Reconnecting" in retry["error"]
+    assert retry["level"] == "warning" and "Reconnecting" in retry["error"]
     report = status(s.path, env=s.env)
     assert report["state"] == "running" and recent(report["last_activity"], retry["ts"])
     assert s.cmd("cancel", s.path).returncode == 0

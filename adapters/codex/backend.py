@@ -117,7 +117,7 @@ class CodexBackend(Backend):
         if error is not None and "no rollout found" in wire.rpc_error_text(error):
             # codex writes a thread's rollout only with its first turn: a thread that
             # never ran a turn (or a CODEX_HOME that lost it) cannot be resumed.
-            self.host.log("diagnostic", "warn", message="codex has no history for thread %s; "
+            self.host.log("diagnostic", "warning", message="codex has no history for thread %s; "
                           "starting a new thread" % self.thread_id)
             self.thread_id = None
             self._thread_start()
@@ -137,7 +137,7 @@ class CodexBackend(Backend):
             try:
                 self._save_thread_id(thread_id)
             except OSError as exc:  # the run can go on; only a later resume would miss it
-                self.host.log("diagnostic", "warn", message="cannot keep the codex thread id: %s" % exc)
+                self.host.log("diagnostic", "warning", message="cannot keep the codex thread id: %s" % exc)
         self.phase = "ready"
         self.host.ready()
         self._pump()
@@ -313,14 +313,14 @@ class CodexBackend(Backend):
             msg = None
         if not isinstance(msg, dict):
             if line.strip():
-                self.host.log("diagnostic", "warn", message="unreadable line from codex app-server",
+                self.host.log("diagnostic", "warning", message="unreadable line from codex app-server",
                               line=line[:2000])
             return
         try:
             self._dispatch(msg)
         except Exception as exc:  # one odd message must never take the runtime down
             self.host.debug("codex: error handling %s\n%s" % (line[:2000], traceback.format_exc()))
-            self.host.log("diagnostic", "warn", message="could not handle a codex message: %r" % exc,
+            self.host.log("diagnostic", "warning", message="could not handle a codex message: %r" % exc,
                           line=line[:2000])
 
     def _dispatch(self, msg: Dict[str, Any]) -> None:
@@ -464,7 +464,7 @@ class CodexBackend(Backend):
 
     def _on_error(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
         retry = bool(params.get("willRetry"))
-        self._native(msg, run, "warn" if retry else "error",
+        self._native(msg, run, "warning" if retry else "error",
                      error=wire.error_text(params.get("error")), will_retry=retry)
 
     def _on_request_resolved(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
@@ -486,7 +486,7 @@ class CodexBackend(Backend):
         elif method == "item/tool/requestUserInput":
             info, kind, options = wire.question_request(params), "question", None
         else:
-            self.host.log("diagnostic", "warn", run_id=run_id,
+            self.host.log("diagnostic", "warning", run_id=run_id,
                           message="codex asked %s, which harnessctl does not handle; refused" % method)
             self._write({"id": native_id, "error": {"code": -32601,
                                                     "message": "harnessctl does not handle %s" % method}})

@@ -22,11 +22,17 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from cliutil import cli_env, events, run, runtime_pids, wait_for
+from schemacheck import check_event
 
 from .mock_responses import MockResponses, write_codex_home
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE_SERVER = os.path.join(HERE, "fake_app_server.py")
+
+
+def schema_errors(path: str) -> List[str]:
+    """Every event of the file that does not match schema/events.schema.json."""
+    return ["%s: %s" % (e.get("seq"), err) for e in events(path) for err in check_event(e)]
 
 
 def recent(last_activity: str, logged: str) -> bool:
@@ -150,6 +156,7 @@ def real_session(workdir):
     session.codex_home = home
     try:
         yield session, mock
+        assert schema_errors(session.path) == []
     finally:
         for pid in runtime_pids(session.path):
             try:
