@@ -7,9 +7,12 @@ adapters refuse the same bad answers with the same exit code.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict
 
 from .errors import UsageError
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
+if TYPE_CHECKING:
+    from typing import Any, Dict
 
 
 def validate(request: Dict[str, Any], answer: str) -> Any:

@@ -285,8 +285,7 @@ def _while_stopped(addr: Address, deadline: float, fn: Any) -> Any:
     lock = locks.try_lock(addr.runtime_lock) if os.path.isdir(addr.sidecar) else None
     if lock is None:
         if not os.path.isdir(addr.sidecar):
-            conv, _ = snapshot.load(addr)
-            return fn(conv)
+            return fn(snapshot.load(addr)[0])
         if time.monotonic() >= deadline:
             raise OutcomeUnknownError("timed out waiting for the runtime of %s" % addr.path)
         time.sleep(0.01)  # a runtime is starting or exiting: ask again shortly
@@ -295,7 +294,7 @@ def _while_stopped(addr: Address, deadline: float, fn: Any) -> Any:
         from .pidfile import kill_leftover
 
         kill_leftover(addr.harness_pid)
-        conv, offset = snapshot.load(addr)
+        conv, offset, stale = snapshot.load(addr)
         lost = close_open_work(conv, LOST)
         if lost:
             from .eventlog import EventLog
@@ -307,7 +306,8 @@ def _while_stopped(addr: Address, deadline: float, fn: Any) -> Any:
             finally:
                 log.close()
             offset = os.path.getsize(addr.path)
-        snapshot.save(addr, conv, offset)
+        if stale or lost:
+            snapshot.save(addr, conv, offset)
         return fn(conv)
     finally:
         locks.unlock(lock)

@@ -12,7 +12,10 @@ import fcntl
 import json
 import os
 import time
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 # Consecutive deltas of one run are merged into one line up to this size.
 MAX_MERGED_TEXT = 16384

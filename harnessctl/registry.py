@@ -7,9 +7,12 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from typing import Any, Dict, List
 
 from .errors import UsageError
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List
 
 ADAPTERS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "adapters")
 

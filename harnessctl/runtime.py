@@ -77,7 +77,7 @@ class Runtime(Host):
         self.jobs: "queue.Queue[Tuple[str, Any, Any]]" = queue.Queue()
         self.timers: List[Tuple[float, int, Callable[[], None]]] = []
         self.timer_ids = itertools.count()
-        self.conv, _ = snapshot.load(addr)
+        self.conv = snapshot.load(addr)[0]
         self.events = EventLog(addr.path, self.conv.seq)
         self.last_activity = self.conv.last_activity
         self.waiting: Deque[Tuple[Input, Waiter]] = deque()

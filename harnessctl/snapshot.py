@@ -9,22 +9,27 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Tuple
 
 from .address import Address, write_json_atomic
 from .eventlog import read_events
 from .state import Conversation
 
+TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
+if TYPE_CHECKING:
+    from typing import Tuple
+
 VERSION = 1
 
 
-def load(addr: Address) -> Tuple[Conversation, int]:
-    """The conversation as of the end of the event file, and that end offset."""
-    conv, offset = _cached(addr)
+def load(addr: Address) -> Tuple[Conversation, int, bool]:
+    """The conversation as of the end of the event file, that end offset, and
+    whether the cached snapshot was behind (worth saving again)."""
+    conv, cached = _cached(addr)
+    offset = cached
     for event, end in read_events(addr.path, offset, full_logs=False):
         conv.apply(event)
         offset = end
-    return conv, offset
+    return conv, offset, offset != cached
 
 
 def save(addr: Address, conv: Conversation, offset: int) -> None:

@@ -7,7 +7,10 @@ the event file means.  `log` lines only move `seq` and `last_activity`.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional
+TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Iterable, List, Optional
+
 
 LOST = "runtime lost; input outcome is uncertain"
 
