@@ -235,7 +235,7 @@ def test_cancel_ends_a_steer_codex_holds_without_a_turn(ready, host):
     wire.complete_turn(T1)
     wire.respond("turn/steer", {"turnId": T1})
     backend.interrupt()
-    assert host.of("result")[-1][1:4] == ("run-2", ["in-2"], "cancelled")
+    assert host.of("result")[-1][1:4] == (None, ["in-2"], "cancelled")
     wire.notify("turn/started", {"threadId": "thr-1", "turn": wire.turn(T2)})
     wire.user_message(T2, "steer", "in-2")
     assert not host.of("attributed")
@@ -380,8 +380,8 @@ def test_cancel_while_a_steer_is_in_flight_drops_it_if_the_turn_ended(ready, hos
     wire.complete_turn(T1, status="interrupted")
     wire.fail("turn/steer", "no active turn to steer")
     assert len(wire.requests("turn/start")) == 1  # not restarted
-    assert host.of("accepted")[-1] == ("accepted", "in-2", "queued", "run-2")
-    assert host.of("result")[-1][1:4] == ("run-2", ["in-2"], "cancelled")
+    assert host.of("accepted")[-1] == ("accepted", "in-2", "queued", None)
+    assert host.of("result")[-1][1:4] == (None, ["in-2"], "cancelled")
 
 
 # -- approvals and questions ---------------------------------------------------------

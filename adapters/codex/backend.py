@@ -16,18 +16,20 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import traceback
-from typing import Any, Callable, Dict, List, Optional
 
 from harnessctl.backend import Backend, Config, Host, Input
 
 from . import wire
 
+TYPE_CHECKING = False  # typing is not imported at run time (runtime start-up cost)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional
+
+    Callback = Callable[[Optional[Dict[str, Any]], Optional[Any]], None]
+
 THREAD_FILE = "codex-thread.json"
 STOP_GRACE = 3.0
 CLIENT_VERSION = "0.1.0"
-
-Callback = Callable[[Optional[Dict[str, Any]], Optional[Any]], None]
 
 
 class Run:
@@ -251,10 +253,10 @@ class CodexBackend(Backend):
         self._pump()
 
     def _drop(self, item: Input) -> None:
-        """A cancel dropped an input the harness never ran: a cancelled run of its own."""
-        run_id = self.host.new_run()
-        self.host.accepted(item.input_id, "queued", run_id)
-        self.host.result(run_id, [item.input_id], "cancelled")
+        """A cancel dropped an input the harness never ran: its own cancelled
+        result, with no run (the core's convention for inputs no run consumed)."""
+        self.host.accepted(item.input_id, "queued", None)
+        self.host.result(None, [item.input_id], "cancelled")
 
     # ------------------------------------------------------------------ cancel and replies
 
@@ -272,9 +274,9 @@ class CodexBackend(Backend):
             self._interrupt_run(run)
         elif self.limbo:
             # steers codex took but has not run: nothing to interrupt, so they end here
-            run_id, held = self.host.new_run(), sorted(self.limbo)
+            held = sorted(self.limbo)
             self.limbo.clear()
-            self.host.result(run_id, held, "cancelled")
+            self.host.result(None, held, "cancelled")
 
     def _interrupt_run(self, run: Run) -> None:
         if run.interrupting or run.final is not None:
@@ -319,6 +321,8 @@ class CodexBackend(Backend):
         try:
             self._dispatch(msg)
         except Exception as exc:  # one odd message must never take the runtime down
+            import traceback
+
             self.host.debug("codex: error handling %s\n%s" % (line[:2000], traceback.format_exc()))
             self.host.log("diagnostic", "warning", message="could not handle a codex message: %r" % exc,
                           line=line[:2000])

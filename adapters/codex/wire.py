@@ -7,7 +7,10 @@ function of its input (see research/codex/REPORT.md for every shape).
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional
+
+TYPE_CHECKING = False  # typing is not imported at run time (runtime start-up cost)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional
 
 # reply option -> codex decision (approvals, REPORT section 5)
 DECISIONS = {
