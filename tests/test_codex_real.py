@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import time
 
 import pytest
 
-from cliutil import runtime_pids, status
+from cliutil import alive, runtime_pids, status, wait_for
 
 from codex_support import mock_responses as mr
 from codex_support.fixtures import real_session, recent
@@ -172,9 +173,12 @@ def test_kill_9_of_the_runtime_fails_the_run_without_replay_and_the_next_send_re
     mock.add(mr.text(LONG, chunks=60, delay=0.1))
     s.send("Doomed request.", first=True)
     s.wait_log(lambda e: e.get("kind") == "text.delta")
+    codex_pid = int(re.search(r"started harness pid (\d+)", s.runtime_log()).group(1))
     for pid in runtime_pids(s.path):
         os.kill(pid, signal.SIGKILL)
     s.runtime_gone()
+    # codex's stdin closes with the runtime: the app-server exits by itself, mid-turn, no command needed
+    wait_for(lambda: not alive(codex_pid), 30, "codex to exit after its runtime")
     assert status(s.path, env=s.env)["runtime"] == "stopped"
     (result,) = s.wait("result")
     assert result["status"] == "failed" and "runtime lost" in result["error"]
