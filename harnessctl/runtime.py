@@ -498,6 +498,7 @@ class Runtime(Host):
         for thread in list(self.connections):
             thread.join(max(0.0, deadline - time.monotonic()))
         self.events.close()
+        self.conv.seq = self.events.seq  # log lines written after the last critical event count too
         snapshot.save(self.addr, self.conv, os.stat(self.addr.path).st_size)
 
     def _drain_requests(self) -> None:
