@@ -405,6 +405,8 @@ class CodexBackend(Backend):
                     output = item.get("text") or output
         for native_id in [k for k, v in self.requests.items() if v["turn_id"] == run.turn_id]:
             del self.requests[native_id]  # the runtime expires them with the result
+        if not self.runs:
+            self.file_changes.clear()  # items an interrupt cut never complete
         self.host.result(run.run_id, run.input_ids, status, output or "", run.usage, None, error)
 
     def _on_item_started(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
