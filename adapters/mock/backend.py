@@ -79,4 +79,7 @@ class MockBackend(Backend):
 
     def _on_done(self, event: Dict[str, Any]) -> None:
         run_id = self.runs.pop(event["turn"], None)
+        if event.get("deltas"):
+            self.host.log("diagnostic", run_id=run_id, message="stand-in stream statistics",
+                          deltas=event["deltas"], write_seconds=event.get("write_seconds"))
         self.host.result(run_id, event["inputs"], event["status"], output=event["output"], error=event.get("error"))

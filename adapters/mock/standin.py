@@ -25,6 +25,17 @@ def emit(**event):
     sys.stdout.flush()
 
 
+def emit_deltas(turn, count):
+    """Write `count` deltas at once, timing the write: a runtime that does not
+    keep up fills the pipe and makes this block (the flood benchmark reads it)."""
+    line = json.dumps({"ev": "delta", "turn": turn.number, "text": "working… "}) + "\n"
+    start = time.monotonic()
+    sys.stdout.write(line * count)
+    sys.stdout.flush()
+    turn.write_seconds += time.monotonic() - start
+    turn.deltas += count
+
+
 def steps_of(input_id, text):
     """An input becomes steps: its echo line, then one step per directive."""
     plain, steps = [], []
@@ -55,6 +66,8 @@ class Turn:
         self.lines = []
         self.sleep_until = None
         self.next_delta = None
+        self.deltas = 0
+        self.write_seconds = 0.0
         self.request = None  # (request id, kind) while waiting for an answer
 
     def add(self, input_id, text):
@@ -132,8 +145,9 @@ class StandIn:
             if turn.sleep_until is not None:
                 if now < turn.sleep_until:
                     if now >= turn.next_delta:
-                        emit(ev="delta", turn=turn.number, text="working… ")
-                        turn.next_delta = now + DELTA_INTERVAL
+                        due = 1 + int((now - turn.next_delta) / DELTA_INTERVAL)
+                        emit_deltas(turn, due)
+                        turn.next_delta += due * DELTA_INTERVAL
                     return
                 turn.sleep_until = None
             if not turn.steps:
@@ -160,7 +174,8 @@ class StandIn:
         output = "\n".join(turn.lines) if status != "cancelled" else ""
         if status != "cancelled":
             emit(ev="message", turn=turn.number, id="msg-%d" % turn.number, text=output)
-        emit(ev="done", turn=turn.number, status=status, inputs=turn.inputs, output=output, error=error)
+        emit(ev="done", turn=turn.number, status=status, inputs=turn.inputs, output=output, error=error,
+             deltas=turn.deltas, write_seconds=round(turn.write_seconds, 3))
         with open(self.transcript, "a", encoding="utf-8") as f:
             f.write(json.dumps({"turn": turn.number, "inputs": turn.texts, "output": output}) + "\n")
 
