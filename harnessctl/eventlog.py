@@ -49,6 +49,16 @@ class EventLog:
         self.flush_logs()
         os.close(self.fd)
 
+    def replaced(self) -> bool:
+        """True once the path no longer names the file we append to (someone
+        removed, renamed or replaced it): our lines would reach nobody there."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return True
+        own = os.fstat(self.fd)
+        return (st.st_dev, st.st_ino) != (own.st_dev, own.st_ino)
+
     def append(self, event: Dict[str, Any]) -> Dict[str, Any]:
         """Write one critical event durably; return it with type/ts/seq filled.
 

@@ -199,6 +199,10 @@ class Runtime(Host):
     def _dispatch(self, request: List[str], waiter: Waiter) -> None:
         """Fields as ipc.py encodes them: send TEXT CWD MODEL ADAPTER | status | cancel | reply ID ANSWER."""
         op = request[0]
+        if self.events.replaced():
+            waiter.retry()  # a new runtime serves the file now at the path (or refuses a foreign one)
+            self.shutdown("the event file was removed or replaced")
+            return
         try:
             if op == "send" and len(request) == 5:
                 wanted = {"cwd": request[2] or None, "model": request[3] or None, "adapter": request[4] or None}
@@ -497,9 +501,11 @@ class Runtime(Host):
         deadline = time.monotonic() + 2
         for thread in list(self.connections):
             thread.join(max(0.0, deadline - time.monotonic()))
+        replaced = self.events.replaced()
         self.events.close()
         self.conv.seq = self.events.seq  # log lines written after the last critical event count too
-        snapshot.save(self.addr, self.conv, os.stat(self.addr.path).st_size)
+        if not replaced:  # our conversation must not become the cached state of another file
+            snapshot.save(self.addr, self.conv, os.stat(self.addr.path).st_size)
 
     def _drain_requests(self) -> None:
         """Commands that reached us after we stopped listening are told to retry."""
