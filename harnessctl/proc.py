@@ -2,8 +2,10 @@
 send stderr to the runtime log, notice the exit, and make sure a harness never
 outlives its runtime.
 
-Lines and the exit are handed to callbacks that queue them for the runtime's
-single thread, so adapters see them in order and never concurrently.
+Lines (in batches: a harness streaming thousands of deltas a second costs
+one queue hand-over per read, not per line) and the exit are handed to
+callbacks that queue them for the runtime's single thread, so adapters see
+them in order and never concurrently.
 
 The child gets PR_SET_PDEATHSIG (it is killed the moment the runtime dies,
 even by kill -9, instead of finishing a turn nobody records) and a process
@@ -24,7 +26,7 @@ from .pidfile import kill_group
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
-    from typing import Callable, Dict, Optional, Sequence
+    from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 PR_SET_PDEATHSIG = 1
 LIBC = ctypes.CDLL(None)  # loaded in the parent: nothing may be imported between fork and exec
@@ -43,7 +45,7 @@ class Process(Child):
         env: Dict[str, str],
         cwd: str,
         stderr_fd: int,
-        on_line: Callable[[str], None],
+        on_lines: Callable[[List[str]], None],
         on_exit: Callable[[Optional[int]], None],
     ) -> None:
         self._popen = subprocess.Popen(
@@ -59,12 +61,12 @@ class Process(Child):
         self.pid = self._popen.pid
         self._write_lock = threading.Lock()
         self._exited = threading.Event()
-        threading.Thread(target=self._read, args=(on_line, on_exit), daemon=True).start()
+        threading.Thread(target=self._read, args=(on_lines, on_exit), daemon=True).start()
 
-    def _read(self, on_line: Callable[[str], None], on_exit: Callable[[Optional[int]], None]) -> None:
+    def _read(self, on_lines: Callable[[List[str]], None], on_exit: Callable[[Optional[int]], None]) -> None:
         with self._popen.stdout as stdout:
-            for raw in stdout:
-                on_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
+            for batch in read_lines(stdout.fileno()):
+                on_lines(batch)
         returncode = self._popen.wait()
         self._exited.set()
         on_exit(returncode)
@@ -91,3 +93,22 @@ class Process(Child):
     def wait(self, timeout: float) -> Optional[int]:
         self._exited.wait(timeout)
         return self._popen.returncode if self._exited.is_set() else None
+
+
+def read_lines(fd: int) -> Iterator[List[str]]:
+    """Complete lines from `fd` until EOF, as lists of whatever one read()
+    delivered; a last line without its newline still counts at EOF."""
+    pending: List[bytes] = []
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            pending.append(chunk)
+            continue
+        data = b"".join(pending) + chunk[:end]
+        pending = [chunk[end + 1:]] if end + 1 < len(chunk) else []
+        yield [line.decode("utf-8", "replace").rstrip("\r") for line in data.split(b"\n")]
+    if pending:
+        yield [b"".join(pending).decode("utf-8", "replace").rstrip("\r")]

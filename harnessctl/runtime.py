@@ -79,7 +79,7 @@ class Runtime(Host):
         self.timer_ids = itertools.count()
         self.conv = snapshot.load(addr)[0]
         self.events = EventLog(addr.path, self.conv.seq)
-        self.last_activity = self.conv.last_activity
+        self.last_activity: Optional[float] = None  # time.time() of the harness's last line
         self.waiting: Deque[Tuple[Input, Waiter]] = deque()
         self.in_flight: Optional[Tuple[Input, Waiter]] = None
         self.texts: Dict[str, Tuple[str, str]] = {}  # input_id -> (text, delivery) until attributed
@@ -95,6 +95,7 @@ class Runtime(Host):
         self.server: Any = None
         self.intake = threading.Lock()  # orders "request queued" against "stopped listening"
         self.connections: set = set()  # handler threads, joined at exit so every reply is sent
+        self.unwritten: Deque[Dict[str, Any]] = deque()  # critical events a full disk held back, in order
 
     # -- the loop -------------------------------------------------------------
 
@@ -138,7 +139,8 @@ class Runtime(Host):
             self._guard(callback)
 
     def _is_idle(self) -> bool:
-        return not (self.conv.is_busy() or self.waiting or self.in_flight or self.harness == "starting")
+        return not (self.conv.is_busy() or self.waiting or self.in_flight or self.harness == "starting"
+                    or self.unwritten)
 
     def _check_idle(self) -> None:
         if not self._is_idle():
@@ -148,10 +150,10 @@ class Runtime(Host):
         elif time.monotonic() >= self.idle_since + self.idle_timeout:
             self.shutdown("idle")
 
-    def _guard(self, fn: Callable[[], None]) -> None:
+    def _guard(self, fn: Callable[..., None], *args: Any) -> None:
         """Run adapter code; a bug in it is logged, never kills the runtime."""
         try:
-            fn()
+            fn(*args)
         except Exception:
             self.debug("error in job:\n" + _traceback())
 
@@ -227,7 +229,7 @@ class Runtime(Host):
 
     def status(self) -> Dict[str, Any]:
         return status_report(self.conv, self.binding, alive=True, cancelling=self.cancelling,
-                             last_activity=self.last_activity)
+                             last_activity=timestamp(self.last_activity) if self.last_activity else None)
 
     def _cancel(self) -> None:
         if not (self.conv.is_busy() or self.in_flight):
@@ -330,10 +332,12 @@ class Runtime(Host):
             self.child = None
         pidfile.forget(self.addr.harness_pid)
 
-    def _child_line(self, generation: int, line: str) -> None:
-        if generation == self.generation and self.backend is not None:
-            self.last_activity = timestamp()
-            self.backend.on_line(line)
+    def _child_lines(self, generation: int, lines: List[str]) -> None:
+        self.last_activity = time.time()
+        for line in lines:
+            if generation != self.generation or self.backend is None:
+                return  # a line before this one ended the harness
+            self._guard(self.backend.on_line, line)
 
     def _child_exit(self, generation: int, returncode: Optional[int]) -> None:
         if generation != self.generation:
@@ -361,7 +365,7 @@ class Runtime(Host):
         generation = self.generation
         self.child = Process(
             argv, env, cwd, self.log_fd,
-            on_line=lambda line: self.post(lambda: self._child_line(generation, line)),
+            on_lines=lambda lines: self.post(lambda: self._child_lines(generation, lines)),
             on_exit=lambda code: self.post(lambda: self._child_exit(generation, code)),
         )
         pidfile.record(self.addr.harness_pid, self.child.pid)
@@ -390,7 +394,7 @@ class Runtime(Host):
         text = self.texts.pop(input_id, ("", ""))[0]
         try:
             self._write({"type": "accepted", "input_id": input_id, "text": text, "delivery": delivery,
-                         "run_id": run_id})
+                         "run_id": run_id}, now=True)
         except OSError as e:
             self._finish_send(input_id, HarnessctlError(
                 "could not record the input in the event file (%s); the harness may have seen it" % e.strerror))
@@ -468,10 +472,33 @@ class Runtime(Host):
 
     # -- writing --------------------------------------------------------------
 
-    def _write(self, event: Dict[str, Any]) -> Dict[str, Any]:
-        written = self.events.append(event)
-        self.conv.apply(written)
-        return written
+    def _write(self, event: Dict[str, Any], now: bool = False) -> None:
+        """Append a critical event and fold it in.  When the file cannot take it
+        (disk full) it waits in `unwritten`, in order, retried every second, so
+        the file catches up once there is space again.  With `now` (an
+        `accepted`, on disk before its send exits 0) the OSError is raised."""
+        try:
+            self._write_unwritten()
+            self.conv.apply(self.events.append(event))
+        except OSError as e:
+            if now:
+                raise
+            if not self.unwritten:
+                self.debug("cannot write the event file (%s); retrying every second" % e.strerror)
+                self.call_later(1.0, self._retry_unwritten)
+            self.unwritten.append(event)
+            self.conv.apply(event)
+
+    def _write_unwritten(self) -> None:
+        while self.unwritten:
+            self.conv.seq = self.events.append(self.unwritten[0])["seq"]
+            self.unwritten.popleft()
+
+    def _retry_unwritten(self) -> None:
+        try:
+            self._write_unwritten()
+        except OSError:
+            self.call_later(1.0, self._retry_unwritten)
 
     def _write_all(self, events: List[Dict[str, Any]]) -> None:
         for event in events:
@@ -501,10 +528,14 @@ class Runtime(Host):
         deadline = time.monotonic() + 2
         for thread in list(self.connections):
             thread.join(max(0.0, deadline - time.monotonic()))
+        try:
+            self._write_unwritten()
+        except OSError as e:  # the file keeps that work open: the next command applies the lost-runtime rule
+            self.debug("%d events could not be written (%s)" % (len(self.unwritten), e.strerror))
         replaced = self.events.replaced()
         self.events.close()
         self.conv.seq = self.events.seq  # log lines written after the last critical event count too
-        if not replaced:  # our conversation must not become the cached state of another file
+        if not (replaced or self.unwritten):  # the snapshot must describe the file at the path
             snapshot.save(self.addr, self.conv, os.stat(self.addr.path).st_size)
 
     def _drain_requests(self) -> None:
