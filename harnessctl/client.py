@@ -162,6 +162,10 @@ def _exchange(addr: Address, fields: List[str], deadline: float, retry_on_eof: b
             raise OutcomeUnknownError(
                 "timed out after %g s waiting for the runtime; the input may have been accepted: "
                 "read %s before retrying" % (timeout_seconds(), addr.path)) from None
+        except (ConnectionResetError, BrokenPipeError):
+            # Closed before it read our whole request (an exiting runtime does not
+            # accept what is still queued): nothing was applied, a new runtime may take it.
+            raise NoRuntime() from None
         except OSError:
             data = b""
         finally:
