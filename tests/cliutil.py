@@ -71,6 +71,23 @@ def of_type(path: str, kind: str) -> List[Dict[str, Any]]:
     return [e for e in events(path) if e["type"] == kind]
 
 
+def real_binary(variable: str, name: str) -> str:
+    """Path of a real harness binary ($variable, else `name` on PATH), or skip
+    the test with the reason; under HARNESSCTL_REQUIRE_REAL=1 (CI) fail instead."""
+    import shutil
+
+    import pytest
+
+    path = os.environ.get(variable) or shutil.which(name)
+    if path and os.access(path, os.X_OK):
+        return path
+    reason = "real %s binary not found (set %s or put %s on PATH)" % (name, variable, name)
+    if os.environ.get("HARNESSCTL_REQUIRE_REAL") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+    raise AssertionError  # unreachable
+
+
 def wait_for(predicate: Callable[[], Any], timeout: float = 20, what: str = "condition") -> Any:
     """Poll `predicate` until it returns something truthy; fail after `timeout`."""
     deadline = time.monotonic() + timeout

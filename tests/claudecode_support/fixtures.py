@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Optional
 
-import pytest
+from cliutil import events as read_events  # noqa: F401  (re-exported to the claudecode tests)
+from cliutil import real_binary, wait_for  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -17,14 +15,7 @@ FAKE_CLAUDE = os.path.join(HERE, "fake_claude.py")
 
 def real_claude() -> str:
     """Path of the real `claude` binary, or skip (fail under HARNESSCTL_REQUIRE_REAL=1)."""
-    path = os.environ.get("HARNESSCTL_TEST_CLAUDE_BIN") or shutil.which("claude")
-    if path and os.access(path, os.X_OK):
-        return path
-    reason = "real claude binary not found (set HARNESSCTL_TEST_CLAUDE_BIN)"
-    if os.environ.get("HARNESSCTL_REQUIRE_REAL") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
-    raise AssertionError  # unreachable
+    return real_binary("HARNESSCTL_TEST_CLAUDE_BIN", "claude")
 
 
 def claude_env(root: str, base_url: str, **extra: str) -> Dict[str, str]:
@@ -56,35 +47,6 @@ def claude_env(root: str, base_url: str, **extra: str) -> Dict[str, str]:
     }
     env.update(extra)
     return env
-
-
-def read_events(path: str) -> List[Dict[str, Any]]:
-    """The complete JSON lines of an event file (a torn tail is skipped)."""
-    events = []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                if not line.endswith("\n"):
-                    break
-                try:
-                    events.append(json.loads(line))
-                except ValueError:
-                    pass
-    except FileNotFoundError:
-        pass
-    return events
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
-    """Poll `predicate` until it returns something truthy; fail after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for " + what)
-        time.sleep(0.02)
 
 
 def wait_event(path: str, match: Callable[[Dict[str, Any]], bool], timeout: float = 60.0,

@@ -13,15 +13,13 @@ import contextlib
 import datetime
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
 from typing import Any, Dict, List, Optional
 
-import pytest
 
-from cliutil import cli_env, events, run, runtime_pids, wait_for
+from cliutil import cli_env, events, real_binary, run, runtime_pids, wait_for
 from schemacheck import check_event
 
 from .mock_responses import MockResponses, write_codex_home
@@ -43,19 +41,9 @@ def recent(last_activity: str, logged: str) -> bool:
     return delta.total_seconds() < 1.0
 
 
-def codex_binary() -> Optional[str]:
-    return os.environ.get("HARNESSCTL_TEST_CODEX_BIN") or shutil.which("codex")
-
-
 def require_codex() -> str:
     """The real codex binary, or skip (fail under HARNESSCTL_REQUIRE_REAL=1)."""
-    binary = codex_binary()
-    if binary and os.access(binary, os.X_OK):
-        return binary
-    reason = "real codex not found (set HARNESSCTL_TEST_CODEX_BIN or put codex on PATH)"
-    if os.environ.get("HARNESSCTL_REQUIRE_REAL") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
+    return real_binary("HARNESSCTL_TEST_CODEX_BIN", "codex")
 
 
 class Session:
