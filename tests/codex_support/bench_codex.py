@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Codex adapter latencies with the real binary, next to the floor.
 
-    HARNESSCTL_TEST_CODEX_BIN=/path/to/codex python3 tests/codex_support/bench_codex.py [--repeat N]
+    HARNESSCTL_TEST_CODEX_BIN=/path/to/codex python3 bench/run --harnesses-only   (bench/run calls rows())
 
 Rows: first send (runtime spawn + app-server start + thread/start + turn/start
 answered), a send that starts a new run on a live runtime, and a send that
@@ -13,13 +12,10 @@ codex never waits on a network.  Nothing here is asserted by the tests.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -88,26 +84,3 @@ def rows(repeat, tmp):
         cliutil.kill_all_under(tmp)
         mock.stop()
     return out
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=10)
-    args = parser.parse_args()
-    tmp = tempfile.mkdtemp(prefix="harnessctl-bench-codex-")
-    try:
-        table = rows(args.repeat, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("codex adapter bench: %s, %d cores, %d repeats, floor = python3 -c pass" % (
-        time.strftime("%Y-%m-%d %H:%M"), os.cpu_count(), args.repeat))
-    print("%-62s %9s %17s %9s %7s" % ("measurement", "median", "min-max", "floor", "ratio"))
-    for name, samples, floor in table:
-        ms = sorted(x * 1000 for x in samples)
-        fmed = statistics.median(floor) * 1000
-        med = statistics.median(ms)
-        print("%-62s %6.1f ms %7.1f-%-7.1f ms %6.1f ms %6.2fx" % (name, med, ms[0], ms[-1], fmed, med / fmed))
-
-
-if __name__ == "__main__":
-    main()
