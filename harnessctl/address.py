@@ -153,15 +153,15 @@ def read_binding(addr: Address) -> Optional[Dict[str, Optional[str]]]:
 
 
 def write_binding(addr: Address, binding: Dict[str, Optional[str]]) -> None:
-    write_json_atomic(addr.binding, binding)
-
-
-def write_json_atomic(path: str, value: object) -> None:
-    """Replace `path` with `value` as JSON so readers never see half a file."""
     import json
 
+    write_atomic(addr.binding, json.dumps(binding))
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Replace `path` with `text` so readers never see half a file."""
     tmp = "%s.%d.tmp" % (path, os.getpid())
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(value, f)
+        f.write(text)
     os.replace(tmp, path)

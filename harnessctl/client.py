@@ -72,18 +72,9 @@ def status(file: str) -> str:
             return _exchange(addr, ["status"], deadline, retry_on_eof=True)
         except NoRuntime:
             pass
-        report = _while_stopped(addr, deadline, lambda conv: _stopped_status(addr, conv))
+        report = _while_stopped(addr, deadline, _stopped_status)
         if report is not None:
             return report
-
-
-def _stopped_status(addr: Address, conv: Any) -> str:
-    import json
-
-    from .state import status_report
-
-    return json.dumps(status_report(conv, read_binding(addr), alive=False), ensure_ascii=False,
-                      separators=(",", ":"))
 
 
 def cancel(file: str) -> None:
@@ -96,7 +87,7 @@ def cancel(file: str) -> None:
             return
         except NoRuntime:
             pass
-        if _while_stopped(addr, deadline, lambda conv: True):
+        if _while_stopped(addr, deadline, lambda addr: _recovered(addr) is not None):
             return  # recovery ended whatever was open: nothing is running
 
 
@@ -110,7 +101,8 @@ def reply(file: str, request_id: str, answer: str) -> None:
             return
         except NoRuntime:
             pass
-        state = _while_stopped(addr, deadline, lambda conv: conv.closed_requests.get(request_id, "unknown"))
+        state = _while_stopped(addr, deadline,
+                               lambda addr: _recovered(addr).closed_requests.get(request_id, "unknown"))
         if state is not None:
             if state == "unknown":
                 raise StateError("unknown request id %s" % request_id)
@@ -279,39 +271,61 @@ def _read_ready(fd: int, deadline: float) -> Optional[str]:
 
 
 def _while_stopped(addr: Address, deadline: float, fn: Any) -> Any:
-    """Run fn(conversation) while holding the runtime lock, after applying the
-    lost-runtime rule.  None if a runtime is alive after all (ask it instead).
-    Only this path reads the event file, so only it imports the fold."""
-    from . import snapshot
-    from .state import LOST, close_open_work
+    """Run fn(addr) while holding the runtime lock (no runtime can start
+    meanwhile); None if a runtime is alive after all (ask it instead)."""
+    from .pidfile import kill_leftover
 
-    check_event_file(addr)
-    lock = locks.try_lock(addr.runtime_lock) if os.path.isdir(addr.sidecar) else None
+    if not os.path.isdir(addr.sidecar):
+        return fn(addr)  # a file no send created (e.g. made by hand): nothing to lock or recover
+    lock = locks.try_lock(addr.runtime_lock)
     if lock is None:
-        if not os.path.isdir(addr.sidecar):
-            return fn(snapshot.load(addr)[0])
         if time.monotonic() >= deadline:
             raise OutcomeUnknownError("timed out waiting for the runtime of %s" % addr.path)
         time.sleep(0.01)  # a runtime is starting or exiting: ask again shortly
         return None
     try:
-        from .pidfile import kill_leftover
-
         kill_leftover(addr.harness_pid)
-        conv, offset, stale = snapshot.load(addr)
-        lost = close_open_work(conv, LOST)
-        if lost:
-            from .eventlog import EventLog
-
-            log = EventLog(addr.path, conv.seq)
-            try:
-                for event in lost:
-                    conv.apply(log.append(event))
-            finally:
-                log.close()
-            offset = os.path.getsize(addr.path)
-        if stale or lost:
-            snapshot.save(addr, conv, offset)
-        return fn(conv)
+        return fn(addr)
     finally:
         locks.unlock(lock)
+
+
+def _stopped_status(addr: Address) -> str:
+    """The status line without a runtime: from the snapshot when the file has
+    not changed since it was taken (no JSON parse), else from the fold."""
+    from . import snapshot
+
+    line = snapshot.current_status(addr)
+    if line is None:
+        import json
+
+        from .state import status_report
+
+        line = json.dumps(status_report(_recovered(addr), read_binding(addr), alive=False), ensure_ascii=False,
+                          separators=(",", ":"))
+    return line
+
+
+def _recovered(addr: Address) -> Any:
+    """The conversation after the lost-runtime rule: every accepted input
+    without a result gets a failed one, pending requests expire, nothing is
+    replayed.  Only this path reads the event file, so only it imports the fold."""
+    from . import snapshot
+    from .state import LOST, close_open_work
+
+    check_event_file(addr)
+    conv, offset, stale = snapshot.load(addr)
+    lost = close_open_work(conv, LOST)
+    if lost:
+        from .eventlog import EventLog
+
+        log = EventLog(addr.path, conv.seq)
+        try:
+            for event in lost:
+                conv.apply(log.append(event))
+        finally:
+            log.close()
+        offset = os.path.getsize(addr.path)
+    if (stale or lost) and os.path.isdir(addr.sidecar):
+        snapshot.save(addr, conv, offset, read_binding(addr))
+    return conv

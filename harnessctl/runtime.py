@@ -536,7 +536,7 @@ class Runtime(Host):
         self.events.close()
         self.conv.seq = self.events.seq  # log lines written after the last critical event count too
         if not (replaced or self.unwritten):  # the snapshot must describe the file at the path
-            snapshot.save(self.addr, self.conv, os.stat(self.addr.path).st_size)
+            snapshot.save(self.addr, self.conv, os.stat(self.addr.path).st_size, self.binding)
 
     def _drain_requests(self) -> None:
         """Commands that reached us after we stopped listening are told to retry."""

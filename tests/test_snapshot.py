@@ -1,0 +1,60 @@
+"""The sidecar snapshot: a cache of the fold that is used only while it matches the file."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from harnessctl import snapshot
+from harnessctl.address import Address
+from harnessctl.eventlog import EventLog
+
+
+def session(tmp_path):
+    addr = Address(str(tmp_path / "e.jsonl"))
+    os.mkdir(addr.sidecar)
+    log = EventLog(addr.path, 0)
+    log.append({"type": "accepted", "input_id": "i1", "text": "t", "delivery": "start", "run_id": "r1"})
+    log.append({"type": "result", "run_id": "r1", "input_ids": ["i1"], "status": "completed"})
+    log.close()
+    return addr
+
+
+def test_a_saved_snapshot_gives_the_status_line_while_the_file_is_unchanged(tmp_path):
+    addr = session(tmp_path)
+    conv, offset, stale = snapshot.load(addr)
+    assert stale and conv.results_seen == 1
+    snapshot.save(addr, conv, offset, {"adapter": "mock", "cwd": "/", "model": None})
+    line = snapshot.current_status(addr)
+    assert json.loads(line)["state"] == "idle" and json.loads(line)["runtime"] == "stopped"
+    assert snapshot.load(addr)[2] is False
+
+
+def test_an_appended_event_makes_the_status_line_stale_and_only_the_tail_is_folded(tmp_path):
+    addr = session(tmp_path)
+    conv, offset, _ = snapshot.load(addr)
+    snapshot.save(addr, conv, offset, None)
+    log = EventLog(addr.path, conv.seq)
+    log.append({"type": "accepted", "input_id": "i2", "text": "t", "delivery": "start", "run_id": "r2"})
+    log.close()
+    assert snapshot.current_status(addr) is None
+    again, end, stale = snapshot.load(addr)
+    assert stale and end == os.path.getsize(addr.path) and again.open_inputs == {"i2": "r2"}
+
+
+def test_a_rewritten_file_invalidates_the_snapshot(tmp_path):
+    addr = session(tmp_path)
+    conv, offset, _ = snapshot.load(addr)
+    snapshot.save(addr, conv, offset, None)
+    with open(addr.path, "r+b") as f:
+        f.seek(offset - 10)
+        f.write(b"X")
+    assert snapshot.current_status(addr) is None
+
+
+def test_a_corrupt_snapshot_is_ignored(tmp_path):
+    addr = session(tmp_path)
+    with open(addr.snapshot, "w") as f:
+        f.write("harnessctl-snapshot 2 nonsense\n{\n")
+    conv, offset, stale = snapshot.load(addr)
+    assert conv.results_seen == 1 and offset == os.path.getsize(addr.path) and stale
