@@ -6,7 +6,8 @@ the recovery path of a command."""
 from __future__ import annotations
 
 import os
-import signal
+
+SIGKILL = 9  # signal.SIGKILL; the signal module (with enum) would cost a command more than the rest
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ def kill_group(pid: int) -> None:
     """SIGKILL the harness and everything in its process group."""
     for kill in (os.killpg, os.kill):
         try:
-            kill(pid, signal.SIGKILL)
+            kill(pid, SIGKILL)
             return
         except OSError:
             continue
