@@ -63,3 +63,18 @@ def test_package_entry_point_refuses_another_adapter(tmp_path, workdir):
     proc = subprocess.run([str(tmp_path / "x" / "mock" / "harnessctl"), "send", str(workdir / "e.jsonl"), "hi",
                            "--adapter", "codex"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.returncode == 2 and b"mock adapter" in proc.stderr
+
+
+@pytest.mark.parametrize("adapter", registry.names())
+def test_every_extracted_package_entry_point_works(adapter, tmp_path):
+    archive = build(adapter, tmp_path / "dist")
+    with tarfile.open(archive) as tar:
+        tar.extractall(str(tmp_path / "harness"))
+    entry = str(tmp_path / "harness" / adapter / "harnessctl")
+    env = cli_env()
+    del env["PYTHONPATH"]
+    version = subprocess.run([entry, "--version"], env=env, cwd="/", stdout=subprocess.PIPE, check=True)
+    assert ("(%s adapter)" % adapter).encode() in version.stdout
+    missing = subprocess.run([entry, "status", str(tmp_path / "none.jsonl")], env=env, cwd="/",
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert missing.returncode == 4 and missing.stderr.startswith(b"harnessctl: ")
