@@ -323,6 +323,9 @@ def _recovered(addr: Address) -> Any:
         try:
             for event in lost:
                 conv.apply(log.append(event))
+        except OSError as e:  # e.g. the disk is full: say so (not "internal error"); the next command retries
+            raise HarnessctlError("cannot write %s: %s (recording what the lost runtime left open); retry "
+                                  "once it can be written" % (addr.path, e.strerror)) from None
         finally:
             log.close()
         offset = os.path.getsize(addr.path)
