@@ -37,6 +37,7 @@ def test_files_stay_private_under_a_permissive_umask(efile):
     assert mode(efile) == 0o600 and mode(sidecar) == 0o700
     for name in ("binding.json", "runtime.lock", "spawn.lock", "runtime.log", "runtime.sock"):
         assert mode(os.path.join(sidecar, name)) & 0o077 == 0, name
+    check(efile)
 
 
 def test_nothing_listens_on_a_network_port(efile):
@@ -54,6 +55,8 @@ def test_nothing_listens_on_a_network_port(efile):
     unix = {line.split()[6] for line in open("/proc/net/unix").read().splitlines()[1:]}
     assert inodes <= unix, "sockets that are not AF_UNIX: %s" % (inodes - unix)
     ok("cancel", efile)
+    wait_results(efile, 1)
+    check(efile)
 
 
 def as_nobody(argv, keep_root_fs=False):

@@ -96,6 +96,7 @@ def test_sighup_sent_to_the_runtime_itself_is_ignored(efile):
     os.kill(pid, signal.SIGHUP)
     assert wait_results(efile, 1)[0]["status"] == "completed"
     assert runtime_pids(efile) == [pid]
+    check(efile)
 
 
 def test_a_sender_killed_while_it_waits_leaves_its_input_whole_or_absent(workdir):
