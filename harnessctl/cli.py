@@ -125,6 +125,8 @@ def read_stdin(what: str) -> str:
         data = sys.stdin.buffer.read(MAX_TEXT + 1)
     except (OSError, AttributeError):
         raise UsageError("%s omitted and stdin is not readable" % what) from None
+    if len(data) > MAX_TEXT:  # never pass on a silently cut-off prefix
+        raise UsageError("%s on stdin is larger than %d MiB" % (what, MAX_TEXT // (1024 * 1024)))
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 from cliutil import ROOT, cli_env, ok, run, runtime_pids, wait_for
-from test_bad_input import existing, foreign_text, new_path, snapshot_files, with_pending_request
+from test_bad_input import existing, foreign_text, new_path, snapshot_files, with_pending_request, with_question
 from torture_support import of_kind
 
 pytestmark = pytest.mark.torture
@@ -102,6 +102,8 @@ CASES = {
     "reply_json_to_a_permission": (
         with_pending_request, ("reply", "{f}", "req-1", '{"q1": "allow"}'), None, None, 2, "allow, deny"),
     "status_on_a_dangling_symlink": (dangling_symlink, ("status", "{f}"), None, None, 4, "no such event file"),
+    "reply_answer_larger_than_4mib_on_stdin": (
+        with_question, ("reply", "{f}", "req-1"), b"z" * (5 * 1024 * 1024), None, 2, "larger than 4 MiB"),
     "reply_on_a_foreign_file": (
         foreign_text, ("reply", "{f}", "req-1", "allow"), None, None, 2, "not a harnessctl event file"),
 }
