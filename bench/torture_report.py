@@ -71,6 +71,7 @@ def main():
         "many-files": scenario("many-files", torture.many_files, args.files),
         "sender-kills": scenario("sender-kills", torture.kill_senders, args.sender_kills, args.seed),
         "idle-race": scenario("idle-race", torture.idle_race, 12, 25),
+        "storm": scenario("storm", torture.storm, 4, 50),
     }
     r = results["roulette"]
     inputs = sum(s.get("inputs", s.get("accepted", 0)) for s in results.values())
@@ -91,6 +92,9 @@ def main():
           "%d absent, none half)" % (k["kills"], k["killed_mid_send"], k["accepted"], k["absent"]))
     print("idle-exit race            %d sends, %d idle exits, every send exit 0"
           % (results["idle-race"]["sends"], results["idle-race"]["idle_exits"]))
+    print("send/cancel/reply storm   %d sends, %d cancels, %d replies at once: %d results, none lost or doubled"
+          % (results["storm"]["sends"], results["storm"]["cancels"], results["storm"]["replies"],
+             results["storm"]["results"]))
     return 0
 
 

@@ -683,3 +683,61 @@ def idle_race(directory: str, senders: int, per_sender: int) -> Dict[str, Any]:
     with open(Address(os.path.realpath(path)).runtime_log, "rb") as f:
         exits = f.read().count(b"shutting down: idle")
     return {"sends": len(sends.outcomes), "idle_exits": exits, "inputs": len(s.inputs)}
+
+
+# -- concurrent sends, cancels and replies -------------------------------------------
+
+
+def storm(directory: str, senders: int, per_sender: int) -> Dict[str, Any]:
+    """Senders (plain, /sleep, /permission, /question inputs), one script that
+    cancels at random and one that answers every pending request, all at once
+    into one file: every command gets a documented exit code, and the file
+    ends with every input covered by exactly one result."""
+    path = os.path.join(directory, "storm.jsonl")
+    env = cli_env(HARNESSCTL_IDLE_TIMEOUT="0.3", HARNESSCTL_ADAPTER="mock")
+    sends = Sends()
+    done = threading.Event()
+    counts = {"cancel": 0, "reply": 0}
+    problems: List[str] = []
+
+    def sender(k: int) -> None:
+        rng = random.Random(k)
+        for i in range(per_sender):
+            head = rng.choice(["", "/sleep %.2f\n" % rng.uniform(0, 0.3), "/permission ok?\n", "/question which?\n"])
+            send(path, head + "storm %d-%d" % (k, i), sends, env=env)
+
+    def canceller() -> None:
+        rng = random.Random(-1)
+        while not done.wait(rng.uniform(0, 0.2)):
+            proc = run("cancel", path, env=env)
+            counts["cancel"] += 1
+            if proc.returncode not in (0, 4):
+                problems.append("cancel exited %d: %r" % (proc.returncode, proc.stderr))
+
+    def replier() -> None:
+        rng = random.Random(-2)
+        while not done.wait(rng.uniform(0, 0.1)):
+            for request_id, request in list(fold(e for e, _ in read_events(path)).pending.items()):
+                proc = run("reply", path, request_id, "allow" if request.get("kind") == "permission" else "blue",
+                           env=env)
+                counts["reply"] += 1
+                if proc.returncode not in (0, 3):  # 3: cancelled (expired) meanwhile
+                    problems.append("reply exited %d: %r" % (proc.returncode, proc.stderr))
+
+    helpers = [threading.Thread(target=canceller), threading.Thread(target=replier)]
+    threads = [threading.Thread(target=sender, args=(k,)) for k in range(senders)]
+    for thread in helpers + threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    done.set()
+    for thread in helpers:
+        thread.join()
+    assert not problems, problems[:5]
+    run("cancel", path, env=env)
+    settle(path, env=env)
+    s = check(path)
+    sends.verify(s)
+    assert [o for o in sends.outcomes if o[1]] == []
+    return {"sends": len(sends.outcomes), "cancels": counts["cancel"], "replies": counts["reply"],
+            "results": s.results, "inputs": len(s.inputs)}
