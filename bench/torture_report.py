@@ -4,8 +4,9 @@
     python3 bench/torture_report.py [--rounds 200] [--senders 64] [--sends 10] [--files 100]
                                     [--sender-kills 40] [--seed N] [--quick]
 
-Runs the counted scenarios of tests/test_torture_*.py with the mock adapter
-(the same drivers, from tests/torture_support.py, and the same invariant
+Runs the counted scenarios of tests/test_torture_*.py with the mock adapter,
+and the kill -9 roulette also with the Codex and Claude Code adapters over
+their fake harnesses (the same drivers, from tests/torture_support.py, and the same invariant
 checks: the project's fold AND the independent line-by-line checker), then
 prints what they survived: kill -9 rounds, inputs checked, and the recovery
 times.  Any violated invariant stops it with the checker's message.  The
@@ -48,13 +49,14 @@ def _fmt(value):
     return "%.3f" % value if isinstance(value, float) else value
 
 
-def roulette(directory, rounds, seed):
-    return torture.Roulette(directory, seed).play(rounds)
+def roulette(directory, rounds, seed, roulette_class=torture.Roulette):
+    return roulette_class(directory, seed).play(rounds)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--adapter-rounds", type=int, default=50, help="kill -9 rounds for codex and claudecode")
     parser.add_argument("--senders", type=int, default=64)
     parser.add_argument("--sends", type=int, default=10)
     parser.add_argument("--files", type=int, default=100)
@@ -64,9 +66,12 @@ def main():
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.senders, args.sends, args.files, args.sender_kills = 30, 16, 4, 12, 8
+        args.adapter_rounds = 6
     print("seed %d (replay: --seed %d)" % (args.seed, args.seed), flush=True)
     results = {
         "roulette": scenario("kill-9", roulette, args.rounds, args.seed),
+        "kill-9-codex": scenario("kill-9 codex", roulette, args.adapter_rounds, args.seed, torture.CodexRoulette),
+        "kill-9-claude": scenario("kill-9 claude", roulette, args.adapter_rounds, args.seed, torture.ClaudeRoulette),
         "fan-in": scenario("fan-in", torture.fan_in, args.senders, args.sends),
         "many-files": scenario("many-files", torture.many_files, args.files),
         "sender-kills": scenario("sender-kills", torture.kill_senders, args.sender_kills, args.seed),
@@ -76,13 +81,18 @@ def main():
     r = results["roulette"]
     inputs = sum(s.get("inputs", s.get("accepted", 0)) for s in results.values())
     print()
-    print("kill -9 rounds survived   %d (plus %d rounds that found no runtime left to kill)"
+    print("kill -9 rounds survived   %d with the mock (plus %d rounds that found no runtime left to kill)"
           % (r["kills"], r["missed"]))
+    for name in ("kill-9-codex", "kill-9-claude"):
+        a = results[name]
+        print("  %-23s %d over its fake harness, max recovery %.3f s, no input delivered twice"
+              % (name.replace("kill-9-", "") + ":", a["kills"], a["max_recovery_s"]))
     print("kills by moment           %s" % ", ".join("%s %d" % kv for kv in r["by_moment"].items()))
     print("inputs checked            %d (every one: accepted once, one result, echoed at most once)" % inputs)
     print("max recovery time         %.3f s (kill -9 -> a status that applied the lost-runtime rule)"
-          % r["max_recovery_s"])
-    print("max time to a new runtime %.3f s (kill -9 -> the next send exited 0)" % r["max_respawn_s"])
+          % max(results[k]["max_recovery_s"] for k in ("roulette", "kill-9-codex", "kill-9-claude")))
+    print("max time to a new runtime %.3f s (kill -9 -> the next send exited 0)"
+          % max(results[k]["max_respawn_s"] for k in ("roulette", "kill-9-codex", "kill-9-claude")))
     print("fan-in                    %d accepted of %d x %d sends in %.1f s"
           % (results["fan-in"]["accepted"], args.senders, args.sends, results["fan-in"]["seconds"]))
     print("many files                %d runtimes alive at once, all idled out in %.1f s, nothing left behind"

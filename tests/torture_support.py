@@ -417,18 +417,31 @@ MOMENTS = ("spawn", "start", "steer", "request", "result", "idle")
 
 class Roulette:
     """Kill the runtime of one event file at random moments, round after round
-    (until `rounds` rounds killed one), and check the whole file after every round."""
+    (until `rounds` rounds killed one), and check the whole file after every round.
+
+    The mock adapter by default; a subclass names another adapter, the texts
+    that make its harness work for a while or ask for permission, and how to
+    check from the harness's side that no input reached it twice."""
+
+    adapter = "mock"
+    moments = MOMENTS
+    mock = True  # the mock's echo lines are checked too
+    start_text = "/sleep 0.3\n%s"
+    run_text = "/sleep 0.8\n%s"  # a run that steers can join
+    request_text = "/permission may I?\n%s"
 
     def __init__(self, directory: str, seed: int) -> None:
+        self.directory = directory
         self.path = os.path.join(directory, "roulette.jsonl")
         self.rng = random.Random(seed)
         self.sends = Sends()
-        self.env = cli_env(HARNESSCTL_IDLE_TIMEOUT="2")
-        self.idle_env = cli_env(HARNESSCTL_IDLE_TIMEOUT="0.4")
+        extra = dict(self.harness_env(), HARNESSCTL_ADAPTER=self.adapter)
+        self.env = cli_env(HARNESSCTL_IDLE_TIMEOUT="2", **extra)
+        self.idle_env = cli_env(HARNESSCTL_IDLE_TIMEOUT="1", **extra)
         self.rounds = 0
         self.kills = 0
         self.misses = 0
-        self.by_moment: Dict[str, int] = {m: 0 for m in MOMENTS}
+        self.by_moment: Dict[str, int] = {m: 0 for m in self.moments}
         self.recovery: List[float] = []  # kill -> a status that applied the lost-runtime rule
         self.respawn: List[float] = []  # kill -> the next send exiting 0
         self.n = 0
@@ -437,12 +450,25 @@ class Roulette:
         self.n += 1
         return "t%d-%s" % (self.n, label)
 
+    def harness_env(self) -> Dict[str, str]:
+        return {}
+
+    def replays(self) -> List[str]:
+        """Inputs the harness received twice, from its own log (adapters with a fake harness)."""
+        return []
+
+    def check(self) -> Scan:
+        s = check(self.path, mock=self.mock)
+        self.sends.verify(s)
+        replayed = self.replays()
+        assert not replayed, "the harness received these inputs again: %s" % replayed[:5]
+        return s
+
     def play(self, rounds: int) -> Dict[str, Any]:
-        flags = ("--adapter", "mock")
-        assert send(self.path, self.token("first"), self.sends, *flags, env=self.env) == 0
-        while self.kills < rounds:  # a round whose runtime was already gone does not count
-            assert self.rounds < 2 * rounds, "too many rounds found no runtime to kill: %d" % self.misses
-            moment = MOMENTS[self.rounds % len(MOMENTS)]
+        assert send(self.path, self.token("first"), self.sends, env=self.env) == 0
+        while self.kills < rounds:  # a round whose runtime was already gone is played again
+            assert self.misses <= rounds, "too many rounds found no runtime to kill: %d" % self.misses
+            moment = self.moments[self.kills % len(self.moments)]
             killed = getattr(self, "_" + moment)()
             self.rounds += 1
             if killed is None:
@@ -452,12 +478,11 @@ class Roulette:
                 self.by_moment[moment] += 1
                 self._recover(killed)
             settle(self.path, env=self.env)
-            self.sends.verify(check(self.path))
+            self.check()
         assert send(self.path, self.token("last"), self.sends, env=self.env) == 0
         settle(self.path, env=self.env)
         wait_until(lambda: not runtime_pids(self.path), 30, "the last runtime idles out", 0.1)
-        final = check(self.path)
-        self.sends.verify(final)
+        final = self.check()
         return {
             "rounds": self.rounds, "kills": self.kills, "missed": self.misses, "by_moment": self.by_moment,
             "sends": len(self.sends.outcomes), "sends_ok": self.sends.ok_count(), "inputs": len(final.inputs),
@@ -491,7 +516,7 @@ class Roulette:
     def _start(self) -> Optional[float]:
         """While the harness starts and the first input is delivered."""
         self._cold()
-        text = "/sleep 0.3\n" + self.token("start")
+        text = self.start_text % self.token("start")
         proc = popen_send(self.path, text, env=self.env)
         time.sleep(self.rng.uniform(0.05, 0.45))
         killed = kill_runtimes(self.path)
@@ -500,7 +525,7 @@ class Roulette:
 
     def _steer(self) -> Optional[float]:
         """While several inputs steer into a running run."""
-        first = "/sleep 0.8\n" + self.token("run")
+        first = self.run_text % self.token("run")
         send(self.path, first, self.sends, env=self.env)
         texts = [self.token("steer") for _ in range(3)]
         procs = [popen_send(self.path, t, env=self.env) for t in texts]
@@ -512,7 +537,7 @@ class Roulette:
 
     def _request(self) -> Optional[float]:
         """While a request is pending (and maybe being answered)."""
-        text = "/permission may I?\n" + self.token("request")
+        text = self.request_text % self.token("request")
         if send(self.path, text, self.sends, env=self.env) == 0:
             wait_until(lambda: fold(e for e, _ in read_events(self.path)).pending, 10, "pending request")
         reply = None
@@ -541,13 +566,76 @@ class Roulette:
         text = self.token("idle")
         send(self.path, text, self.sends, env=self.idle_env)
         settle(self.path, env=self.idle_env)
-        time.sleep(self.rng.uniform(0.3, 0.5))
+        time.sleep(self.rng.uniform(0.8, 1.0))  # the runtime exits about 1 s after the run ended
         racer = self.token("racer")
         proc = popen_send(self.path, racer, env=self.idle_env)
         time.sleep(self.rng.uniform(0, 0.1))
         killed = kill_runtimes(self.path)
         finish(proc, racer, self.sends)
         return killed
+
+
+class CodexRoulette(Roulette):
+    """The Codex adapter against the fake app-server of tests/codex_support."""
+
+    adapter = "codex"
+    mock = False
+    start_text = "%s"
+    run_text = "/slow %s"  # streams until a steer arrives
+    request_text = "/approve %s"
+    fake = os.path.join(ROOT, "tests", "codex_support", "fake_app_server.py")
+
+    def harness_env(self) -> Dict[str, str]:
+        return {"HARNESSCTL_CODEX_BIN": self.fake, "FAKE_CODEX_HOME": self.directory}
+
+    def replays(self) -> List[str]:
+        """A text delivered (turn/start or turn/steer) by two app-server processes.  Within
+        one process a refused steer followed by a start of the same input is legitimate."""
+        seen: Dict[str, int] = {}
+        spawn = 0
+        replayed = []
+        for line in _lines(os.path.join(self.directory, "requests.jsonl")):
+            method = line.get("method")
+            if method == "initialize":
+                spawn += 1
+            elif method in ("turn/start", "turn/steer"):
+                text = line["params"]["input"][0]["text"]
+                if seen.setdefault(text, spawn) != spawn:
+                    replayed.append(text)
+        return replayed
+
+
+class ClaudeRoulette(Roulette):
+    """The Claude Code adapter against the fake claude of tests/claudecode_support
+    (plain turns only: it has no slow turn or permission prompt without a script)."""
+
+    adapter = "claudecode"
+    moments = ("spawn", "start", "steer", "result", "idle")
+    mock = False
+    start_text = run_text = "%s"
+    fake = os.path.join(ROOT, "tests", "claudecode_support", "fake_claude.py")
+
+    def harness_env(self) -> Dict[str, str]:
+        return {"HARNESSCTL_CLAUDE_BIN": self.fake, "FAKE_CLAUDE_LOG": os.path.join(self.directory, "claude.log")}
+
+    def replays(self) -> List[str]:
+        texts = []
+        for entry in _lines(os.path.join(self.directory, "claude.log")):
+            try:
+                line = json.loads(entry.get("stdin") or "null")
+            except ValueError:
+                continue
+            if isinstance(line, dict) and line.get("type") == "user":
+                texts.append(line["message"]["content"])
+        return sorted({t for t in texts if texts.count(t) > 1})
+
+
+def _lines(path: str) -> List[Dict[str, Any]]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
 
 
 # -- scenario 2: fan-in ---------------------------------------------------------------
