@@ -1,8 +1,9 @@
 """Torture scenario 4: the harness crashes or never answers (issue 5).
 
 A harness that dies mid-run (the mock's `/crash`, or a kill -9 of the harness
-process) gets its run a `failed` result promptly and the next send resumes the
-conversation; a harness that never answers the start makes the send exit 5 or
+process: the mock's stand-in, and the Codex adapter's app-server played by the
+fake of tests/codex_support) gets its run a `failed` result promptly and the
+next send resumes the conversation; a harness that never answers the start makes the send exit 5 or
 6 with one clear line within HARNESSCTL_TIMEOUT and leaves nothing running.
 
 The mock stand-in cannot be told to hang at start (and no test-only adapter
@@ -13,6 +14,7 @@ HARNESSCTL_CLAUDE_BIN: exactly how a user would point them at a broken binary.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -77,6 +79,42 @@ def test_harness_killed_while_a_request_is_pending_expires_the_request(efile):
     proc = run("reply", efile, "req-1", "allow")
     assert proc.returncode == 3 and b"expired" in proc.stderr
     check(efile)
+
+
+def children(pid):
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    if int(f.read().rsplit(") ", 1)[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
+def test_codex_killed_with_sigkill_mid_turn_fails_the_run_and_the_next_send_resumes_the_thread(efile, workdir):
+    fake = os.path.join(ROOT, "tests", "codex_support", "fake_app_server.py")
+    if not os.path.isfile(fake):
+        pytest.skip("no fake codex app-server")
+    env = cli_env(HARNESSCTL_CODEX_BIN=fake, FAKE_CODEX_HOME=str(workdir), HARNESSCTL_ADAPTER="codex")
+    ok("send", efile, "first turn", env=env)
+    wait_results(efile, 1)
+    ok("send", efile, "/slow a turn that will not finish", env=env)
+    [runtime] = runtime_pids(efile)
+    [harness] = wait_for(lambda: children(runtime), what="the app-server")
+    started = time.monotonic()
+    os.kill(harness, signal.SIGKILL)
+    result = wait_results(efile, 2, timeout=5)[-1]
+    assert time.monotonic() - started < 2.0
+    assert result["status"] == "failed" and "exited unexpectedly" in result["error"]
+    ok("send", efile, "after the crash", env=env)
+    assert wait_results(efile, 3)[-1]["status"] == "completed"
+    with open(str(workdir / "requests.jsonl")) as f:
+        methods = [json.loads(line).get("method") for line in f]
+    assert methods.count("thread/start") == 1 and methods.count("thread/resume") == 1
+    check(efile, mock=False)
 
 
 def fake_harness(workdir, body):
