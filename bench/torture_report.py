@@ -88,7 +88,7 @@ def main():
         print("  %-23s %d over its fake harness, max recovery %.3f s, no input delivered twice"
               % (name.replace("kill-9-", "") + ":", a["kills"], a["max_recovery_s"]))
     print("kills by moment           %s" % ", ".join("%s %d" % kv for kv in r["by_moment"].items()))
-    print("inputs checked            %d (every one: accepted once, one result, echoed at most once)" % inputs)
+    print("inputs checked            %d (each accepted once, one result, never delivered or echoed twice)" % inputs)
     print("max recovery time         %.3f s (kill -9 -> a status that applied the lost-runtime rule)"
           % max(results[k]["max_recovery_s"] for k in ("roulette", "kill-9-codex", "kill-9-claude")))
     print("max time to a new runtime %.3f s (kill -9 -> the next send exited 0)"

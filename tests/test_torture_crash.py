@@ -21,7 +21,7 @@ import sys
 import time
 
 import pytest
-from cliutil import ROOT, cli_env, ok, processes_under, run, runtime_pids, wait_for
+from cliutil import ROOT, cli_env, ok, run, runtime_pids, wait_for
 from torture_support import assert_no_leftovers, check, of_kind, status_of, wait_results
 
 pytestmark = pytest.mark.torture
@@ -29,17 +29,19 @@ pytestmark = pytest.mark.torture
 MOCK = ("--adapter", "mock")
 
 
-def harness_pid(path):
-    needle = os.fsencode(os.path.realpath(path))
-    for pid in processes_under(os.path.dirname(path)):
-        try:
-            with open("/proc/%d/cmdline" % pid, "rb") as f:
-                argv = f.read()
-        except OSError:
-            continue
-        if b"standin.py" in argv and needle in argv:
-            return pid
-    return None
+def children(pid):
+    """The live processes whose parent is `pid` (a runtime's harness)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    state, ppid = f.read().rsplit(") ", 1)[1].split()[:2]
+            except (OSError, IndexError, ValueError):
+                continue
+            if int(ppid) == pid and state != "Z":
+                found.append(int(entry))
+    return found
 
 
 def test_harness_crash_fails_every_input_of_the_run_promptly(efile):
@@ -59,7 +61,8 @@ def test_harness_killed_with_sigkill_mid_run_fails_the_run_and_the_next_send_res
     wait_results(efile, 1)
     ok("send", efile, "/sleep 30\nkilled run")
     runtime = runtime_pids(efile)
-    os.kill(wait_for(lambda: harness_pid(efile), what="stand-in"), signal.SIGKILL)
+    [harness] = wait_for(lambda: children(runtime[0]), what="the stand-in")
+    os.kill(harness, signal.SIGKILL)
     result = wait_results(efile, 2, timeout=5)[-1]
     assert result["status"] == "failed" and "exited unexpectedly" in result["error"]
     assert runtime_pids(efile) == runtime, "the runtime outlives its harness"
@@ -72,26 +75,14 @@ def test_harness_killed_with_sigkill_mid_run_fails_the_run_and_the_next_send_res
 def test_harness_killed_while_a_request_is_pending_expires_the_request(efile):
     ok("send", efile, "/permission delete everything?", *MOCK)
     wait_for(lambda: of_kind(efile, "request"), what="request")
-    os.kill(harness_pid(efile), signal.SIGKILL)
+    [harness] = children(runtime_pids(efile)[0])
+    os.kill(harness, signal.SIGKILL)
     wait_for(lambda: len(of_kind(efile, "request")) == 2, timeout=5, what="request expired")
     assert [r["state"] for r in of_kind(efile, "request")] == ["pending", "expired"]
     assert of_kind(efile, "result")[0]["status"] == "failed"
     proc = run("reply", efile, "req-1", "allow")
     assert proc.returncode == 3 and b"expired" in proc.stderr
     check(efile)
-
-
-def children(pid):
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open("/proc/%s/stat" % entry) as f:
-                    if int(f.read().rsplit(") ", 1)[1].split()[1]) == pid:
-                        found.append(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
-    return found
 
 
 def test_codex_killed_with_sigkill_mid_turn_fails_the_run_and_the_next_send_resumes_the_thread(efile, workdir):

@@ -19,7 +19,7 @@ import sys
 
 import pytest
 from cliutil import ROOT, cli_env, events, kill_all_under, of_type, ok, run, runtime_pids, wait_for, wait_results
-from torture_support import check, settle, status_of
+from torture_support import check, one_clear_line, settle, status_of
 
 pytestmark = pytest.mark.torture
 
@@ -66,13 +66,6 @@ def fill(directory):
                 return filler
 
 
-def one_clear_line(proc, *fragments):
-    err = proc.stderr.decode()
-    assert err.startswith("harnessctl: ") and err.count("\n") == 1, err
-    for fragment in fragments:
-        assert fragment in err, err
-
-
 def test_disk_full_send_exits_nonzero_with_a_clear_line_and_no_torn_line(tiny_fs):
     path = str(tiny_fs / "events.jsonl")
     env = cli_env(HARNESSCTL_ADAPTER="mock", HARNESSCTL_IDLE_TIMEOUT="5")
@@ -82,7 +75,7 @@ def test_disk_full_send_exits_nonzero_with_a_clear_line_and_no_torn_line(tiny_fs
     before = open(path, "rb").read()
     proc = run("send", path, BIG, env=env)
     assert proc.returncode != 0
-    one_clear_line(proc, "No space left on device")
+    assert one_clear_line(proc.stderr, "No space left on device"), proc.stderr
     after = open(path, "rb").read()
     assert after.startswith(before) and after.count(b"\n") == len(after.splitlines()), "torn line"
     assert BIG.encode() not in after
@@ -130,7 +123,7 @@ def test_file_size_limit_refuses_the_send_cleanly_and_a_new_runtime_works(efile)
     wait_results(efile, 2)
     proc = run("send", efile, BIG, env=env)
     assert proc.returncode != 0
-    one_clear_line(proc, "File too large")
+    assert one_clear_line(proc.stderr, "File too large"), proc.stderr
     data = open(efile, "rb").read()
     assert len(data) <= limit and data.endswith(b"\n") and BIG.encode() not in data
     for pid in runtime_pids(efile):
@@ -167,7 +160,7 @@ def test_recovering_a_lost_runtime_on_a_full_disk_says_what_is_wrong(command, ti
     before = open(path, "rb").read()
     proc = run(command, path)
     assert proc.returncode != 0
-    one_clear_line(proc, "No space left on device")
+    assert one_clear_line(proc.stderr, "No space left on device"), proc.stderr
     assert b"internal error" not in proc.stderr
     assert open(path, "rb").read() == before
     shutil.rmtree(filler)
@@ -179,7 +172,7 @@ def test_a_send_on_a_full_disk_after_a_lost_runtime_fails_cleanly_and_works_late
     path, filler, padding = lost_run_on_a_full_disk(tiny_fs)
     proc = run("send", path, "small")
     assert proc.returncode != 0
-    one_clear_line(proc, "No space left on device")
+    assert one_clear_line(proc.stderr, "No space left on device"), proc.stderr
     shutil.rmtree(filler)
     ok("send", path, "space is back")
     assert wait_results(path, 2)[-1]["output"] == "echo: space is back"

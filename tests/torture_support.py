@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from cliutil import ROOT, alive, cli_env, processes_under, run, runtime_pids
+from cliutil import status as status_of
 
 sys.path.insert(0, ROOT)
 
@@ -298,11 +299,15 @@ class Sends:
                 problems.append("send exited %d but its text was accepted: %r" % (rc, text[:60]))
             elif copies > 1:
                 problems.append("text accepted %d times: %r" % (copies, text[:60]))
-            if rc > 0:
-                err = stderr.decode("utf-8", "replace")
-                if not (err.startswith("harnessctl: ") and err.count("\n") == 1):
-                    problems.append("exit %d without one clear error line: %r" % (rc, err[:300]))
+            if rc > 0 and not one_clear_line(stderr):
+                problems.append("exit %d without one clear error line: %r" % (rc, stderr[:300]))
         assert not problems, "\n".join(problems[:30])
+
+
+def one_clear_line(stderr: bytes, *fragments: str) -> bool:
+    """The protocol's error shape: one line, `harnessctl: ...`, carrying `fragments`."""
+    err = stderr.decode("utf-8", "replace")
+    return err.startswith("harnessctl: ") and err.count("\n") == 1 and all(f in err for f in fragments)
 
 
 def popen_send(path: str, text: str, *flags: str, env: Optional[Dict[str, str]] = None,
@@ -352,12 +357,6 @@ def wait_until(predicate: Any, timeout: float, what: str, interval: float = 0.01
         if time.monotonic() > deadline:
             raise AssertionError("timed out after %gs waiting for %s" % (timeout, what))
         time.sleep(interval)
-
-
-def status_of(path: str, env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
-    proc = run("status", path, env=env)
-    assert proc.returncode == 0, proc.stderr.decode()
-    return json.loads(proc.stdout)
 
 
 def settle(path: str, timeout: float = 30, env: Optional[Dict[str, str]] = None) -> None:
