@@ -5,6 +5,7 @@ stdout, and not a byte of any existing file changes."""
 from __future__ import annotations
 
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import sys
 import pytest
 from cliutil import ROOT, cli_env, ok, run, runtime_pids, wait_for
 from test_bad_input import existing, foreign_text, new_path, snapshot_files, with_pending_request, with_question
-from torture_support import of_kind, one_clear_line
+from torture_support import of_kind, one_clear_line, tmpfs
 
 pytestmark = pytest.mark.torture
 
@@ -154,16 +155,8 @@ def read_only_dir(workdir):
     (test_bad_input covers the permission bits for other users)."""
     if os.geteuid() != 0:
         pytest.skip("mounting needs root")
-    target = workdir / "ro"
-    target.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(target)],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    if proc.returncode != 0:
-        pytest.skip("cannot mount a read-only tmpfs: %s" % proc.stdout.decode().strip())
-    try:
-        yield target
-    finally:
-        subprocess.run(["umount", str(target)], check=True)
+    with tmpfs(str(workdir / "ro"), "ro,size=64k") as mountpoint:
+        yield pathlib.Path(mountpoint)
 
 
 def test_send_in_a_read_only_directory_exits_2_even_as_root(read_only_dir):

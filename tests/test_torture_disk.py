@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import itertools
 import os
+import pathlib
 import shutil
 import resource
 import signal
@@ -18,8 +19,8 @@ import subprocess
 import sys
 
 import pytest
-from cliutil import ROOT, cli_env, events, kill_all_under, of_type, ok, run, runtime_pids, wait_for, wait_results
-from torture_support import check, one_clear_line, settle, status_of
+from cliutil import ROOT, cli_env, events, of_type, ok, run, runtime_pids, wait_for, wait_results
+from torture_support import check, one_clear_line, settle, status_of, tmpfs
 
 pytestmark = pytest.mark.torture
 
@@ -29,18 +30,8 @@ BIG = "x" * 12000  # needs fresh pages of a full tmpfs, and more than the RLIMIT
 @pytest.fixture
 def tiny_fs(workdir):
     """A 512 KiB tmpfs under the test directory; skipped where mount is not allowed."""
-    mountpoint = workdir / "fs"
-    mountpoint.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k,mode=0755", "tmpfs", str(mountpoint)],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    if proc.returncode != 0:
-        pytest.skip("cannot mount a tmpfs here: %s" % proc.stdout.decode().strip())
-    try:
-        yield mountpoint
-    finally:
-        kill_all_under(str(mountpoint))
-        wait_for(lambda: subprocess.run(["umount", str(mountpoint)], stderr=subprocess.DEVNULL).returncode == 0,
-                 timeout=10, what="umount")
+    with tmpfs(str(workdir / "fs"), "size=512k,mode=0755") as mountpoint:
+        yield pathlib.Path(mountpoint)
 
 
 def fill(directory):

@@ -9,6 +9,7 @@ cannot hide a bug in the writer.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -19,9 +20,9 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from cliutil import ROOT, alive, cli_env, processes_under, run, runtime_pids
+from cliutil import ROOT, alive, cli_env, kill_all_under, processes_under, run, runtime_pids
 from cliutil import status as status_of
 
 sys.path.insert(0, ROOT)
@@ -328,6 +329,28 @@ def send(path: str, text: str, sends: Sends, *flags: str, env: Optional[Dict[str
     proc = run("send", path, text, *flags, env=env)
     sends.add(text, proc.returncode, proc.stderr)
     return proc.returncode
+
+
+# -- a filesystem of our own -------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def tmpfs(mountpoint: str, options: str) -> Iterator[str]:
+    """Mount a tmpfs at `mountpoint` (a new directory) for the block; the test is
+    skipped where mounting is not allowed.  Processes using it are killed first."""
+    import pytest
+
+    os.mkdir(mountpoint)
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", mountpoint],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here: %s" % proc.stdout.decode().strip())
+    try:
+        yield mountpoint
+    finally:
+        kill_all_under(mountpoint)
+        wait_until(lambda: subprocess.run(["umount", mountpoint], stderr=subprocess.DEVNULL).returncode == 0,
+                   10, "umount %s" % mountpoint, 0.1)
 
 
 # -- processes, sockets, locks ---------------------------------------------------------
