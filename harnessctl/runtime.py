@@ -507,7 +507,10 @@ class Runtime(Host):
     # -- the end --------------------------------------------------------------
 
     def shutdown(self, reason: str) -> None:
-        """Stop taking commands, stop the harness, record what ends with us."""
+        """Stop taking commands, stop the harness, record what ends with us.
+        Once only: a SIGTERM may arrive in the loop pass that reached the idle deadline."""
+        if self.stopping:
+            return
         self.debug("shutting down: %s" % reason)
         with self.intake:
             self.stopping = True
