@@ -65,10 +65,14 @@ def rows(repeat, tmp):
     out = []
     try:
         cold = [os.path.join(tmp, "cold%d.jsonl" % i) for i in range(repeat)]
-        s, f = measure(repeat, lambda i: send(cold[i], "hello", env, "--adapter", "codex", "--cwd", work), env)
+
+        def quiet(i):  # the previous cold run must not stream while the next one starts
+            if i:
+                subprocess.run([sys.executable, "-m", "harnessctl", "cancel", cold[i - 1]], env=env, cwd=ROOT)
+        s, f = measure(repeat, lambda i: send(cold[i], "hello", env, "--adapter", "codex", "--cwd", work), env,
+                       before=quiet)
         out.append(("first send (runtime + app-server + thread/start + turn/start)", s, f))
-        for path in cold:
-            subprocess.run([sys.executable, "-m", "harnessctl", "cancel", path], env=env, cwd=ROOT)
+        quiet(repeat)
 
         def idle(i):
             subprocess.run([sys.executable, "-m", "harnessctl", "cancel", cold[i]], env=env, cwd=ROOT)
