@@ -88,7 +88,8 @@ def real_binary(variable: str, name: str) -> str:
     raise AssertionError  # unreachable
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 20, what: str = "condition") -> Any:
+def wait_for(predicate: Callable[[], Any], timeout: float = 20, what: str = "condition",
+             interval: float = 0.02) -> Any:
     """Poll `predicate` until it returns something truthy; fail after `timeout`."""
     deadline = time.monotonic() + timeout
     while True:
@@ -96,8 +97,17 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 20, what: str = "con
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for %s" % what)
-        time.sleep(0.02)
+            raise AssertionError("timed out after %gs waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+def timed(argv: List[str], env: Dict[str, str], stdin: bytes = b"") -> float:
+    """Wall seconds of one command that must succeed (for the benchmarks)."""
+    start = time.perf_counter()
+    proc = subprocess.run(argv, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    if proc.returncode != 0:
+        raise RuntimeError("%s exited %d: %s" % (argv, proc.returncode, proc.stderr.decode()))
+    return time.perf_counter() - start
 
 
 def results(path: str) -> List[Dict[str, Any]]:

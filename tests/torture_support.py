@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from cliutil import ROOT, alive, cli_env, kill_all_under, processes_under, run, runtime_pids
+from cliutil import ROOT, alive, cli_env, kill_all_under, processes_under, run, runtime_pids, wait_for
 from cliutil import status as status_of
 
 sys.path.insert(0, ROOT)
@@ -372,14 +372,7 @@ def kill_runtimes(path: str) -> Optional[float]:
 
 
 def wait_until(predicate: Any, timeout: float, what: str, interval: float = 0.01) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out after %gs waiting for %s" % (timeout, what))
-        time.sleep(interval)
+    return wait_for(predicate, timeout, what, interval)
 
 
 def settle(path: str, timeout: float = 30, env: Optional[Dict[str, str]] = None) -> None:

@@ -16,27 +16,18 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
+from cliutil import timed  # noqa: E402
 from claudecode_support.fixtures import wait_for  # noqa: E402
 from claudecode_support.mock_messages import MockMessages, reply, text  # noqa: E402
 from claudecode_support.session import Session  # noqa: E402
 
 FLOOR = [sys.executable, "-c", "pass"]
-
-
-def timed(argv, env):
-    start = time.perf_counter()
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    if proc.returncode != 0:
-        raise RuntimeError("%s exited %d: %s" % (argv, proc.returncode, proc.stderr.decode()))
-    return time.perf_counter() - start
 
 
 def send(session, words):

@@ -16,25 +16,17 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import cliutil  # noqa: E402
+from cliutil import timed  # noqa: E402
 
 from codex_support.mock_responses import MockResponses, text, write_codex_home  # noqa: E402
 
 FLOOR = [sys.executable, "-c", "pass"]
-
-
-def timed(argv, env):
-    start = time.perf_counter()
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    if proc.returncode != 0:
-        raise RuntimeError("%s exited %d: %s" % (argv, proc.returncode, proc.stderr.decode()))
-    return time.perf_counter() - start
 
 
 def send(path, words, env, *flags):
