@@ -81,5 +81,6 @@ class MockBackend(Backend):
         run_id = self.runs.pop(event["turn"], None)
         if event.get("deltas"):
             self.host.log("diagnostic", run_id=run_id, message="stand-in stream statistics",
-                          deltas=event["deltas"], write_seconds=event.get("write_seconds"))
+                          deltas=event["deltas"], write_seconds=event.get("write_seconds"),
+                          longest_write=event.get("longest_write"))
         self.host.result(run_id, event["inputs"], event["status"], output=event["output"], error=event.get("error"))

@@ -32,7 +32,9 @@ def emit_deltas(turn, count):
     start = time.monotonic()
     sys.stdout.write(line * count)
     sys.stdout.flush()
-    turn.write_seconds += time.monotonic() - start
+    spent = time.monotonic() - start
+    turn.write_seconds += spent
+    turn.longest_write = max(turn.longest_write, spent)
     turn.deltas += count
 
 
@@ -68,6 +70,7 @@ class Turn:
         self.next_delta = None
         self.deltas = 0
         self.write_seconds = 0.0
+        self.longest_write = 0.0
         self.request = None  # (request id, kind) while waiting for an answer
 
     def add(self, input_id, text):
@@ -175,7 +178,8 @@ class StandIn:
         if status != "cancelled":
             emit(ev="message", turn=turn.number, id="msg-%d" % turn.number, text=output)
         emit(ev="done", turn=turn.number, status=status, inputs=turn.inputs, output=output, error=error,
-             deltas=turn.deltas, write_seconds=round(turn.write_seconds, 3))
+             deltas=turn.deltas, write_seconds=round(turn.write_seconds, 3),
+             longest_write=round(turn.longest_write, 4))
         with open(self.transcript, "a", encoding="utf-8") as f:
             f.write(json.dumps({"turn": turn.number, "inputs": turn.texts, "output": output}) + "\n")
 
