@@ -1,5 +1,7 @@
 """What each command does: find (or start) the runtime, ask it, and recover a
-lost one.  Imports stay light: this module is on every command's path."""
+lost one.  Imports stay light: this module is on every command's path, and
+a command that finds its runtime alive needs no more than a socket (locks,
+json and the fold are imported only on the paths that use them)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import os
 import sys
 import time
 
-from . import ipc, locks
+from . import ipc
 from .address import (Address, check_binding, check_event_file, make_sidecar, read_binding, require_exists,
                       resolve, write_binding)
 from .errors import (HarnessctlError, OutcomeUnknownError, StateError, UnavailableError, UsageError,
@@ -179,6 +181,8 @@ def _exchange(addr: Address, fields: List[str], deadline: float, retry_on_eof: b
 def _ensure_runtime(addr: Address, binding: Dict[str, Any], deadline: float) -> None:
     """Start the runtime unless someone else did meanwhile.  Serialized by the
     spawn lock so that concurrent first sends start exactly one runtime."""
+    from . import locks
+
     make_sidecar(addr)
     spawn = locks.wait_lock(addr.spawn_lock, deadline)
     if spawn is None:
@@ -273,6 +277,7 @@ def _read_ready(fd: int, deadline: float) -> Optional[str]:
 def _while_stopped(addr: Address, deadline: float, fn: Any) -> Any:
     """Run fn(addr) while holding the runtime lock (no runtime can start
     meanwhile); None if a runtime is alive after all (ask it instead)."""
+    from . import locks
     from .pidfile import kill_leftover
 
     if not os.path.isdir(addr.sidecar):
