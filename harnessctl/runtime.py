@@ -443,9 +443,11 @@ class Runtime(Host):
                        % (run_id, [i for i in input_ids if i not in covered]))
         for input_id in covered:
             self.texts.pop(input_id, None)
-        self._write(result_event(run_id, covered, status, output, usage, cost_usd, error))
+        # Requests expire before the result is written: a reader that sees the
+        # result sees everything about the run settled.
         for request in [r for r in self.conv.pending.values() if r.get("run_id") in (run_id, None)]:
             self._write(dict(request, state="expired"))
+        self._write(result_event(run_id, covered, status, output, usage, cost_usd, error))
         if not self.conv.is_busy():
             self.cancelling = False
 

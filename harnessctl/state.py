@@ -132,8 +132,9 @@ def close_open_work(conv: Conversation, error: str) -> List[Dict[str, Any]]:
     """The events that end all open work with `failed` results and expire every
     pending request: used for a lost runtime, a crashed harness and SIGTERM.
     Inputs are never replayed; an input no run claimed gets a result with a
-    null run_id."""
-    events: List[Dict[str, Any]] = []
+    null run_id.  Requests expire first, so whoever sees a result sees its run
+    settled."""
+    events: List[Dict[str, Any]] = [dict(request, state="expired") for request in conv.pending.values()]
     by_run: Dict[Optional[str], List[str]] = {}
     for input_id, run_id in conv.open_inputs.items():
         by_run.setdefault(run_id, []).append(input_id)
@@ -143,8 +144,6 @@ def close_open_work(conv: Conversation, error: str) -> List[Dict[str, Any]]:
         groups = [[i] for i in input_ids] if run_id is None else [input_ids]
         for group in groups:
             events.append(result_event(run_id, group, "failed", error=error))
-    for request in conv.pending.values():
-        events.append(dict(request, state="expired"))
     return events
 
 
