@@ -90,9 +90,6 @@ class EventLog:
             self.dropped_logs += 1
         self._logs.append(dict(event, ts=timestamp()))
 
-    def has_buffered_logs(self) -> bool:
-        return bool(self._logs)
-
     def flush_logs(self) -> None:
         """Write buffered log lines in one write, without fsync; failures drop them."""
         if not self._logs and not self.dropped_logs:
