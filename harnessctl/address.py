@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 
 
+from . import private
 from .errors import NotFoundError, UsageError
 
 TYPE_CHECKING = False  # typing is not imported at run time: every command pays for its imports
 if TYPE_CHECKING:
-    from typing import Dict, Optional
+    from typing import Dict, Optional, Tuple
 
 # AF_UNIX sun_path is 108 bytes including the terminating NUL.
 MAX_SOCKET_PATH = 107
@@ -76,10 +77,15 @@ def fallback_socket_dir() -> str:
 
 
 def resolve(file: str) -> Address:
-    """Normalize FILE to the session's identity (its realpath)."""
+    """Normalize FILE to the session's identity (its realpath), never through
+    a symlink that another user planted."""
     if not file or "\0" in file:
         raise UsageError("event file path is empty or contains a NUL byte")
-    path = os.path.realpath(os.path.abspath(file))
+    try:
+        absolute = os.path.abspath(file)
+    except (OSError, ValueError) as e:  # the current directory is gone or not decodable
+        raise UsageError("cannot resolve %s: %s" % (file, e)) from None
+    path = private.realpath(absolute)
     if os.path.isdir(path):
         raise UsageError("event path is a directory, not an event file: %s" % path)
     return Address(path)
@@ -87,8 +93,12 @@ def resolve(file: str) -> Address:
 
 def require_exists(addr: Address) -> None:
     """status/cancel/reply: the file must have been created by a send."""
-    if not os.path.exists(addr.path):
-        raise NotFoundError("no such event file: %s (a send creates it)" % addr.path)
+    try:
+        os.stat(addr.path)
+    except FileNotFoundError:
+        raise NotFoundError("no such event file: %s (a send creates it)" % addr.path) from None
+    except OSError as e:  # e.g. a directory on the way that we may not search
+        raise UsageError("cannot access event file %s: %s" % (addr.path, e.strerror)) from None
 
 
 def check_binding(bound: Dict[str, Optional[str]], wanted: Dict[str, Optional[str]]) -> None:
@@ -100,43 +110,63 @@ def check_binding(bound: Dict[str, Optional[str]], wanted: Dict[str, Optional[st
                              % (key, value if value is not None else "the harness default"))
 
 
+def open_event_file(addr: Address, flags: int) -> int:
+    """The event file, opened only if it is a regular file of ours (a FIFO or a
+    device is refused without blocking on it)."""
+    try:
+        return private.open_file(addr.path, flags, "event file")
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise UsageError("cannot open event file %s: %s" % (addr.path, e.strerror)) from None
+
+
 def check_event_file(addr: Address) -> None:
     """Refuse an existing file that is not ours, leaving it untouched."""
     try:
-        with open(addr.path, "rb") as f:
-            head = f.readline(65536)
+        fd = open_event_file(addr, os.O_RDONLY)
     except FileNotFoundError:
         return
-    except OSError as e:
-        raise UsageError("cannot read event file %s: %s" % (addr.path, e.strerror)) from None
-    if not head:
-        return
+    with os.fdopen(fd, "rb") as f:
+        head = f.readline(HEAD)
+    if head and not is_event_line(head):
+        raise UsageError("not a harnessctl event file (left untouched): %s" % addr.path)
+
+
+# A first line longer than this (a first prompt of megabytes) is recognized by
+# the start our own encoder gives every line, without reading all of it.
+HEAD = 65536
+
+
+def is_event_line(head: bytes) -> bool:
+    if not head.endswith(b"\n") and len(head) >= HEAD:
+        kind = head[9:head.find(b'"', 9)].decode("ascii", "replace")
+        return head.startswith(b'{"type":"') and kind in EVENT_TYPES and b'","seq":' in head[:80]
     import json
 
     try:
         first = json.loads(head)
     except ValueError:
-        first = None
-    if not (isinstance(first, dict) and first.get("type") in EVENT_TYPES and "seq" in first):
-        raise UsageError("not a harnessctl event file (left untouched): %s" % addr.path)
+        return False
+    return isinstance(first, dict) and first.get("type") in EVENT_TYPES and "seq" in first
 
 
-def make_sidecar(addr: Address) -> None:
-    """Create FILE.d/ (0700) and the event file (0600) for a first send."""
+def make_sidecar(addr: Address) -> Tuple[bool, bool]:
+    """Create FILE.d/ (0700) and the event file (0600) for a first send, or
+    check the existing ones are ours.  Returns what was created (sidecar,
+    event file), so that a send that fails next can take them back."""
     parent = os.path.dirname(addr.path)
     if not os.path.isdir(parent):
         raise UsageError("directory of the event file does not exist: %s" % parent)
+    made_sidecar = private.make_dir(addr.sidecar)
     try:
-        os.mkdir(addr.sidecar, 0o700)
+        os.close(os.open(addr.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+        return made_sidecar, True
     except FileExistsError:
-        if not os.path.isdir(addr.sidecar):
-            raise UsageError("%s exists and is not a directory" % addr.sidecar) from None
+        os.close(open_event_file(addr, os.O_WRONLY | os.O_APPEND))  # one of ours, and writable
+        return made_sidecar, False
     except OSError as e:
-        raise UsageError("cannot create %s: %s" % (addr.sidecar, e.strerror)) from None
-    try:
-        os.close(os.open(addr.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600))
-    except OSError as e:
-        raise UsageError("cannot create event file %s: %s" % (addr.path, e.strerror)) from None
+        raise private.cannot("create event file", addr.path, e) from None
 
 
 def read_binding(addr: Address) -> Optional[Dict[str, Optional[str]]]:
@@ -144,28 +174,23 @@ def read_binding(addr: Address) -> Optional[Dict[str, Optional[str]]]:
     import json
 
     try:
-        with open(addr.binding, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
+        text = private.read_text(addr.binding)
+    except OSError as e:
+        raise UsageError("unreadable binding %s: %s" % (addr.binding, e.strerror)) from None
+    if text is None:
         return None
-    except (OSError, ValueError) as e:
-        raise UsageError("unreadable binding %s: %s" % (addr.binding, e)) from None
+    try:
+        binding = json.loads(text)
+    except ValueError:
+        binding = None
+    if not (isinstance(binding, dict) and isinstance(binding.get("adapter"), str)
+            and isinstance(binding.get("cwd"), str) and isinstance(binding.get("model"), (str, type(None)))):
+        raise UsageError("unreadable binding %s (not JSON with adapter, cwd and model): remove it and send "
+                         "again with --adapter (and --cwd, --model)" % addr.binding)
+    return binding
 
 
 def write_binding(addr: Address, binding: Dict[str, Optional[str]]) -> None:
     import json
 
-    write_atomic(addr.binding, json.dumps(binding))
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Replace `path` with `text` so readers never see half a file."""
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)  # e.g. the disk is full: leave no half-written temporary file behind
-        raise
+    private.write_atomic(addr.binding, json.dumps(binding))

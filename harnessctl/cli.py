@@ -39,6 +39,11 @@ def main(argv: Optional[List[str]] = None, adapter: Optional[str] = None) -> int
     argv = sys.argv[1:] if argv is None else argv
     try:
         return run(argv, adapter)
+    except BrokenPipeError:
+        # The reader went away (`status | true`): quiet, as the standard library's
+        # tools are on EPIPE, but not 0: the line did not arrive.
+        _drop_stdout()
+        return UsageError.exit_code
     except HarnessctlError as e:
         return fail(str(e), e.exit_code)
     except KeyboardInterrupt:
@@ -47,6 +52,37 @@ def main(argv: Optional[List[str]] = None, adapter: Optional[str] = None) -> int
         if os.environ.get("HARNESSCTL_DEBUG") == "1":
             raise
         return fail("internal error: %s: %s (set HARNESSCTL_DEBUG=1 for a traceback)" % (type(e).__name__, e), 1)
+
+
+def emit(text: str) -> None:
+    """Print one line to stdout, or fail cleanly when stdout is closed
+    (`>&-`), broken (EPIPE: re-raised for main) or full (`> /dev/full`)."""
+    try:
+        if sys.stdout is None:
+            raise OSError(9, "stdout is closed")
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as e:
+        _drop_stdout()
+        raise UsageError("cannot write to stdout: %s" % (getattr(e, "strerror", None) or e)) from None
+
+
+def _drop_stdout() -> None:
+    """Point fd 1 at /dev/null so that the interpreter's own flush at exit
+    does not report the same failure again with a traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    except OSError:
+        pass
+    if sys.stdout is not None:
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
 
 
 def fail(message: str, code: int) -> int:
@@ -64,10 +100,10 @@ def run(argv: List[str], fixed_adapter: Optional[str]) -> int:
         sys.stderr.write(USAGE + "\n")
         return 2
     if "-h" in options_part or "--help" in options_part:
-        print(USAGE)
+        emit(USAGE)
         return 0
     if argv[0] == "--version":
-        print("harnessctl %s" % __version__ + (" (%s adapter)" % fixed_adapter if fixed_adapter else ""))
+        emit("harnessctl %s" % __version__ + (" (%s adapter)" % fixed_adapter if fixed_adapter else ""))
         return 0
     command, args, options = parse(argv)
     from . import client
@@ -80,7 +116,7 @@ def run(argv: List[str], fixed_adapter: Optional[str]) -> int:
         text = check_text(args[1] if len(args) > 1 else read_stdin("TEXT"))
         client.send(args[0], text, options.get("--cwd"), options.get("--model"), adapter or fixed_adapter)
     elif command == "status":
-        sys.stdout.write(client.status(args[0]) + "\n")
+        emit(client.status(args[0]))
     elif command == "cancel":
         client.cancel(args[0])
     else:
@@ -117,7 +153,23 @@ def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str]]:
     low, high = POSITIONALS[command]
     if not low <= len(args) <= high:
         raise UsageError("%s takes %s arguments; see --help" % (command, " to ".join(map(str, sorted({low, high})))))
+    named = list(options.items()) + list(zip(NAMES[command][1:], args[1:]))
+    for name, value in named:
+        if name != "TEXT":  # check_text says more about a bad TEXT
+            require_utf8(value, name)
     return command, args, options
+
+
+NAMES = {"send": ("FILE", "TEXT"), "cancel": ("FILE",), "status": ("FILE",), "reply": ("FILE", "REQUEST_ID", "ANSWER")}
+
+
+def require_utf8(value: str, name: str) -> None:
+    """Arguments reach the runtime, the harness and the event file (JSON) as
+    UTF-8; the event file's own path may be any bytes."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError("%s is not valid UTF-8" % name) from None
 
 
 def read_stdin(what: str) -> str:

@@ -9,11 +9,10 @@ import os
 import sys
 import time
 
-from . import ipc
-from .address import (Address, check_binding, check_event_file, make_sidecar, read_binding, require_exists,
-                      resolve, write_binding)
-from .errors import (HarnessctlError, OutcomeUnknownError, StateError, UnavailableError, UsageError,
-                     from_code)
+from . import ipc, knobs, private
+from .address import (Address, check_binding, check_event_file, make_sidecar, open_event_file, read_binding,
+                      require_exists, resolve, write_binding)
+from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError, UsageError, from_code
 
 TYPE_CHECKING = False  # typing is not imported at run time: every command pays for its imports
 if TYPE_CHECKING:
@@ -29,11 +28,7 @@ class NoRuntime(Exception):
 
 
 def timeout_seconds() -> float:
-    try:
-        value = float(os.environ.get("HARNESSCTL_TIMEOUT", "30"))
-    except ValueError:
-        raise UsageError("HARNESSCTL_TIMEOUT must be a number of seconds") from None
-    return value if value > 0 else 30.0
+    return knobs.seconds(os.environ, "HARNESSCTL_TIMEOUT", 30.0)
 
 
 # -- the four commands --------------------------------------------------------
@@ -48,12 +43,15 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
     wanted = {"adapter": adapter, "cwd": _real_dir(cwd) if cwd is not None else None, "model": model}
     fields = ["send", text, wanted["cwd"] or "", model or "", adapter or ""]
     deadline = time.monotonic() + timeout_seconds()
+    knobs.seconds(os.environ, "HARNESSCTL_IDLE_TIMEOUT", 60.0)  # refused here, not by a runtime later
     while True:
         try:
             _exchange(addr, fields, deadline, retry_on_eof=False)
             return
         except NoRuntime:
             pass
+        if _starting_or_exiting(addr, deadline):
+            continue
         check_event_file(addr)
         bound = read_binding(addr)
         if bound is not None:
@@ -89,7 +87,7 @@ def cancel(file: str) -> None:
             return
         except NoRuntime:
             pass
-        if _while_stopped(addr, deadline, lambda addr: _recovered(addr) is not None):
+        if _while_stopped(addr, deadline, lambda addr, fd: _recovered(addr, fd) is not None):
             return  # recovery ended whatever was open: nothing is running
 
 
@@ -104,7 +102,7 @@ def reply(file: str, request_id: str, answer: str) -> None:
         except NoRuntime:
             pass
         state = _while_stopped(addr, deadline,
-                               lambda addr: _recovered(addr).closed_requests.get(request_id, "unknown"))
+                               lambda addr, fd: _recovered(addr, fd).closed_requests.get(request_id, "unknown"))
         if state is not None:
             if state == "unknown":
                 raise StateError("unknown request id %s" % request_id)
@@ -125,9 +123,16 @@ def _new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _real_dir(path: str) -> str:
-    real = os.path.realpath(path)
+    try:
+        real = os.path.realpath(path)
+    except OSError as e:  # the current directory was removed
+        raise UsageError("cannot resolve the working directory %s: %s" % (path, e.strerror)) from None
     if not os.path.isdir(real):
         raise UsageError("cwd is not a directory: %s" % real)
+    try:
+        real.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError("the working directory %r is not valid UTF-8: pass --cwd with a UTF-8 path" % real) from None
     return real
 
 
@@ -145,7 +150,7 @@ def _exchange(addr: Address, fields: List[str], deadline: float, retry_on_eof: b
         try:
             conn = ipc.connect(addr.socket, remaining)
         except PermissionError as e:
-            raise HarnessctlError(str(e)) from None
+            raise UsageError(str(e)) from None
         except OSError:
             raise NoRuntime() from None
         try:
@@ -178,12 +183,44 @@ def _exchange(addr: Address, fields: List[str], deadline: float, retry_on_eof: b
         return text
 
 
-def _ensure_runtime(addr: Address, binding: Dict[str, Any], deadline: float) -> None:
-    """Start the runtime unless someone else did meanwhile.  Serialized by the
-    spawn lock so that concurrent first sends start exactly one runtime."""
+def _starting_or_exiting(addr: Address, deadline: float) -> bool:
+    """True (after a short pause) while a runtime holds this sidecar's lock but
+    does not listen: it is starting (it listens in a moment) or exiting (it
+    lets go in a moment).  Then the command asks again instead of spawning."""
     from . import locks
 
-    make_sidecar(addr)
+    if not os.path.isdir(addr.sidecar):
+        return False
+    private.check_dir(addr.sidecar)
+    lock = locks.try_lock(addr.runtime_lock)
+    if lock is not None:
+        locks.unlock(lock)
+        return False
+    if time.monotonic() >= deadline:
+        raise UnavailableError("timed out waiting for the runtime of %s to start or exit (nothing was sent); see %s"
+                               % (addr.path, addr.runtime_log))
+    time.sleep(0.01)
+    return True
+
+
+def _ensure_runtime(addr: Address, binding: Dict[str, Any], deadline: float) -> None:
+    """Start the runtime unless someone else did meanwhile.  Serialized by the
+    spawn lock so that concurrent first sends start exactly one runtime.  What
+    a first send created is taken back when it cannot be set up (disk full)."""
+    created = make_sidecar(addr)
+    try:
+        _spawn_once(addr, binding, deadline)
+    except OSError as e:
+        _take_back(addr, *created)
+        raise private.cannot("set up the session for", addr.path, e) from None
+    except BaseException:
+        _take_back(addr, *created)
+        raise
+
+
+def _spawn_once(addr: Address, binding: Dict[str, Any], deadline: float) -> None:
+    from . import locks
+
     spawn = locks.wait_lock(addr.spawn_lock, deadline)
     if spawn is None:
         raise OutcomeUnknownError("timed out waiting for another command to start the runtime")
@@ -191,18 +228,32 @@ def _ensure_runtime(addr: Address, binding: Dict[str, Any], deadline: float) -> 
         if _listening(addr):
             return
         current = read_binding(addr)
-        if current is None or (os.path.getsize(addr.path) == 0 and not _listening(addr)):
+        if current is None or os.path.getsize(addr.path) == 0:
             # A file with no event yet may still be re-bound (its first send failed).
             write_binding(addr, _merge(current, binding))
         else:
             check_binding(current, binding)
-        lock = locks.wait_lock(addr.runtime_lock, deadline)  # an exiting runtime lets go soon
+        lock = locks.try_lock(addr.runtime_lock)
         if lock is None:
-            raise OutcomeUnknownError("timed out waiting for the previous runtime of %s to exit" % addr.path)
+            return  # a runtime is starting or exiting: the command asks it again
         locks.unlock(lock)
         _spawn_runtime(addr, deadline)
     finally:
         locks.unlock(spawn)
+
+
+def _take_back(addr: Address, made_sidecar: bool, made_file: bool) -> None:
+    """Remove what a failed first send made: an empty event file, and the
+    sidecar with the few files the send itself put there."""
+    try:
+        if made_file and os.path.getsize(addr.path) == 0:
+            os.unlink(addr.path)
+        if made_sidecar:
+            for name in os.listdir(addr.sidecar):
+                os.unlink(os.path.join(addr.sidecar, name))
+            os.rmdir(addr.sidecar)
+    except OSError:
+        pass
 
 
 def _merge(current: Optional[Dict[str, Any]], binding: Dict[str, Any]) -> Dict[str, Any]:
@@ -253,6 +304,9 @@ def _spawn_runtime(addr: Address, deadline: float) -> None:
         return  # another runtime holds the lock: the next exchange finds it
     if word is None:
         raise OutcomeUnknownError("timed out waiting for the runtime to start; see %s" % addr.runtime_log)
+    code, _, message = word.partition(" ")
+    if code.isdigit() and message:
+        raise from_code(int(code), message)
     raise UnavailableError("the runtime failed to start: %s (see %s)" % (word or "it exited", addr.runtime_log))
 
 
@@ -275,27 +329,49 @@ def _read_ready(fd: int, deadline: float) -> Optional[str]:
 
 
 def _while_stopped(addr: Address, deadline: float, fn: Any) -> Any:
-    """Run fn(addr) while holding the runtime lock (no runtime can start
-    meanwhile); None if a runtime is alive after all (ask it instead)."""
+    """Run fn(addr, fd) as the event file's one writer (fd: the file, locked)
+    and, when it has a sidecar, holding the sidecar's lock (no runtime can
+    start meanwhile); None if a runtime is alive after all (ask it instead)."""
     from . import locks
     from .pidfile import kill_leftover
 
-    if not os.path.isdir(addr.sidecar):
-        return fn(addr)  # a file no send created (e.g. made by hand): nothing to lock or recover
-    lock = locks.try_lock(addr.runtime_lock)
-    if lock is None:
-        if time.monotonic() >= deadline:
-            raise OutcomeUnknownError("timed out waiting for the runtime of %s" % addr.path)
-        time.sleep(0.01)  # a runtime is starting or exiting: ask again shortly
-        return None
+    sidecar = os.path.lexists(addr.sidecar)  # none: a file made by hand, or a copy
+    lock = None
+    if sidecar:
+        private.check_dir(addr.sidecar)
+        lock = locks.try_lock(addr.runtime_lock)
+        if lock is None:
+            if time.monotonic() >= deadline:
+                raise OutcomeUnknownError("timed out waiting for the runtime of %s" % addr.path)
+            time.sleep(0.01)  # a runtime is starting or exiting: ask again shortly
+            return None
     try:
-        kill_leftover(addr.harness_pid)
-        return fn(addr)
+        fd = _open_writer(addr)
+        try:
+            if not locks.lock_fd(fd, deadline):
+                raise OutcomeUnknownError("timed out waiting for the writer of %s (a runtime serving it under "
+                                          "another name?)" % addr.path)
+            if sidecar:
+                kill_leftover(addr.harness_pid)
+            return fn(addr, fd)
+        finally:
+            os.close(fd)
     finally:
         locks.unlock(lock)
 
 
-def _stopped_status(addr: Address) -> str:
+def _open_writer(addr: Address) -> int:
+    """The event file for writing, or for reading only where it cannot be
+    written (a status still works; a recovery that must write says why)."""
+    try:
+        return private.open_file(addr.path, os.O_RDWR | os.O_APPEND, "event file")
+    except FileNotFoundError:
+        raise UsageError("event file %s disappeared" % addr.path) from None
+    except OSError:
+        return open_event_file(addr, os.O_RDONLY)  # EACCES, EROFS: read only; anything else: its error
+
+
+def _stopped_status(addr: Address, fd: int) -> str:
     """The status line without a runtime: from the snapshot when the file has
     not changed since it was taken (no JSON parse), else from the fold."""
     from . import snapshot
@@ -306,12 +382,12 @@ def _stopped_status(addr: Address) -> str:
 
         from .state import status_report
 
-        line = json.dumps(status_report(_recovered(addr), read_binding(addr), alive=False), ensure_ascii=False,
+        line = json.dumps(status_report(_recovered(addr, fd), read_binding(addr), alive=False), ensure_ascii=False,
                           separators=(",", ":"))
     return line
 
 
-def _recovered(addr: Address) -> Any:
+def _recovered(addr: Address, fd: int) -> Any:
     """The conversation after the lost-runtime rule: every accepted input
     without a result gets a failed one, pending requests expire, nothing is
     replayed.  Only this path reads the event file, so only it imports the fold."""
@@ -324,7 +400,7 @@ def _recovered(addr: Address) -> Any:
     if lost:
         from .eventlog import EventLog
 
-        log = EventLog(addr.path, conv.seq)
+        log = EventLog(os.dup(fd), addr.path, conv.seq)  # the dup shares the lock; closing it keeps the lock
         try:
             for event in lost:
                 conv.apply(log.append(event))

@@ -8,7 +8,6 @@ fsync, and a failed log write never fails the work.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import time
@@ -35,12 +34,15 @@ def encode(event: Dict[str, Any]) -> bytes:
 
 
 class EventLog:
-    """Appends events to one event file.  Used by the single process that holds
-    the runtime lock (the runtime, or a command recovering a lost runtime)."""
+    """Appends events to one event file through `fd`, whose lock (locks.lock_fd)
+    makes this process its only writer: the runtime, or a command recovering
+    a lost runtime.  Every write is therefore under the exclusive lock."""
 
-    def __init__(self, path: str, last_seq: int) -> None:
+    def __init__(self, fd: int, path: str, last_seq: int) -> None:
         self.path = path
-        self.fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self.fd = fd
+        st = os.fstat(fd)
+        self.identity = (st.st_dev, st.st_ino)
         self.seq = last_seq
         self._logs: List[Dict[str, Any]] = []
         self.dropped_logs = 0
@@ -54,10 +56,9 @@ class EventLog:
         removed, renamed or replaced it): our lines would reach nobody there."""
         try:
             st = os.stat(self.path)
-        except FileNotFoundError:
+        except OSError:
             return True
-        own = os.fstat(self.fd)
-        return (st.st_dev, st.st_ino) != (own.st_dev, own.st_ino)
+        return (st.st_dev, st.st_ino) != self.identity
 
     def append(self, event: Dict[str, Any]) -> Dict[str, Any]:
         """Write one critical event durably; return it with type/ts/seq filled.
@@ -114,22 +115,21 @@ class EventLog:
         self.seq = seq
 
     def _write(self, data: bytes, sync: bool) -> None:
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        size = os.fstat(self.fd).st_size
+        if size and os.pread(self.fd, 1, size - 1) != b"\n":
+            data = b"\n" + data  # terminate a torn tail left by a crash or a foreign writer
         try:
-            size = os.fstat(self.fd).st_size
-            if size and os.pread(self.fd, 1, size - 1) != b"\n":
-                data = b"\n" + data  # terminate a torn tail left by a crash or a foreign writer
+            written = 0
+            while written < len(data):
+                written += os.write(self.fd, data[written:])
+            if sync:
+                os.fdatasync(self.fd)
+        except OSError:
             try:
-                written = 0
-                while written < len(data):
-                    written += os.write(self.fd, data[written:])
-                if sync:
-                    os.fdatasync(self.fd)
-            except OSError:
                 os.ftruncate(self.fd, size)
-                raise
-        finally:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            except OSError:
+                pass  # a read-only descriptor wrote nothing
+            raise
 
 
 LOG_PREFIX = b'{"type":"log","ts":"'

@@ -24,6 +24,8 @@ import _socket
 import os
 import sys
 
+from .errors import UsageError
+
 TYPE_CHECKING = False  # typing is not imported at run time: every command pays for its imports
 if TYPE_CHECKING:
     from typing import List, Optional, Tuple
@@ -40,12 +42,20 @@ def peer_uid(conn: _socket.socket) -> int:
 
 def listen(path: str) -> _socket.socket:
     """Bind the runtime's socket (0600), replacing a stale one left by a dead runtime.
-    Only called while holding the runtime lock, so a live runtime's socket is never removed."""
+    Only called while holding the runtime lock, so a live runtime's socket is never removed.
+    Its directory (the sidecar, or the fallback under /tmp) must be a real
+    directory of ours, 0700: never a symlink someone planted there."""
+    from .private import check_dir
+
     parent = os.path.dirname(path)
-    os.makedirs(parent, mode=0o700, exist_ok=True)
-    st = os.stat(parent)
-    if st.st_uid != os.getuid() or st.st_mode & 0o077:
-        raise PermissionError("socket directory %s must be owned by you with mode 0700" % parent)
+    try:
+        os.mkdir(parent, 0o700)
+    except FileExistsError:
+        pass
+    check_dir(parent)
+    mode = os.stat(parent).st_mode & 0o777  # of the directory, also behind a symlink of ours
+    if mode & 0o077:
+        raise UsageError("refusing socket directory %s: its mode is %04o, not 0700" % (parent, mode))
     try:
         os.unlink(path)
     except FileNotFoundError:
@@ -72,9 +82,16 @@ def connect(path: str, timeout: Optional[float]) -> _socket.socket:
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     conn.settimeout(timeout)
     try:
-        conn.connect(path)
-        if peer_uid(conn) != os.getuid():
-            raise PermissionError("runtime socket %s belongs to another user" % path)
+        try:
+            conn.connect(path)
+        except PermissionError:
+            raise PermissionError("cannot reach runtime socket %s: permission denied (is it yours?)" % path) from None
+        uid = peer_uid(conn)
+        if uid != os.getuid():
+            from .private import owner
+
+            raise PermissionError("refusing runtime socket %s: its runtime runs as %s, not as you (%s)"
+                                  % (path, owner(uid), owner(os.getuid())))
     except BaseException:
         conn.close()
         raise

@@ -1,8 +1,12 @@
-"""flock-based locks on files in the sidecar.
+"""flock-based locks: two for the sidecar, one on the event file itself.
 
 `runtime.lock` is held by the runtime for its whole life: whoever can take it
-knows no runtime is alive.  `spawn.lock` serializes the commands that start a
-runtime, so concurrent first sends start exactly one.
+knows no runtime lives in this sidecar (its socket, its harness pid).
+`spawn.lock` serializes the commands that start a runtime, so concurrent
+first sends start exactly one.  And the event file's own inode is locked by
+its one writer, the runtime or a command recovering a lost one: a lock on a
+name would let a rename, a hard link or a removed sidecar give one file two
+writers (two results for one input, a `seq` used twice).
 """
 
 from __future__ import annotations
@@ -11,20 +15,21 @@ import fcntl
 import os
 import time
 
+from . import private
+
 TYPE_CHECKING = False  # typing is not imported at run time: every command pays for its imports
 if TYPE_CHECKING:
     from typing import Optional
 
 
 def try_lock(path: str) -> Optional[int]:
-    """The fd holding an exclusive lock on `path`, or None if someone else holds it."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    """The fd holding an exclusive lock on `path` (created 0600 if missing),
+    or None if someone else holds it."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
+        fd = private.open_file(path, os.O_RDWR | os.O_CREAT, "lock file")
+    except OSError as e:
+        raise private.cannot("open lock file", path, e) from None
+    return _lock_or_close(fd)
 
 
 def wait_lock(path: str, deadline: float) -> Optional[int]:
@@ -36,6 +41,26 @@ def wait_lock(path: str, deadline: float) -> Optional[int]:
         if fd is not None or time.monotonic() >= deadline:
             return fd
         time.sleep(0.01)
+
+
+def lock_fd(fd: int, deadline: Optional[float] = None) -> bool:
+    """Take the exclusive lock on an open file (the event file: its inode,
+    whatever names it has), trying until `deadline` or, without one, once."""
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if deadline is None or time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+
+
+def _lock_or_close(fd: int) -> Optional[int]:
+    if lock_fd(fd):
+        return fd
+    os.close(fd)
+    return None
 
 
 def unlock(fd: Optional[int]) -> None:

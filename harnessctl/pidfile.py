@@ -1,17 +1,23 @@
 """The harness's pid, recorded in the sidecar, so that a harness never
 outlives a runtime that was killed (kill -9 leaves no chance to stop it): the
 command that recovers the lost runtime kills it.  Stdlib `os` only: this is on
-the recovery path of a command."""
+the recovery path of a command.
+
+The file is trusted only if it is ours (private.py), and a process is killed
+only if it runs as us and started when the file says: a pid file planted by
+someone else must never make us kill one of our processes."""
 
 from __future__ import annotations
 
 import os
 
+from . import private
+
 SIGKILL = 9  # signal.SIGKILL; the signal module (with enum) would cost a command more than the rest
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
-    from typing import Optional
+    from typing import Optional, Tuple
 
 
 def start_time(pid: int) -> Optional[str]:
@@ -35,25 +41,41 @@ def kill_group(pid: int) -> None:
 
 
 def record(path: str, pid: int) -> None:
-    with open(path, "w") as f:
-        f.write("%d %s\n" % (pid, start_time(pid)))
+    private.write_atomic(path, "%d %s\n" % (pid, start_time(pid)))
 
 
-def forget(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
+def forget(path: str, pid: int) -> None:
+    """Remove the record of `pid`, and only of it: the file may name the harness
+    of another runtime by now (the event file was replaced under us)."""
+    if _recorded(path)[0] == pid:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 def kill_leftover(path: str) -> None:
-    """Kill the harness a lost runtime recorded, if that very process still runs."""
-    try:
-        with open(path) as f:
-            pid_text, started = f.read().split()
-        pid = int(pid_text)
-    except (OSError, ValueError):
+    """Kill the harness a lost runtime recorded, if that very process still
+    runs, as us.  Raises UsageError for a pid file that is not ours."""
+    pid, started = _recorded(path)
+    if pid is None:
         return
-    if start_time(pid) == started:
+    if start_time(pid) == started and _runs_as_us(pid):
         kill_group(pid)
-    forget(path)
+    os.unlink(path)
+
+
+def _recorded(path: str) -> Tuple[Optional[int], Optional[str]]:
+    try:
+        text = private.read_text(path)
+        pid_text, started = (text or "").split()
+        return int(pid_text), started
+    except (OSError, ValueError):
+        return None, None
+
+
+def _runs_as_us(pid: int) -> bool:
+    try:
+        return os.stat("/proc/%d" % pid).st_uid == os.getuid()
+    except OSError:
+        return False

@@ -22,8 +22,8 @@ import threading
 import time
 from collections import deque
 
-from . import answers, ipc, locks, pidfile, registry, snapshot
-from .address import Address, check_binding, read_binding
+from . import answers, ipc, knobs, locks, pidfile, private, registry, snapshot
+from .address import Address, check_binding, open_event_file, read_binding
 from .backend import Config, Host, Input
 from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError
 from .eventlog import EventLog, timestamp
@@ -35,6 +35,14 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 LOG_FLUSH_DELAY = 0.1
+# How often the runtime checks that its path still names its file and its
+# socket is still its own: one that cannot be reached stops, so that the
+# file's next writer does not wait for it.
+REACHABLE_CHECK = 1.0
+# How long events that a full disk held back keep the runtime from idling
+# out: space may come back; a file size limit or a read-only file never passes.
+UNWRITTEN_GRACE = 600.0
+RETRYABLE_WRITE_ERRNOS = (28, 122)  # ENOSPC, EDQUOT
 RESULT_STATUSES = ("completed", "cancelled", "failed")
 DELIVERIES = ("start", "steer", "queued")
 
@@ -66,19 +74,25 @@ class Waiter:
 
 
 class Runtime(Host):
-    def __init__(self, addr: Address, binding: Dict[str, Any], env: Dict[str, str], log_fd: int) -> None:
+    def __init__(self, addr: Address, binding: Dict[str, Any], env: Dict[str, str], log_fd: int,
+                 event_fd: int, server: Any) -> None:
+        """`event_fd` is the event file, locked (we are its one writer);
+        `server` our listening socket, so that commands queue from the start."""
         self.addr = addr
         self.binding = binding
         self.env = env
         self.log_fd = log_fd
         self.debug_enabled = env.get("HARNESSCTL_DEBUG") == "1"
-        self.idle_timeout = _seconds(env, "HARNESSCTL_IDLE_TIMEOUT", 60.0)
-        self.timeout = _seconds(env, "HARNESSCTL_TIMEOUT", 30.0)
+        self.idle_timeout = knobs.seconds(env, "HARNESSCTL_IDLE_TIMEOUT", 60.0)
+        self.timeout = knobs.seconds(env, "HARNESSCTL_TIMEOUT", 30.0)
         self.jobs: "queue.Queue[Tuple[str, Any, Any]]" = queue.Queue()
         self.timers: List[Tuple[float, int, Callable[[], None]]] = []
         self.timer_ids = itertools.count()
         self.conv = snapshot.load(addr)[0]
-        self.events = EventLog(addr.path, self.conv.seq)
+        self.events = EventLog(event_fd, addr.path, self.conv.seq)
+        self.server = server
+        self.socket_identity = _identity(addr.socket)
+        self.sidecar_identity = _identity(addr.sidecar)
         self.last_activity: Optional[float] = None  # time.time() of the harness's last line
         self.waiting: Deque[Tuple[Input, Waiter]] = deque()
         self.in_flight: Optional[Tuple[Input, Waiter]] = None
@@ -92,10 +106,11 @@ class Runtime(Host):
         self.flush_scheduled = False
         self.idle_since: Optional[float] = time.monotonic()
         self.stopping = False
-        self.server: Any = None
         self.intake = threading.Lock()  # orders "request queued" against "stopped listening"
         self.connections: set = set()  # handler threads, joined at exit so every reply is sent
         self.unwritten: Deque[Dict[str, Any]] = deque()  # critical events a full disk held back, in order
+        self.unwritten_since = 0.0  # when the first of them failed
+        self.unwritten_errno: Optional[int] = None
 
     # -- the loop -------------------------------------------------------------
 
@@ -108,10 +123,10 @@ class Runtime(Host):
         once: the send that spawned us is on its way."""
         pidfile.kill_leftover(self.addr.harness_pid)
         self._write_all(close_open_work(self.conv, LOST))
+        self.call_later(REACHABLE_CHECK, self._check_reachable)
         self._start_harness()
 
-    def serve(self, server: Any) -> None:
-        self.server = server
+    def serve(self) -> None:
         threading.Thread(target=self._accept_loop, daemon=True).start()
         while not self.stopping:
             try:
@@ -140,7 +155,25 @@ class Runtime(Host):
 
     def _is_idle(self) -> bool:
         return not (self.conv.is_busy() or self.waiting or self.in_flight or self.harness == "starting"
-                    or self.unwritten)
+                    or self._unwritten_may_pass())
+
+    def _unwritten_may_pass(self) -> bool:
+        """Held-back events keep us alive while the disk may get space again,
+        never for good: a runtime that cannot write its file still exits."""
+        return bool(self.unwritten) and self.unwritten_errno in RETRYABLE_WRITE_ERRNOS and (
+            time.monotonic() < self.unwritten_since + UNWRITTEN_GRACE)
+
+    def _check_reachable(self) -> None:
+        """Stop once no command can reach us for this file: the path names
+        another file (or none), or the sidecar or our socket was removed or
+        replaced.  The file's next writer is waiting for our lock."""
+        if self.events.replaced():
+            self.shutdown("the event file was moved, removed or replaced")
+        elif (_identity(self.addr.sidecar), _identity(self.addr.socket)) != (self.sidecar_identity,
+                                                                            self.socket_identity):
+            self.shutdown("the sidecar or the socket was removed or replaced")
+        else:
+            self.call_later(REACHABLE_CHECK, self._check_reachable)
 
     def _check_idle(self) -> None:
         if not self._is_idle():
@@ -160,14 +193,25 @@ class Runtime(Host):
     # -- commands -------------------------------------------------------------
 
     def _accept_loop(self) -> None:
-        while True:
+        """Accept until shutdown, whatever accept() says: out of descriptors
+        (EMFILE) or memory, a connection reset in the backlog.  The waiting
+        connections stay in the backlog until a descriptor is free again."""
+        while not self.stopping:
             try:
                 conn = ipc.accept(self.server)
-            except OSError:
-                return
+            except OSError as e:
+                if self.stopping:
+                    return
+                self.debug("accept failed (%s); retrying" % e.strerror)
+                time.sleep(0.05)
+                continue
             thread = threading.Thread(target=self._serve_connection, args=(conn,), daemon=True)
             self.connections.add(thread)
-            thread.start()
+            try:
+                thread.start()
+            except RuntimeError:  # no thread for it now: the command retries or times out
+                self.connections.discard(thread)
+                conn.close()
 
     def _serve_connection(self, conn: Any) -> None:
         try:
@@ -250,8 +294,12 @@ class Runtime(Host):
         value = answers.validate(request, answer)
         if self.harness != "ready":
             raise StateError("%s can no longer be answered: the harness is gone" % request_id)
+        try:  # on disk first: `reply` exits 0 only once its answer is in the file (README)
+            self._write(dict(request, state="replied", answer=value), now=True)
+        except OSError as e:
+            raise HarnessctlError("could not record the answer in the event file (%s); the harness was not "
+                                  "answered: reply again once the file can be written" % e.strerror) from None
         self.backend.answer(request_id, value)
-        self._write(dict(request, state="replied", answer=value))
 
     # -- sends ----------------------------------------------------------------
 
@@ -327,10 +375,11 @@ class Runtime(Host):
         self.harness = "stopped"
         self.backend = None
         if self.child is not None:
+            pid = self.child.pid
             self.child.kill()
             self.child.wait(5)
             self.child = None
-        pidfile.forget(self.addr.harness_pid)
+            pidfile.forget(self.addr.harness_pid, pid)
 
     def _child_lines(self, generation: int, lines: List[str]) -> None:
         self.last_activity = time.time()
@@ -390,7 +439,9 @@ class Runtime(Host):
 
     def accepted(self, input_id: str, delivery: str, run_id: Optional[str]) -> None:
         if delivery not in DELIVERIES:
-            raise ValueError("bad delivery %r" % delivery)
+            self._broken_contract("accepted() with delivery %r (allowed: %s)" % (delivery, ", ".join(DELIVERIES)),
+                                  input_id)
+            return
         text = self.texts.pop(input_id, ("", ""))[0]
         try:
             self._write({"type": "accepted", "input_id": input_id, "text": text, "delivery": delivery,
@@ -436,7 +487,9 @@ class Runtime(Host):
                usage: Optional[Dict[str, Any]] = None, cost_usd: Optional[float] = None,
                error: Optional[str] = None) -> None:
         if status not in RESULT_STATUSES:
-            raise ValueError("bad result status %r" % status)
+            self._broken_contract("result() with status %r (allowed: %s)" % (status, ", ".join(RESULT_STATUSES)))
+            status, error = "failed", "the %s adapter reported an invalid result status %r" % (
+                self.binding["adapter"], status)
         covered = [i for i in input_ids if i in self.conv.open_inputs]
         if len(covered) != len(input_ids):
             self.debug("result for run %s: ignoring inputs that are not open: %s"
@@ -460,6 +513,16 @@ class Runtime(Host):
         if not self.flush_scheduled:
             self.flush_scheduled = True
             self.call_later(LOG_FLUSH_DELAY, self._flush_logs)
+
+    def _broken_contract(self, what: str, input_id: Optional[str] = None) -> None:
+        """An adapter bug: said in runtime.log and the event file, and the send
+        it concerns fails at once (exit 1) instead of waiting for a receipt."""
+        message = "the %s adapter broke the backend contract: %s" % (self.binding["adapter"], what)
+        self.debug(message)
+        self.log("diagnostic", level="error", message=message)
+        if input_id is not None:
+            self.texts.pop(input_id, None)
+            self._finish_send(input_id, HarnessctlError(message))
 
     def _flush_logs(self) -> None:
         self.flush_scheduled = False
@@ -487,6 +550,7 @@ class Runtime(Host):
                 raise
             if not self.unwritten:
                 self.debug("cannot write the event file (%s); retrying every second" % e.strerror)
+                self.unwritten_since, self.unwritten_errno = time.monotonic(), e.errno
                 self.call_later(1.0, self._retry_unwritten)
             self.unwritten.append(event)
             self.conv.apply(event)
@@ -499,7 +563,8 @@ class Runtime(Host):
     def _retry_unwritten(self) -> None:
         try:
             self._write_unwritten()
-        except OSError:
+        except OSError as e:
+            self.unwritten_errno = e.errno
             self.call_later(1.0, self._retry_unwritten)
 
     def _write_all(self, events: List[Dict[str, Any]]) -> None:
@@ -517,10 +582,11 @@ class Runtime(Host):
         with self.intake:
             self.stopping = True
         self.server.close()
-        try:
-            os.unlink(self.addr.socket)
-        except OSError:
-            pass
+        if _identity(self.addr.socket) == self.socket_identity:  # never a successor's socket
+            try:
+                os.unlink(self.addr.socket)
+            except OSError:
+                pass
         if self.backend is not None:
             self._guard(self.backend.stop)
         self._drop_harness()
@@ -571,40 +637,70 @@ def _traceback() -> str:
     return traceback.format_exc()
 
 
-def _seconds(env: Dict[str, str], name: str, default: float) -> float:
+def _identity(path: str) -> Optional[Tuple[int, int]]:
+    """(st_dev, st_ino) of `path` itself, or None if it is gone."""
     try:
-        value = float(env.get(name, default))
-    except ValueError:
-        return default
-    return value if value > 0 else default
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Entry point of the detached runtime: `... runtime EVENT_FILE READY_FD`."""
+    """Entry point of the detached runtime: `... runtime EVENT_FILE READY_FD`.
+
+    It tells its spawner on READY_FD: `ok`, `busy` (another runtime lives in
+    this sidecar), or `CODE MESSAGE`, the exit code and line for the command."""
     argv = sys.argv[1:] if argv is None else argv
     addr, ready_fd = Address(argv[0]), int(argv[1])
     for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_IGN)
     os.chdir("/")  # never pin the caller's directory (the harness gets the bound cwd)
     env = dict(os.environ)
-    log_fd = _open_log(addr)
-    os.dup2(log_fd, 2)
-    timeout = _seconds(env, "HARNESSCTL_TIMEOUT", 30.0)
-    lock = locks.wait_lock(addr.runtime_lock, time.monotonic() + timeout)
-    if lock is None:
-        return _ready(ready_fd, "busy")
     try:
-        binding = read_binding(addr)
-        runtime = Runtime(addr, binding, env, log_fd)
-        runtime.begin()
-        server = ipc.listen(addr.socket)
+        private.check_dir(addr.sidecar)  # before writing anything into it
+        log_fd = _open_log(addr)
+    except HarnessctlError as e:
+        return _ready(ready_fd, "%d %s" % (e.exit_code, e))
+    os.dup2(log_fd, 2)
+    try:
+        runtime = _start(addr, env, log_fd)
+    except HarnessctlError as e:
+        sys.stderr.write("%s\n" % e)
+        return _ready(ready_fd, "%d %s" % (e.exit_code, e))
     except Exception as e:
         sys.stderr.write(_traceback())
-        return _ready(ready_fd, "error %s" % e)
+        return _ready(ready_fd, "5 the runtime failed to start: %s (see %s)" % (e, addr.runtime_log))
+    if runtime is None:
+        return _ready(ready_fd, "busy")
     signal.signal(signal.SIGTERM, lambda *_: runtime.post(lambda: runtime.shutdown("SIGTERM")))
     _ready(ready_fd, "ok")
-    runtime.serve(server)
+    runtime.serve()
     return 0
+
+
+def _start(addr: Address, env: Dict[str, str], log_fd: int) -> Optional[Runtime]:
+    """Take the sidecar's lock, become the event file's one writer, listen
+    (commands queue in the backlog from now on, even while a long file is
+    folded), then recover and start the harness.  None if another runtime
+    lives in this sidecar."""
+    deadline = time.monotonic() + knobs.seconds(env, "HARNESSCTL_TIMEOUT", 30.0) * 0.8
+    if locks.wait_lock(addr.runtime_lock, deadline) is None:
+        return None
+    event_fd = open_event_file(addr, os.O_RDWR | os.O_APPEND)
+    if not locks.lock_fd(event_fd, deadline):
+        raise UnavailableError("%s is being written by another runtime (was it renamed or hard-linked while in "
+                               "use?); send to the name that runtime was started for, or retry once it has exited"
+                               % addr.path)
+    server = ipc.listen(addr.socket)
+    try:
+        runtime = Runtime(addr, read_binding(addr), env, log_fd, event_fd, server)
+        runtime.begin()
+    except BaseException:
+        server.close()
+        os.unlink(addr.socket)
+        raise
+    return runtime
 
 
 def _ready(fd: int, word: str) -> int:
@@ -621,11 +717,14 @@ def _open_log(addr: Address) -> int:
     at start when large, so it never grows without bound."""
     path = addr.runtime_log
     try:
-        if os.path.getsize(path) > 4 * 1024 * 1024:
+        if os.lstat(path).st_size > 4 * 1024 * 1024:
             os.replace(path, path + ".1")
     except OSError:
         pass
-    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        return private.open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "runtime log")
+    except OSError as e:
+        raise private.cannot("open the runtime log", path, e) from None
 
 
 if __name__ == "__main__":

@@ -3,21 +3,25 @@ runtime start-up read only the tail of a long event file.
 
 The snapshot is a cache, three lines of text:
 
-    harnessctl-snapshot 2 INODE OFFSET TAIL     (TAIL: hex of the 64 bytes before OFFSET)
+    harnessctl-snapshot 3 INODE OFFSET CRC TAIL
     the status line of a stopped runtime, exactly as `status` prints it
     the folded conversation, as JSON
 
-It is ignored (the file is folded from the start) whenever the header does
-not match the event file.  The header is checked without a JSON parse, so the
-`status` of a stopped runtime whose file has not grown since the snapshot
-prints line 2 without importing json at all.
+(TAIL: hex of the 64 bytes before OFFSET; CRC: crc32 of the two lines after
+the header.)  It is ignored (the file is folded from the start) whenever the
+header does not match the event file or the body does not match its CRC.
+The header is checked without a JSON parse, so the `status` of a stopped
+runtime whose file has not grown since the snapshot prints line 2 without
+importing json at all.
 """
 
 from __future__ import annotations
 
 import os
 
-from .address import Address, write_atomic
+from . import private
+from .address import Address
+from .errors import UsageError
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
@@ -25,7 +29,7 @@ if TYPE_CHECKING:
 
     from .state import Conversation
 
-MAGIC = "harnessctl-snapshot 2"
+MAGIC = "harnessctl-snapshot 3"
 
 
 def current_status(addr: Address) -> Optional[str]:
@@ -49,8 +53,8 @@ def load(addr: Address) -> Tuple[Conversation, int, bool]:
     if cached is not None:
         try:
             conv, offset = Conversation.from_dict(json.loads(cached[2])), cached[0]
-        except (ValueError, TypeError, AttributeError):
-            pass
+        except Exception:  # a cache that does not describe a conversation: fold the file instead
+            conv, offset = Conversation(), 0
     start = offset
     for event, end in read_events(addr.path, offset, full_logs=False):
         conv.apply(event)
@@ -65,20 +69,23 @@ def save(addr: Address, conv: Conversation, offset: int, binding: Optional[Dict[
     from .state import status_report
 
     status = json.dumps(status_report(conv, binding, alive=False), ensure_ascii=False, separators=(",", ":"))
+    body = "%s\n%s" % (status, json.dumps(conv.to_dict()))
     try:
-        header = "%s %d %d %s" % (MAGIC, os.stat(addr.path).st_ino, offset, _tail(addr.path, offset))
-        write_atomic(addr.snapshot, "%s\n%s\n%s\n" % (header, status, json.dumps(conv.to_dict())))
-    except OSError:
+        header = "%s %d %d %d %s" % (MAGIC, os.stat(addr.path).st_ino, offset, _crc(body), _tail(addr.path, offset))
+        private.write_atomic(addr.snapshot, "%s\n%s\n" % (header, body))
+    except (OSError, UsageError):
         pass
 
 
 def _read(addr: Address) -> Optional[Tuple[int, str, str]]:
     """(offset, status line, conversation JSON) if the header matches the event file."""
     try:
-        with open(addr.snapshot, encoding="utf-8") as f:
-            header, status, conversation = f.read().split("\n", 3)[:3]
+        text = private.read_text(addr.snapshot)
+        if text is None:
+            return None
+        header, status, conversation = text.split("\n", 3)[:3]
         magic, _, rest = header.rpartition(" ")  # rest: the tail (may be empty)
-        *_, ino, offset_text = magic.split(" ")
+        *_, ino, offset_text, crc = magic.split(" ")
         offset = int(offset_text)
         st = os.stat(addr.path)
         if (
@@ -86,11 +93,18 @@ def _read(addr: Address) -> Optional[Tuple[int, str, str]]:
             and int(ino) == st.st_ino
             and 0 <= offset <= st.st_size
             and rest == _tail(addr.path, offset)
+            and int(crc) == _crc("%s\n%s" % (status, conversation))
         ):
             return offset, status, conversation
-    except (OSError, ValueError):
+    except (OSError, ValueError, UsageError):
         pass
     return None
+
+
+def _crc(body: str) -> int:
+    import binascii
+
+    return binascii.crc32(body.encode("utf-8", "surrogateescape"))
 
 
 def _tail(path: str, offset: int) -> str:

@@ -33,8 +33,8 @@ class Conversation:
         self.anomalies: List[str] = []  # things a correct writer never produces
 
     def apply(self, event: Dict[str, Any]) -> None:
-        if isinstance(event.get("seq"), int):
-            self.seq = event["seq"]
+        if isinstance(event.get("seq"), int) and event["seq"] > self.seq:
+            self.seq = event["seq"]  # the highest: a foreign line with a low seq never makes us reuse one
         if isinstance(event.get("ts"), str):
             self.last_activity = event["ts"]
         handler = getattr(self, "_apply_" + str(event.get("type")), None)

@@ -8,7 +8,15 @@ import os
 import pytest
 
 from harnessctl import eventlog
+from harnessctl import locks
 from harnessctl.eventlog import EventLog, read_events
+
+
+def writer(path, last_seq):
+    """An EventLog as the runtime opens one: the file, locked, we its one writer."""
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+    assert locks.lock_fd(fd)
+    return EventLog(fd, path, last_seq)
 
 
 def lines(path):
@@ -18,7 +26,7 @@ def lines(path):
 
 def test_append_numbers_events_and_writes_one_line_each(tmp_path):
     path = str(tmp_path / "e.jsonl")
-    log = EventLog(path, 0)
+    log = writer(path, 0)
     first = log.append({"type": "message", "run_id": "r", "message_id": "m", "role": "assistant", "text": "a\nb"})
     second = log.append({"type": "result", "run_id": "r", "input_ids": [], "status": "completed"})
     log.close()
@@ -31,14 +39,14 @@ def test_append_numbers_events_and_writes_one_line_each(tmp_path):
 
 def test_append_continues_from_the_given_seq(tmp_path):
     path = str(tmp_path / "e.jsonl")
-    log = EventLog(path, 41)
+    log = writer(path, 41)
     assert log.append({"type": "message"})["seq"] == 42
     log.close()
 
 
 def test_text_deltas_of_one_run_merge_into_one_line(tmp_path):
     path = str(tmp_path / "e.jsonl")
-    log = EventLog(path, 0)
+    log = writer(path, 0)
     for _ in range(1000):
         log.log({"type": "log", "level": "info", "kind": "text.delta", "run_id": "r", "text": "x"})
     log.flush_logs()
@@ -49,7 +57,7 @@ def test_text_deltas_of_one_run_merge_into_one_line(tmp_path):
 
 def test_deltas_of_different_runs_do_not_merge(tmp_path):
     path = str(tmp_path / "e.jsonl")
-    log = EventLog(path, 0)
+    log = writer(path, 0)
     log.log({"type": "log", "level": "info", "kind": "text.delta", "run_id": "r1", "text": "a"})
     log.log({"type": "log", "level": "info", "kind": "text.delta", "run_id": "r2", "text": "b"})
     log.close()
@@ -58,7 +66,7 @@ def test_deltas_of_different_runs_do_not_merge(tmp_path):
 
 def test_buffered_logs_are_written_before_the_next_critical_event(tmp_path):
     path = str(tmp_path / "e.jsonl")
-    log = EventLog(path, 0)
+    log = writer(path, 0)
     log.log({"type": "log", "level": "info", "kind": "tool.started", "run_id": "r"})
     log.append({"type": "message", "text": "done"})
     log.close()
@@ -67,7 +75,7 @@ def test_buffered_logs_are_written_before_the_next_critical_event(tmp_path):
 
 def test_a_log_flood_is_capped_and_the_drop_is_reported(tmp_path):
     path = str(tmp_path / "e.jsonl")
-    log = EventLog(path, 0)
+    log = writer(path, 0)
     for i in range(eventlog.MAX_BUFFERED_LOGS + 10):
         log.log({"type": "log", "level": "info", "kind": "native", "n": i})
     log.close()
@@ -80,7 +88,7 @@ def test_a_torn_tail_is_terminated_before_the_next_append(tmp_path):
     path = str(tmp_path / "e.jsonl")
     with open(path, "wb") as f:
         f.write(b'{"type":"message","ts":"x","seq":1}\n{"type":"resu')
-    log = EventLog(path, 1)
+    log = writer(path, 1)
     log.append({"type": "message", "text": "next"})
     log.close()
     raw = lines(path)
@@ -89,7 +97,7 @@ def test_a_torn_tail_is_terminated_before_the_next_append(tmp_path):
 
 def test_a_failed_write_is_truncated_back(tmp_path, monkeypatch):
     path = str(tmp_path / "e.jsonl")
-    log = EventLog(path, 0)
+    log = writer(path, 0)
     log.append({"type": "message", "text": "kept"})
     size = os.path.getsize(path)
     real_write = os.write
@@ -123,7 +131,7 @@ def test_timestamp_is_utc_with_milliseconds():
 
 def test_log_stubs_carry_type_ts_and_seq_without_a_parse(tmp_path):
     path = str(tmp_path / "e.jsonl")
-    log = EventLog(path, 0)
+    log = writer(path, 0)
     log.log({"type": "log", "level": "info", "kind": "text.delta", "run_id": "r", "text": "x"})
     log.append({"type": "message", "text": "m"})
     log.close()

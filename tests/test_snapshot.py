@@ -7,13 +7,21 @@ import os
 
 from harnessctl import snapshot
 from harnessctl.address import Address
+from harnessctl import locks
 from harnessctl.eventlog import EventLog
+
+
+def writer(path, last_seq):
+    """An EventLog as the runtime opens one: the file, locked, we its one writer."""
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+    assert locks.lock_fd(fd)
+    return EventLog(fd, path, last_seq)
 
 
 def session(tmp_path):
     addr = Address(str(tmp_path / "e.jsonl"))
     os.mkdir(addr.sidecar)
-    log = EventLog(addr.path, 0)
+    log = writer(addr.path, 0)
     log.append({"type": "accepted", "input_id": "i1", "text": "t", "delivery": "start", "run_id": "r1"})
     log.append({"type": "result", "run_id": "r1", "input_ids": ["i1"], "status": "completed"})
     log.close()
@@ -34,7 +42,7 @@ def test_an_appended_event_makes_the_status_line_stale_and_only_the_tail_is_fold
     addr = session(tmp_path)
     conv, offset, _ = snapshot.load(addr)
     snapshot.save(addr, conv, offset, None)
-    log = EventLog(addr.path, conv.seq)
+    log = writer(addr.path, conv.seq)
     log.append({"type": "accepted", "input_id": "i2", "text": "t", "delivery": "start", "run_id": "r2"})
     log.close()
     assert snapshot.current_status(addr) is None

@@ -25,7 +25,9 @@ import shlex
 import shutil
 from typing import Any, Dict, List, Optional
 
+from harnessctl import private
 from harnessctl.backend import Backend, Config, Host, Input
+from harnessctl.errors import UsageError
 
 FORCED_ARGS = [
     "-p",
@@ -476,9 +478,8 @@ class ClaudeCodeBackend(Backend):
 
     def _stored_session(self) -> Optional[str]:
         try:
-            with open(self._session_path(), encoding="utf-8") as fh:
-                return fh.read().strip() or None
-        except OSError:
+            return (private.read_text(self._session_path()) or "").strip() or None
+        except (OSError, UsageError):
             return None
 
     def _remember_session(self, frame: Dict[str, Any], persist: bool) -> None:
@@ -490,11 +491,7 @@ class ClaudeCodeBackend(Backend):
             return
         if session_id == self._stored_session():
             return
-        tmp = self._session_path() + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(session_id + "\n")
-        os.replace(tmp, self._session_path())
+        private.write_atomic(self._session_path(), session_id + "\n")
 
 
 # -- pure helpers ------------------------------------------------------------------------

@@ -17,7 +17,9 @@ import json
 import os
 import shlex
 
+from harnessctl import private
 from harnessctl.backend import Backend, Config, Host, Input
+from harnessctl.errors import UsageError
 
 from . import wire
 
@@ -524,21 +526,13 @@ class CodexBackend(Backend):
 
     def _load_thread_id(self) -> Optional[str]:
         try:
-            with open(self._thread_path(), encoding="utf-8") as f:
-                value = json.load(f).get("thread_id")
-        except (OSError, ValueError, AttributeError):
+            value = json.loads(private.read_text(self._thread_path()) or "{}").get("thread_id")
+        except (OSError, ValueError, AttributeError, UsageError):
             return None
         return value if isinstance(value, str) and value else None
 
     def _save_thread_id(self, thread_id: str) -> None:
-        path = self._thread_path()
-        tmp = path + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"thread_id": thread_id}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        private.write_atomic(self._thread_path(), json.dumps({"thread_id": thread_id}), sync=True)
 
 
 NOTIFICATIONS = {

@@ -88,7 +88,7 @@ class StandIn:
 
     def _count_turns(self):
         try:
-            with open(self.transcript, encoding="utf-8") as f:
+            with private_file(self.transcript, os.O_RDONLY, "r") as f:
                 return sum(1 for _ in f)
         except FileNotFoundError:
             return 0
@@ -180,9 +180,19 @@ class StandIn:
         emit(ev="done", turn=turn.number, status=status, inputs=turn.inputs, output=output, error=error,
              deltas=turn.deltas, write_seconds=round(turn.write_seconds, 3),
              longest_write=round(turn.longest_write, 4))
-        with open(self.transcript, "a", encoding="utf-8") as f:
+        with private_file(self.transcript, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "a") as f:
             f.write(json.dumps({"turn": turn.number, "inputs": turn.texts, "output": output}) + "\n")
 
+
+def private_file(path, flags, mode):
+    """The transcript in the sidecar: never through a symlink, created 0600, and
+    only a regular file of ours (this script runs with -I -S: no harnessctl import)."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    st = os.fstat(fd)
+    if st.st_mode & 0o170000 != 0o100000 or st.st_uid != os.getuid() or st.st_mode & 0o022:
+        os.close(fd)
+        raise SystemExit("refusing transcript %s: not a regular file of ours" % path)
+    return os.fdopen(fd, mode, encoding="utf-8")
 
 if __name__ == "__main__":
     StandIn(sys.argv[1]).run()
