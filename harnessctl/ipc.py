@@ -90,8 +90,7 @@ def connect(path: str, timeout: Optional[float]) -> _socket.socket:
         if uid != os.getuid():
             from .private import owner
 
-            raise PermissionError("refusing runtime socket %s: its runtime runs as %s, not as you (%s)"
-                                  % (path, owner(uid), owner(os.getuid())))
+            raise PermissionError("refusing runtime socket %s: it is served by %s, not by you" % (path, owner(uid)))
     except BaseException:
         conn.close()
         raise

@@ -39,11 +39,11 @@ def cannot(what: str, path: str, e: OSError) -> HarnessctlError:
 
 
 def owner(uid: int) -> str:
-    """`uid 1001 (mallory)`, for messages."""
+    """`mallory (uid 1001)`, for messages."""
     import pwd
 
     try:
-        return "uid %d (%s)" % (uid, pwd.getpwuid(uid).pw_name)
+        return "%s (uid %d)" % (pwd.getpwuid(uid).pw_name, uid)
     except KeyError:
         return "uid %d" % uid
 
@@ -51,8 +51,7 @@ def owner(uid: int) -> str:
 def check(path: str, st: os.stat_result, what: str = "file") -> None:
     """Refuse `st` (of `path`) unless it is ours and not writable by group or others."""
     if st.st_uid != os.getuid():
-        raise UsageError("refusing %s %s: it is owned by %s, not by you (%s)"
-                         % (what, path, owner(st.st_uid), owner(os.getuid())))
+        raise UsageError("refusing %s %s: it is owned by %s, not by you" % (what, path, owner(st.st_uid)))
     if st.st_mode & 0o022:
         raise UsageError("refusing %s %s: it is writable by group or others (mode %04o); chmod go-w it"
                          % (what, path, st.st_mode & 0o7777))
@@ -142,8 +141,7 @@ def write_atomic(path: str, text: str, sync: bool = False) -> None:
 
 def _check_symlink(path: str, st: os.stat_result) -> None:
     if st.st_uid not in (os.getuid(), SYSTEM_UID):
-        raise UsageError("refusing symlink %s: it is owned by %s, not by you (%s)"
-                         % (path, owner(st.st_uid), owner(os.getuid())))
+        raise UsageError("refusing symlink %s: it is owned by %s, not by you" % (path, owner(st.st_uid)))
 
 
 def realpath(path: str) -> str:
