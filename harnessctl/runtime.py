@@ -101,6 +101,7 @@ class Runtime(Host):
         self.generation = 0  # bumped whenever the harness goes away: stale callbacks are ignored
         self.backend: Any = None
         self.child: Optional[Process] = None
+        self.recorded_pid: Optional[int] = None  # the harness pid in FILE.d/harness.pid
         self.cancelling = False
         self.cancel_after_accept = False
         self.flush_scheduled = False
@@ -375,11 +376,12 @@ class Runtime(Host):
         self.harness = "stopped"
         self.backend = None
         if self.child is not None:
-            pid = self.child.pid
             self.child.kill()
             self.child.wait(5)
             self.child = None
-            pidfile.forget(self.addr.harness_pid, pid)
+        if self.recorded_pid is not None:
+            pidfile.forget(self.addr.harness_pid, self.recorded_pid)
+            self.recorded_pid = None
 
     def _child_lines(self, generation: int, lines: List[str]) -> None:
         self.last_activity = time.time()
@@ -417,6 +419,7 @@ class Runtime(Host):
             on_lines=lambda lines: self.post(lambda: self._child_lines(generation, lines)),
             on_exit=lambda code: self.post(lambda: self._child_exit(generation, code)),
         )
+        self.recorded_pid = self.child.pid
         pidfile.record(self.addr.harness_pid, self.child.pid)
         self.debug("started harness pid %d: %s" % (self.child.pid, " ".join(argv)))
         return self.child
