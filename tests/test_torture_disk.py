@@ -59,7 +59,7 @@ def fill(directory):
 
 def test_disk_full_send_exits_nonzero_with_a_clear_line_and_no_torn_line(tiny_fs):
     path = str(tiny_fs / "events.jsonl")
-    env = cli_env(HARNESSCTL_ADAPTER="mock", HARNESSCTL_IDLE_TIMEOUT="5")
+    env = cli_env(HARNESSCTL_ADAPTER="mock")  # no idle exit while the disk is filled: "alive" is checked below
     ok("send", path, "before", env=env)
     wait_results(path, 1)
     filler = fill(tiny_fs)
@@ -100,7 +100,7 @@ def limited(limit):
 
 
 def test_file_size_limit_refuses_the_send_cleanly_and_a_new_runtime_works(efile):
-    env = cli_env(HARNESSCTL_ADAPTER="mock", HARNESSCTL_IDLE_TIMEOUT="30")
+    env = cli_env(HARNESSCTL_ADAPTER="mock")
     ok("send", efile, "create the file", env=env)
     wait_results(efile, 1)
     [pid] = runtime_pids(efile)
