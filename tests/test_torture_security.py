@@ -29,15 +29,33 @@ def mode(path):
 
 
 def test_files_stay_private_under_a_permissive_umask(efile):
-    proc = subprocess.run([sys.executable, "-m", "harnessctl", "send", efile, "hello", *MOCK], env=cli_env(),
-                          cwd=ROOT, stderr=subprocess.PIPE, preexec_fn=lambda: os.umask(0), timeout=60)
+    """Every file the sidecar holds, while the harness runs (harness.pid) and
+    after the runtime has exited (state.json), whoever wrote it."""
+    umask0 = dict(env=cli_env(HARNESSCTL_IDLE_TIMEOUT="0.5"), cwd=ROOT, stderr=subprocess.PIPE,
+                  preexec_fn=lambda: os.umask(0), timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "harnessctl", "send", efile, "/permission hold\nhello", *MOCK],
+                          **umask0)
+    assert proc.returncode == 0, proc.stderr
+    wait_for(lambda: of_kind(efile, "request"), what="request")
+    sidecar = efile + ".d"
+    seen = private_files(sidecar)
+    proc = subprocess.run([sys.executable, "-m", "harnessctl", "reply", efile, "req-1", "allow"], **umask0)
     assert proc.returncode == 0, proc.stderr
     wait_results(efile, 1)
-    sidecar = efile + ".d"
+    wait_for(lambda: not runtime_pids(efile), what="idle exit")
+    seen |= private_files(sidecar)
+    assert {"binding.json", "runtime.lock", "spawn.lock", "runtime.log", "runtime.sock", "harness.pid",
+            "mock-transcript.jsonl", "state.json"} <= seen
     assert mode(efile) == 0o600 and mode(sidecar) == 0o700
-    for name in ("binding.json", "runtime.lock", "spawn.lock", "runtime.log", "runtime.sock"):
-        assert mode(os.path.join(sidecar, name)) & 0o077 == 0, name
     check(efile)
+
+
+def private_files(sidecar):
+    """The names in `sidecar`, asserting each is private to its owner."""
+    names = set(os.listdir(sidecar))
+    for name in names:
+        assert stat.S_IMODE(os.lstat(os.path.join(sidecar, name)).st_mode) & 0o077 == 0, name
+    return names
 
 
 def test_nothing_listens_on_a_network_port(efile):
