@@ -1,12 +1,14 @@
 """The runtime process: one per event file, detached, spawned by `send`.
 
-It holds the runtime lock for life, serves commands on a local socket, owns
-the adapter's backend (and through it the harness), and is the only writer of
-the event file while it lives.  Everything that changes state runs on ONE
-thread, the loop in `Runtime.serve`: socket handler threads and harness
-reader threads only post jobs to its queue, so neither the runtime nor any
-adapter needs a lock of its own.  The loop sleeps in `queue.get` until a job
-or the next timer is due: an idle runtime costs no CPU.
+It holds the sidecar's runtime lock and the event file's own lock for life
+(locks.py), serves commands on a local socket, owns the adapter's backend (and
+through it the harness), and is the only writer of the event file while it
+lives.  Everything that changes state runs on ONE thread, the loop in
+`Runtime.serve`: socket handler threads and harness reader threads only post
+jobs to its queue, so neither the runtime nor any adapter needs a lock of its
+own.  The loop sleeps in `queue.get` until a job or the next timer is due: an
+idle runtime wakes once a second to check it can still be reached, and
+otherwise costs no CPU.
 """
 
 from __future__ import annotations
