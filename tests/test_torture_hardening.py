@@ -41,6 +41,23 @@ def assert_refused(proc, code: int, *fragments: str) -> None:
     assert one_clear_line(proc.stderr, *fragments), proc.stderr
 
 
+# -- 2. one writer per file -----------------------------------------------------------------
+
+
+def test_status_of_a_hard_link_whose_file_a_runtime_serves_under_its_other_name(efile, workdir):
+    """The link's own sidecar has no runtime, but the file's writer lock is
+    held: status must not apply the lost-runtime rule, nor wait its timeout."""
+    ok("send", efile, "/permission hold\nfirst", "--adapter", "mock")
+    wait_for(lambda: of_kind(efile, "request"), what="request")
+    link = str(workdir / "link.jsonl")
+    os.link(efile, link)
+    report = status_of(link, cli_env(HARNESSCTL_TIMEOUT="20"))
+    assert report["state"] == "awaiting_reply" and report["runtime"] == "alive"
+    assert not of_kind(efile, "result")
+    ok("cancel", efile)
+    check(efile)
+
+
 # -- 3. a runtime that stays reachable ---------------------------------------------------
 
 
