@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 
 
-from . import private
 from .errors import NotFoundError, UsageError
 
 TYPE_CHECKING = False  # typing is not imported at run time: every command pays for its imports
@@ -18,6 +17,7 @@ if TYPE_CHECKING:
 
 # AF_UNIX sun_path is 108 bytes including the terminating NUL.
 MAX_SOCKET_PATH = 107
+MAX_SYMLINKS = 40  # as the kernel's own limit on a path's symlinks
 EVENT_TYPES = ("accepted", "message", "request", "result", "log")
 
 
@@ -85,10 +85,47 @@ def resolve(file: str) -> Address:
         absolute = os.path.abspath(file)
     except (OSError, ValueError) as e:  # the current directory is gone or not decodable
         raise UsageError("cannot resolve %s: %s" % (file, e)) from None
-    path = private.realpath(absolute)
+    path = _realpath(absolute)
     if os.path.isdir(path):
         raise UsageError("event path is a directory, not an event file: %s" % path)
     return Address(path)
+
+
+def _realpath(path: str) -> str:
+    """os.path.realpath of an absolute path, refusing to follow a symlink that
+    neither the caller nor root owns (private.check_symlink).  One lstat per
+    component, as realpath itself does, so resolving costs nothing extra."""
+    resolved = "/"
+    todo = [part for part in reversed(path.split("/")) if part]
+    hops = 0
+    while todo:
+        name = todo.pop()
+        if name == ".":
+            continue
+        if name == "..":
+            resolved = os.path.dirname(resolved)
+            continue
+        candidate = os.path.join(resolved, name)
+        try:
+            st = os.lstat(candidate)
+        except FileNotFoundError:
+            return os.path.join(candidate, *reversed(todo))  # the rest does not exist yet
+        except OSError as e:
+            raise UsageError("cannot access %s: %s" % (candidate, e.strerror)) from None
+        if st.st_mode & 0o170000 != 0o120000:
+            resolved = candidate
+            continue
+        hops += 1
+        if hops > MAX_SYMLINKS:
+            raise UsageError("too many levels of symlinks in %s" % path)
+        from .private import check_symlink
+
+        check_symlink(candidate, st)
+        target = os.readlink(candidate)
+        if target.startswith("/"):
+            resolved = "/"
+        todo.extend(part for part in reversed(target.split("/")) if part)
+    return resolved
 
 
 def require_exists(addr: Address) -> None:
@@ -113,6 +150,8 @@ def check_binding(bound: Dict[str, Optional[str]], wanted: Dict[str, Optional[st
 def open_event_file(addr: Address, flags: int) -> int:
     """The event file, opened only if it is a regular file of ours (a FIFO or a
     device is refused without blocking on it)."""
+    from . import private
+
     try:
         return private.open_file(addr.path, flags, "event file")
     except FileNotFoundError:
@@ -155,6 +194,8 @@ def make_sidecar(addr: Address) -> Tuple[bool, bool]:
     """Create FILE.d/ (0700) and the event file (0600) for a first send, or
     check the existing ones are ours.  Returns what was created (sidecar,
     event file), so that a send that fails next can take them back."""
+    from . import private
+
     parent = os.path.dirname(addr.path)
     if not os.path.isdir(parent):
         raise UsageError("directory of the event file does not exist: %s" % parent)
@@ -172,6 +213,8 @@ def make_sidecar(addr: Address) -> Tuple[bool, bool]:
 def read_binding(addr: Address) -> Optional[Dict[str, Optional[str]]]:
     """The adapter/cwd/model bound to this file, or None before the first send."""
     import json
+
+    from . import private
 
     try:
         text = private.read_text(addr.binding)
@@ -192,5 +235,7 @@ def read_binding(addr: Address) -> Optional[Dict[str, Optional[str]]]:
 
 def write_binding(addr: Address, binding: Dict[str, Optional[str]]) -> None:
     import json
+
+    from . import private
 
     private.write_atomic(addr.binding, json.dumps(binding))

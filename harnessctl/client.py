@@ -9,7 +9,7 @@ import os
 import sys
 import time
 
-from . import ipc, knobs, private
+from . import ipc
 from .address import (Address, check_binding, check_event_file, make_sidecar, open_event_file, read_binding,
                       require_exists, resolve, write_binding)
 from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError, UsageError, from_code
@@ -28,6 +28,10 @@ class NoRuntime(Exception):
 
 
 def timeout_seconds() -> float:
+    if "HARNESSCTL_TIMEOUT" not in os.environ:
+        return 30.0  # the default, without importing the parser: every command pays for its imports
+    from . import knobs
+
     return knobs.seconds(os.environ, "HARNESSCTL_TIMEOUT", 30.0)
 
 
@@ -43,7 +47,6 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
     wanted = {"adapter": adapter, "cwd": _real_dir(cwd) if cwd is not None else None, "model": model}
     fields = ["send", text, wanted["cwd"] or "", model or "", adapter or ""]
     deadline = time.monotonic() + timeout_seconds()
-    knobs.seconds(os.environ, "HARNESSCTL_IDLE_TIMEOUT", 60.0)  # refused here, not by a runtime later
     while True:
         try:
             _exchange(addr, fields, deadline, retry_on_eof=False)
@@ -187,7 +190,7 @@ def _starting_or_exiting(addr: Address, deadline: float) -> bool:
     """True (after a short pause) while a runtime holds this sidecar's lock but
     does not listen: it is starting (it listens in a moment) or exiting (it
     lets go in a moment).  Then the command asks again instead of spawning."""
-    from . import locks
+    from . import locks, private
 
     if not os.path.isdir(addr.sidecar):
         return False
@@ -207,6 +210,9 @@ def _ensure_runtime(addr: Address, binding: Dict[str, Any], deadline: float) -> 
     """Start the runtime unless someone else did meanwhile.  Serialized by the
     spawn lock so that concurrent first sends start exactly one runtime.  What
     a first send created is taken back when it cannot be set up (disk full)."""
+    from . import knobs, private
+
+    knobs.seconds(os.environ, "HARNESSCTL_IDLE_TIMEOUT", 60.0)  # refused here, not by the runtime it would start
     created = make_sidecar(addr)
     try:
         _spawn_once(addr, binding, deadline)
@@ -339,7 +345,7 @@ def _while_stopped(addr: Address, deadline: float, fn: Any, elsewhere: Any = Non
     start meanwhile); None if a runtime is alive after all (ask it instead).
     If another process keeps writing the file, elsewhere(addr) answers, or the
     command times out."""
-    from . import locks
+    from . import locks, private
     from .pidfile import kill_leftover
 
     sidecar = os.path.lexists(addr.sidecar)  # none: a file made by hand, or a copy
@@ -372,6 +378,8 @@ def _while_stopped(addr: Address, deadline: float, fn: Any, elsewhere: Any = Non
 def _open_writer(addr: Address) -> int:
     """The event file for writing, or for reading only where it cannot be
     written (a status still works; a recovery that must write says why)."""
+    from . import private
+
     try:
         return private.open_file(addr.path, os.O_RDWR | os.O_APPEND, "event file")
     except FileNotFoundError:

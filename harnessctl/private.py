@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 # Symlinks owned by root are trusted too: root can do anything anyway, and
 # system paths such as /var/run -> /run are root's.
 SYSTEM_UID = 0
-MAX_SYMLINKS = 40  # as the kernel's own limit on a path's symlinks
 # stat.S_IFMT and friends, without importing stat (start-up cost)
 S_IFMT, S_IFDIR, S_IFREG, S_IFLNK = 0o170000, 0o040000, 0o100000, 0o120000
 
@@ -62,7 +61,7 @@ def check_dir(path: str) -> None:
     try:
         st = os.lstat(path)
         if st.st_mode & S_IFMT == S_IFLNK:
-            _check_symlink(path, st)
+            check_symlink(path, st)
             st = os.stat(path)
     except OSError as e:
         raise UsageError("cannot use directory %s: %s" % (path, e.strerror)) from None
@@ -139,41 +138,7 @@ def write_atomic(path: str, text: str, sync: bool = False) -> None:
         raise
 
 
-def _check_symlink(path: str, st: os.stat_result) -> None:
+def check_symlink(path: str, st: os.stat_result) -> None:
+    """A symlink is followed only if it is ours or root's."""
     if st.st_uid not in (os.getuid(), SYSTEM_UID):
         raise UsageError("refusing symlink %s: it is owned by %s, not by you" % (path, owner(st.st_uid)))
-
-
-def realpath(path: str) -> str:
-    """os.path.realpath of an absolute path, refusing to follow a symlink that
-    neither the caller nor root owns.  One lstat per component, as realpath
-    itself does, so resolving costs nothing extra."""
-    resolved = "/"
-    todo = [part for part in reversed(path.split("/")) if part]
-    hops = 0
-    while todo:
-        name = todo.pop()
-        if name == ".":
-            continue
-        if name == "..":
-            resolved = os.path.dirname(resolved)
-            continue
-        candidate = os.path.join(resolved, name)
-        try:
-            st = os.lstat(candidate)
-        except FileNotFoundError:
-            return os.path.join(candidate, *reversed(todo))  # the rest does not exist yet
-        except OSError as e:
-            raise UsageError("cannot access %s: %s" % (candidate, e.strerror)) from None
-        if st.st_mode & S_IFMT != S_IFLNK:
-            resolved = candidate
-            continue
-        hops += 1
-        if hops > MAX_SYMLINKS:
-            raise UsageError("too many levels of symlinks in %s" % path)
-        _check_symlink(candidate, st)
-        target = os.readlink(candidate)
-        if target.startswith("/"):
-            resolved = "/"
-        todo.extend(part for part in reversed(target.split("/")) if part)
-    return resolved

@@ -3,13 +3,13 @@ runtime start-up read only the tail of a long event file.
 
 The snapshot is a cache, three lines of text:
 
-    harnessctl-snapshot 3 INODE OFFSET CRC TAIL
+    harnessctl-snapshot 3 INODE OFFSET STATUS_SUM CONVERSATION_SUM TAIL
     the status line of a stopped runtime, exactly as `status` prints it
     the folded conversation, as JSON
 
-(TAIL: hex of the 64 bytes before OFFSET; CRC: crc32 of the two lines after
-the header.)  It is ignored (the file is folded from the start) whenever the
-header does not match the event file or the body does not match its CRC.
+(TAIL: hex of the 64 bytes before OFFSET; a SUM is `length:byte sum` of its
+line.)  It is ignored (the file is folded from the start) whenever the header
+does not match the event file or a line does not match its sum.
 The header is checked without a JSON parse, so the `status` of a stopped
 runtime whose file has not grown since the snapshot prints line 2 without
 importing json at all.
@@ -50,7 +50,7 @@ def load(addr: Address) -> Tuple[Conversation, int, bool]:
 
     cached = _read(addr)
     conv, offset = Conversation(), 0
-    if cached is not None:
+    if cached is not None and cached[2] is not None:
         try:
             conv, offset = Conversation.from_dict(json.loads(cached[2])), cached[0]
         except Exception:  # a cache that does not describe a conversation: fold the file instead
@@ -69,23 +69,25 @@ def save(addr: Address, conv: Conversation, offset: int, binding: Optional[Dict[
     from .state import status_report
 
     status = json.dumps(status_report(conv, binding, alive=False), ensure_ascii=False, separators=(",", ":"))
-    body = "%s\n%s" % (status, json.dumps(conv.to_dict()))
+    conversation = json.dumps(conv.to_dict())
     try:
-        header = "%s %d %d %d %s" % (MAGIC, os.stat(addr.path).st_ino, offset, _crc(body), _tail(addr.path, offset))
-        private.write_atomic(addr.snapshot, "%s\n%s\n" % (header, body))
+        header = "%s %d %d %s %s %s" % (MAGIC, os.stat(addr.path).st_ino, offset, _sum(status), _sum(conversation),
+                                        _tail(addr.path, offset))
+        private.write_atomic(addr.snapshot, "%s\n%s\n%s\n" % (header, status, conversation))
     except (OSError, UsageError):
         pass
 
 
-def _read(addr: Address) -> Optional[Tuple[int, str, str]]:
-    """(offset, status line, conversation JSON) if the header matches the event file."""
+def _read(addr: Address) -> Optional[Tuple[int, str, Optional[str]]]:
+    """(offset, status line, conversation JSON or None if damaged) if the
+    header matches the event file and the status line its sum."""
     try:
         text = private.read_text(addr.snapshot)
         if text is None:
             return None
         header, status, conversation = text.split("\n", 3)[:3]
         magic, _, rest = header.rpartition(" ")  # rest: the tail (may be empty)
-        *_, ino, offset_text, crc = magic.split(" ")
+        *_, ino, offset_text, status_sum, conversation_sum = magic.split(" ")
         offset = int(offset_text)
         st = os.stat(addr.path)
         if (
@@ -93,18 +95,19 @@ def _read(addr: Address) -> Optional[Tuple[int, str, str]]:
             and int(ino) == st.st_ino
             and 0 <= offset <= st.st_size
             and rest == _tail(addr.path, offset)
-            and int(crc) == _crc("%s\n%s" % (status, conversation))
+            and status_sum == _sum(status)
         ):
-            return offset, status, conversation
+            return offset, status, conversation if conversation_sum == _sum(conversation) else None
     except (OSError, ValueError, UsageError):
         pass
     return None
 
 
-def _crc(body: str) -> int:
-    import binascii
-
-    return binascii.crc32(body.encode("utf-8", "surrogateescape"))
+def _sum(line: str) -> str:
+    """Length and byte sum: enough to catch a cut, zeroed or overwritten line,
+    and cheaper on the fast path than importing a hash module."""
+    data = line.encode("utf-8", "surrogateescape")
+    return "%d:%d" % (len(data), sum(data))
 
 
 def _tail(path: str, offset: int) -> str:
