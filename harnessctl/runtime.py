@@ -199,15 +199,19 @@ class Runtime(Host):
         """Accept until shutdown, whatever accept() says: out of descriptors
         (EMFILE) or memory, a connection reset in the backlog.  The waiting
         connections stay in the backlog until a descriptor is free again."""
+        failing = False
         while not self.stopping:
             try:
                 conn = ipc.accept(self.server)
             except OSError as e:
                 if self.stopping:
                     return
-                self.debug("accept failed (%s); retrying" % e.strerror)
+                if not failing:
+                    self.debug("accept failed (%s); retrying until it works again" % e.strerror)
+                failing = True
                 time.sleep(0.05)
                 continue
+            failing = False
             thread = threading.Thread(target=self._serve_connection, args=(conn,), daemon=True)
             self.connections.add(thread)
             try:
