@@ -424,6 +424,7 @@ def _recovered(addr: Address, fd: int) -> Any:
     from .state import LOST, close_open_work
 
     check_event_file(addr)
+    binding = read_binding(addr)  # refused (untrusted) before anything is written, never after
     conv, offset, stale = snapshot.load(addr)
     lost = close_open_work(conv, LOST)
     if lost:
@@ -440,5 +441,5 @@ def _recovered(addr: Address, fd: int) -> Any:
             log.close()
         offset = os.path.getsize(addr.path)
     if (stale or lost) and os.path.isdir(addr.sidecar):
-        snapshot.save(addr, conv, offset, read_binding(addr))
+        snapshot.save(addr, conv, offset, binding)
     return conv

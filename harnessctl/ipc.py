@@ -57,6 +57,8 @@ def listen(path: str) -> _socket.socket:
     if mode & 0o077:
         raise UsageError("refusing socket directory %s: its mode is %04o, not 0700" % (parent, mode))
     try:
+        if os.lstat(path).st_mode & 0o170000 not in (0o140000, 0o120000):  # a socket, or a symlink in its place
+            raise UsageError("refusing runtime socket %s: it is not a socket" % path)
         os.unlink(path)
     except FileNotFoundError:
         pass

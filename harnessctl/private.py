@@ -105,6 +105,20 @@ def open_file(path: str, flags: int, what: str = "file") -> int:
     return fd
 
 
+def check_file(path: str, what: str = "file") -> None:
+    """An existing `path` must be a regular file of ours (a missing one is
+    fine): for a file that another process, such as a harness, will open."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if st.st_mode & S_IFMT == S_IFLNK:
+        raise UsageError("refusing %s %s: it is a symlink" % (what, path))
+    if st.st_mode & S_IFMT != S_IFREG:
+        raise UsageError("refusing %s %s: it is not a regular file" % (what, path))
+    check(path, st, what)
+
+
 def read_text(path: str) -> Optional[str]:
     """The whole (UTF-8) text of a private file, or None if it does not exist."""
     try:

@@ -352,9 +352,9 @@ class Runtime(Host):
                     self.backend.interrupt()
         self._pump()
 
-    def _fail_waiting(self, message: str) -> None:
+    def _fail_waiting(self, error: HarnessctlError) -> None:
         while self.waiting:
-            self.waiting.popleft()[1].fail(UnavailableError(message))
+            self.waiting.popleft()[1].fail(error)
 
     # -- the harness ----------------------------------------------------------
 
@@ -368,6 +368,9 @@ class Runtime(Host):
         try:
             self.backend = registry.backend_class(self.binding["adapter"])(self, config)
             self.backend.start()
+        except HarnessctlError as e:  # e.g. private.py refused one of the adapter's sidecar files
+            self.debug("backend.start refused: %s" % e)
+            self._start_refused(e)
         except Exception as e:
             self.debug("backend.start failed:\n" + _traceback())
             self.start_failed(str(e))
@@ -409,7 +412,7 @@ class Runtime(Host):
             self._drop_harness()
         message = "the harness exited unexpectedly (exit code %s); see %s" % (returncode, self.addr.runtime_log)
         if was == "starting":
-            self._fail_waiting(message)
+            self._fail_waiting(UnavailableError(message))
         if self.in_flight:
             self.send_failed(self.in_flight[0].input_id, message, unavailable=True)
         self._write_all(close_open_work(self.conv, message))
@@ -439,9 +442,14 @@ class Runtime(Host):
             self._pump()
 
     def start_failed(self, message: str) -> None:
+        self._start_refused(UnavailableError(message))
+
+    def _start_refused(self, error: HarnessctlError) -> None:
+        """The waiting sends fail with `error`: exit 5, or 2 for a sidecar
+        file the adapter refused to trust."""
         if self.harness == "starting":
             self._drop_harness()
-            self._fail_waiting(message)
+            self._fail_waiting(error)
 
     def new_run(self) -> str:
         return new_id()
@@ -601,7 +609,7 @@ class Runtime(Host):
         self._drop_harness()
         if self.in_flight:
             self.in_flight[1].fail(OutcomeUnknownError("the runtime stopped (%s) while confirming the input" % reason))
-        self._fail_waiting("the runtime stopped (%s); send again" % reason)
+        self._fail_waiting(UnavailableError("the runtime stopped (%s); send again" % reason))
         ended = "the runtime stopped (%s) before the run ended" % reason
         self._guard(lambda: self._write_all(close_open_work(self.conv, ended)))
         self._drain_requests()

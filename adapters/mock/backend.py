@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any, Dict, Optional
 
+from harnessctl import private
 from harnessctl.backend import Backend, Input
 
 STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standin.py")
@@ -19,6 +20,7 @@ class MockBackend(Backend):
         self.runs: Dict[int, str] = {}  # stand-in turn number -> our run id
         self.requests: Dict[str, str] = {}  # our request id -> stand-in request id
         transcript = os.path.join(self.config.sidecar, "mock-transcript.jsonl")
+        private.check_file(transcript, "transcript")  # the stand-in opens it: refuse one that is not ours here
         argv = [sys.executable, "-I", "-S", STANDIN, transcript]
         self.child = self.host.spawn(argv, self.config.env, self.config.cwd)
 
