@@ -2,14 +2,16 @@
 """The torture suite's figures at the issue's full counts (issue 5).
 
     python3 bench/torture_report.py [--rounds 200] [--senders 64] [--sends 10] [--files 100]
-                                    [--sender-kills 40] [--seed N] [--quick]
+                                    [--sender-kills 40] [--move-rounds 60] [--seed N] [--quick]
 
 Runs the counted scenarios of tests/test_torture_*.py with the mock adapter,
 and the kill -9 roulette also with the Codex and Claude Code adapters over
 their fake harnesses (the same drivers, from tests/torture_support.py, and the same invariant
 checks: the project's fold AND the independent line-by-line checker), then
 prints what they survived: kill -9 rounds, inputs checked, and the recovery
-times.  Any violated invariant stops it with the checker's message.  The
+times; the "another local user" hunt (as root, with a throw-away user) and
+the rename/link/unlink rounds (issue 9) add their counts.  Any violated
+invariant stops it with the checker's message.  The
 one-shot scenarios (crash, disk full, torn tails, bad input, signals,
 security) are plain tests: HARNESSCTL_TORTURE=full python3 -m pytest -m torture.
 """
@@ -28,7 +30,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import cliutil  # noqa: E402
+import torture_moves  # noqa: E402
 import torture_support as torture  # noqa: E402
+import torture_users  # noqa: E402
 
 
 def scenario(name, fn, *args):
@@ -61,12 +65,13 @@ def main():
     parser.add_argument("--sends", type=int, default=10)
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--sender-kills", type=int, default=40)
+    parser.add_argument("--move-rounds", type=int, default=60, help="rename/link/unlink rounds")
     parser.add_argument("--seed", type=int, default=random.randrange(1 << 30))
     parser.add_argument("--quick", action="store_true", help="the default test run's small counts")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.senders, args.sends, args.files, args.sender_kills = 30, 16, 4, 12, 8
-        args.adapter_rounds = 6
+        args.adapter_rounds, args.move_rounds = 6, 10
     print("seed %d (replay: --seed %d)" % (args.seed, args.seed), flush=True)
     results = {
         "roulette": scenario("kill-9", roulette, args.rounds, args.seed),
@@ -77,7 +82,13 @@ def main():
         "sender-kills": scenario("sender-kills", torture.kill_senders, args.sender_kills, args.seed),
         "idle-race": scenario("idle-race", torture.idle_race, 12, 25),
         "storm": scenario("storm", torture.storm, 4, 50),
+        "moves": scenario("moves", torture_moves.moves, args.move_rounds, args.seed),
     }
+    try:
+        users = scenario("other-user", torture_users.other_user_report)
+    except torture_users.Unavailable as e:
+        users = None
+        print("other-user     skipped: %s" % e, flush=True)
     r = results["roulette"]
     inputs = sum(s.get("inputs", s.get("accepted", 0)) for s in results.values())
     print()
@@ -105,6 +116,16 @@ def main():
     print("send/cancel/reply storm   %d sends, %d cancels, %d replies at once: %d results, none lost or doubled"
           % (results["storm"]["sends"], results["storm"]["cancels"], results["storm"]["replies"],
              results["storm"]["results"]))
+    m = results["moves"]
+    print("rename/link/unlink        %d rounds (%s): %d files checked, %d inputs, %d results, one writer each"
+          % (m["rounds"], ", ".join("%s %d" % kv for kv in sorted(m["by_op"].items())), m["files_checked"],
+             m["inputs"], m["results"]))
+    if users is not None:
+        print("another local user        %d planted sidecar entries (%d files x %d attacks x %d commands x 2 stops): "
+              "%d refused with exit 2, %d ignored, %d victims intact; %d sockets of theirs, %d refused"
+              % (users["attacks"], users["sidecar_files"], users["attack_kinds"], users["commands"],
+                 users["refused"], users["ignored"], users["victims_intact"], users["socket_attacks"],
+                 users["socket_refused"]))
     return 0
 
 

@@ -190,10 +190,11 @@ def is_event_line(head: bytes) -> bool:
     return isinstance(first, dict) and first.get("type") in EVENT_TYPES and "seq" in first
 
 
-def make_sidecar(addr: Address) -> Tuple[bool, bool]:
+def make_sidecar(addr: Address) -> Tuple[bool, Optional[Tuple[int, int]]]:
     """Create FILE.d/ (0700) and the event file (0600) for a first send, or
-    check the existing ones are ours.  Returns what was created (sidecar,
-    event file), so that a send that fails next can take them back."""
+    check the existing ones are ours.  Returns what was created: the sidecar
+    (True/False) and the event file ((st_dev, st_ino), or None), so that a
+    send that fails next can take them back."""
     from . import private
 
     parent = os.path.dirname(addr.path)
@@ -201,13 +202,17 @@ def make_sidecar(addr: Address) -> Tuple[bool, bool]:
         raise UsageError("directory of the event file does not exist: %s" % parent)
     made_sidecar = private.make_dir(addr.sidecar)
     try:
-        os.close(os.open(addr.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
-        return made_sidecar, True
+        fd = os.open(addr.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except FileExistsError:
         os.close(open_event_file(addr, os.O_WRONLY | os.O_APPEND))  # one of ours, and writable
-        return made_sidecar, False
+        return made_sidecar, None
     except OSError as e:
+        if made_sidecar:
+            os.rmdir(addr.sidecar)  # still empty: a first send that fails leaves nothing behind
         raise private.cannot("create event file", addr.path, e) from None
+    st = os.fstat(fd)
+    os.close(fd)
+    return made_sidecar, (st.st_dev, st.st_ino)
 
 
 def read_binding(addr: Address) -> Optional[Dict[str, Optional[str]]]:

@@ -16,7 +16,7 @@ from .errors import HarnessctlError, OutcomeUnknownError, StateError, Unavailabl
 
 TYPE_CHECKING = False  # typing is not imported at run time: every command pays for its imports
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional
+    from typing import Any, Dict, List, Optional, Tuple
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -209,55 +209,68 @@ def _starting_or_exiting(addr: Address, deadline: float) -> bool:
 def _ensure_runtime(addr: Address, binding: Dict[str, Any], deadline: float) -> None:
     """Start the runtime unless someone else did meanwhile.  Serialized by the
     spawn lock so that concurrent first sends start exactly one runtime.  What
-    a first send created is taken back when it cannot be set up (disk full)."""
-    from . import knobs, private
+    a first send created is taken back when it cannot be set up (disk full),
+    still under the spawn lock, so no other first send is setting up then."""
+    from . import knobs, locks, private
 
     knobs.seconds(os.environ, "HARNESSCTL_IDLE_TIMEOUT", 60.0)  # refused here, not by the runtime it would start
     created = make_sidecar(addr)
+    spawn = None
     try:
-        _spawn_once(addr, binding, deadline)
-    except OSError as e:
-        _take_back(addr, *created)
-        raise private.cannot("set up the session for", addr.path, e) from None
-    except BaseException:
-        _take_back(addr, *created)
-        raise
-
-
-def _spawn_once(addr: Address, binding: Dict[str, Any], deadline: float) -> None:
-    from . import locks
-
-    spawn = locks.wait_lock(addr.spawn_lock, deadline)
-    if spawn is None:
-        raise OutcomeUnknownError("timed out waiting for another command to start the runtime")
-    try:
-        if _listening(addr):
-            return
-        current = read_binding(addr)
-        if current is None or os.path.getsize(addr.path) == 0:
-            # A file with no event yet may still be re-bound (its first send failed).
-            write_binding(addr, _merge(current, binding))
-        else:
-            check_binding(current, binding)
-        lock = locks.try_lock(addr.runtime_lock)
-        if lock is None:
-            return  # a runtime is starting or exiting: the command asks it again
-        locks.unlock(lock)
-        _spawn_runtime(addr, deadline)
+        try:
+            spawn = locks.wait_lock(addr.spawn_lock, deadline)
+            if spawn is None:
+                raise OutcomeUnknownError("timed out waiting for another command to start the runtime")
+            needed = _prepare_spawn(addr, binding)
+        except OSError as e:
+            _take_back(addr, *created)
+            raise private.cannot("set up the session for", addr.path, e) from None
+        except BaseException:
+            _take_back(addr, *created)
+            raise
+        if needed:
+            _spawn_runtime(addr, deadline)
     finally:
         locks.unlock(spawn)
 
 
-def _take_back(addr: Address, made_sidecar: bool, made_file: bool) -> None:
-    """Remove what a failed first send made: an empty event file, and the
-    sidecar with the few files the send itself put there."""
+def _prepare_spawn(addr: Address, binding: Dict[str, Any]) -> bool:
+    """Bind the file if it is new; True if a runtime must be spawned (none
+    listens, none is starting or exiting)."""
+    from . import locks
+
+    if _listening(addr):
+        return False
+    current = read_binding(addr)
+    if current is None or os.path.getsize(addr.path) == 0:
+        # A file with no event yet may still be re-bound (its first send failed).
+        write_binding(addr, _merge(current, binding))
+    else:
+        check_binding(current, binding)
+    lock = locks.try_lock(addr.runtime_lock)
+    if lock is None:
+        return False  # a runtime is starting or exiting: the command asks it again
+    locks.unlock(lock)
+    return True
+
+
+# What a first send itself puts into a new sidecar before a runtime starts.
+FIRST_SEND_FILES = ("binding.json", "spawn.lock", "runtime.lock")
+
+
+def _take_back(addr: Address, made_sidecar: bool, made_file: Optional[Tuple[int, int]]) -> None:
+    """Remove what a failed first send made: the event file it created, if it
+    is still that file and empty, and the sidecar it created, if it holds
+    nothing but what the send put there."""
     try:
-        if made_file and os.path.getsize(addr.path) == 0:
+        st = os.stat(addr.path)
+        if made_file == (st.st_dev, st.st_ino) and st.st_size == 0:
             os.unlink(addr.path)
         if made_sidecar:
             for name in os.listdir(addr.sidecar):
-                os.unlink(os.path.join(addr.sidecar, name))
-            os.rmdir(addr.sidecar)
+                if name in FIRST_SEND_FILES or name.endswith(".tmp"):
+                    os.unlink(os.path.join(addr.sidecar, name))
+            os.rmdir(addr.sidecar)  # fails, as it should, if anything else is there
     except OSError:
         pass
 
@@ -289,7 +302,7 @@ def _spawn_runtime(addr: Address, deadline: float) -> None:
     try:
         os.posix_spawn(
             sys.executable,
-            [sys.executable, "-I", "-S", "-c", BOOT, ROOT, addr.path, str(write_fd)],
+            [sys.executable, "-I", "-S", "-c", BOOT, ROOT, addr.path, str(write_fd), repr(deadline)],
             os.environ,
             file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1),
                           (os.POSIX_SPAWN_DUP2, devnull, 2), (os.POSIX_SPAWN_CLOSE, devnull)],
@@ -309,7 +322,8 @@ def _spawn_runtime(addr: Address, deadline: float) -> None:
     if word == "busy":
         return  # another runtime holds the lock: the next exchange finds it
     if word is None:
-        raise OutcomeUnknownError("timed out waiting for the runtime to start; see %s" % addr.runtime_log)
+        raise UnavailableError("timed out waiting for the runtime to start (nothing was sent); see %s"
+                               % addr.runtime_log)
     code, _, message = word.partition(" ")
     if code.isdigit() and message:
         raise from_code(int(code), message)
@@ -334,9 +348,10 @@ def _read_ready(fd: int, deadline: float) -> Optional[str]:
 # -- a stopped runtime -----------------------------------------------------------
 
 
-# A recovering command holds the event file's lock for milliseconds; held
-# longer, a runtime under another name of the same file (a hard link) writes it.
-WRITER_GRACE = 1.0
+# A recovering command holds the event file's lock for milliseconds (seconds
+# for a long file without a snapshot); held longer, a runtime serving another
+# name of the same file (a hard link) writes it.
+WRITER_GRACE = 2.0
 
 
 def _while_stopped(addr: Address, deadline: float, fn: Any, elsewhere: Any = None) -> Any:
@@ -344,7 +359,7 @@ def _while_stopped(addr: Address, deadline: float, fn: Any, elsewhere: Any = Non
     and, when it has a sidecar, holding the sidecar's lock (no runtime can
     start meanwhile); None if a runtime is alive after all (ask it instead).
     If another process keeps writing the file, elsewhere(addr) answers, or the
-    command times out."""
+    command exits 5 having done nothing."""
     from . import locks, private
     from .pidfile import kill_leftover
 
@@ -361,11 +376,11 @@ def _while_stopped(addr: Address, deadline: float, fn: Any, elsewhere: Any = Non
     try:
         fd = _open_writer(addr)
         try:
-            if not locks.lock_fd(fd, deadline if elsewhere is None else time.monotonic() + WRITER_GRACE):
+            if not locks.lock_fd(fd, min(deadline, time.monotonic() + WRITER_GRACE)):
                 if elsewhere is not None:
                     return elsewhere(addr)
-                raise OutcomeUnknownError("timed out waiting for the writer of %s (a runtime serving it under "
-                                          "another name?)" % addr.path)
+                raise UnavailableError("%s is being written by a runtime serving another name of it (a hard link?): "
+                                       "nothing was done; use the name that runtime was started for" % addr.path)
             if sidecar:
                 kill_leftover(addr.harness_pid)
             return fn(addr, fd)

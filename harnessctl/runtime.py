@@ -621,10 +621,12 @@ class Runtime(Host):
         except OSError as e:  # the file keeps that work open: the next command applies the lost-runtime rule
             self.debug("%d events could not be written (%s)" % (len(self.unwritten), e.strerror))
         replaced = self.events.replaced()
+        self.events.flush_logs()
+        covered = os.fstat(self.events.fd).st_size  # while we are the writer: the next one may append at once
         self.events.close()
         self.conv.seq = self.events.seq  # log lines written after the last critical event count too
         if not (replaced or self.unwritten):  # the snapshot must describe the file at the path
-            snapshot.save(self.addr, self.conv, os.stat(self.addr.path).st_size, self.binding)
+            snapshot.save(self.addr, self.conv, covered, self.binding)
 
     def _drain_requests(self) -> None:
         """Commands that reached us after we stopped listening are told to retry."""
@@ -664,12 +666,13 @@ def _identity(path: str) -> Optional[Tuple[int, int]]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Entry point of the detached runtime: `... runtime EVENT_FILE READY_FD`.
+    """Entry point of the detached runtime: `... runtime EVENT_FILE READY_FD DEADLINE`
+    (DEADLINE: time.monotonic() by which the spawning send must hear from us).
 
     It tells its spawner on READY_FD: `ok`, `busy` (another runtime lives in
     this sidecar), or `CODE MESSAGE`, the exit code and line for the command."""
     argv = sys.argv[1:] if argv is None else argv
-    addr, ready_fd = Address(argv[0]), int(argv[1])
+    addr, ready_fd, spawner_deadline = Address(argv[0]), int(argv[1]), float(argv[2])
     for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_IGN)
     os.chdir("/")  # never pin the caller's directory (the harness gets the bound cwd)
@@ -681,7 +684,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return _ready(ready_fd, "%d %s" % (e.exit_code, e))
     os.dup2(log_fd, 2)
     try:
-        runtime = _start(addr, env, log_fd)
+        runtime = _start(addr, env, log_fd, spawner_deadline)
     except HarnessctlError as e:
         sys.stderr.write("%s\n" % e)
         return _ready(ready_fd, "%d %s" % (e.exit_code, e))
@@ -696,12 +699,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-def _start(addr: Address, env: Dict[str, str], log_fd: int) -> Optional[Runtime]:
+def _start(addr: Address, env: Dict[str, str], log_fd: int, spawner_deadline: float) -> Optional[Runtime]:
     """Take the sidecar's lock, become the event file's one writer, listen
     (commands queue in the backlog from now on, even while a long file is
     folded), then recover and start the harness.  None if another runtime
-    lives in this sidecar."""
-    deadline = time.monotonic() + knobs.seconds(env, "HARNESSCTL_TIMEOUT", 30.0) * 0.8
+    lives in this sidecar.  Waits for the locks end early enough that the
+    spawning send still hears why."""
+    timeout = knobs.seconds(env, "HARNESSCTL_TIMEOUT", 30.0)
+    deadline = min(time.monotonic() + timeout * 0.8, spawner_deadline - min(0.2, timeout * 0.1))
     if locks.wait_lock(addr.runtime_lock, deadline) is None:
         return None
     event_fd = open_event_file(addr, os.O_RDWR | os.O_APPEND)
