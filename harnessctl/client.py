@@ -228,8 +228,10 @@ def _ensure_runtime(addr: Address, binding: Dict[str, Any], deadline: float) -> 
         except BaseException:
             _take_back(addr, *created)
             raise
-        if needed:
-            _spawn_runtime(addr, deadline)
+        refusal = _spawn_runtime(addr, deadline) if needed else None
+        if refusal is not None:  # the runtime said why (also in its log, kept in the sidecar) and exited
+            _take_back(addr, False, created[1])
+            raise refusal
     finally:
         locks.unlock(spawn)
 
@@ -290,8 +292,9 @@ def _listening(addr: Address) -> bool:
     return True
 
 
-def _spawn_runtime(addr: Address, deadline: float) -> None:
-    """Start the detached runtime and wait for its "ok" on a pipe (no polling).
+def _spawn_runtime(addr: Address, deadline: float) -> Optional[HarnessctlError]:
+    """Start the detached runtime and wait for its "ok" on a pipe (no polling);
+    the error it refused to start with, if it did.
 
     posix_spawn with setsid gives it its own session and no controlling
     terminal, with /dev/null for its std streams, so a shell or cron job that
@@ -318,15 +321,15 @@ def _spawn_runtime(addr: Address, deadline: float) -> None:
     finally:
         os.close(read_fd)
     if word == "ok":
-        return
+        return None
     if word == "busy":
-        return  # another runtime holds the lock: the next exchange finds it
+        return None  # another runtime holds the lock: the next exchange finds it
     if word is None:
         raise UnavailableError("timed out waiting for the runtime to start (nothing was sent); see %s"
                                % addr.runtime_log)
     code, _, message = word.partition(" ")
     if code.isdigit() and message:
-        raise from_code(int(code), message)
+        return from_code(int(code), message)
     raise UnavailableError("the runtime failed to start: %s (see %s)" % (word or "it exited", addr.runtime_log))
 
 
