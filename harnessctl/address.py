@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 # AF_UNIX sun_path is 108 bytes including the terminating NUL.
 MAX_SOCKET_PATH = 107
 MAX_SYMLINKS = 40  # as the kernel's own limit on a path's symlinks
+S_IFMT, S_IFLNK = 0o170000, 0o120000  # stat's, without importing stat (start-up cost)
 EVENT_TYPES = ("accepted", "message", "request", "result", "log")
 
 
@@ -98,6 +99,7 @@ def _realpath(path: str) -> str:
     resolved = "/"
     todo = [part for part in reversed(path.split("/")) if part]
     hops = 0
+    missing = False  # from here on nothing exists: the rest is resolved by name, as realpath does
     while todo:
         name = todo.pop()
         if name == ".":
@@ -107,12 +109,12 @@ def _realpath(path: str) -> str:
             continue
         candidate = os.path.join(resolved, name)
         try:
-            st = os.lstat(candidate)
+            st = None if missing else os.lstat(candidate)
         except FileNotFoundError:
-            return os.path.join(candidate, *reversed(todo))  # the rest does not exist yet
+            st, missing = None, True
         except OSError as e:
             raise UsageError("cannot access %s: %s" % (candidate, e.strerror)) from None
-        if st.st_mode & 0o170000 != 0o120000:
+        if st is None or st.st_mode & S_IFMT != S_IFLNK:
             resolved = candidate
             continue
         hops += 1

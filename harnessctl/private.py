@@ -6,7 +6,9 @@ write it; sidecar files are never reached through a symlink (O_NOFOLLOW, then
 fstat of what was opened) and are created 0600.  Otherwise another local user
 could plant a symlink or a pid file that makes our process overwrite, append
 to or kill something of ours.  A refusal is a UsageError (exit 2) naming the
-path and its owner.  Stdlib `os` and `stat` only: this is on every command's path.
+path and its owner.  Stdlib `os` only (`pwd` for a refusal's message), and
+imported where files are opened or created: a command that finds its runtime
+alive opens none of them.
 """
 
 from __future__ import annotations
