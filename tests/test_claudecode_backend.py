@@ -1,7 +1,7 @@
 """The claudecode backend against recorded Claude Code 2.1.332 output.
 
-Each test replays a transcript recorded from the real binary (research
-REPORT section 7: every cell gave the same frames in 5/5 runs) through the
+Each test replays a transcript recorded from the real binary (every
+recorded cell gave the same frames in 5 of 5 runs) through the
 backend with a fake Host, and checks what the backend reported.  No process,
 no timing: the races are exactly the recorded ones.
 """

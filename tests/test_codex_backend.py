@@ -1,7 +1,7 @@
 """Unit tests of the Codex backend against a scripted app-server (no processes).
 
 Each test plays the app-server's side with the shapes recorded from codex
-0.171.0 (research/codex/transcripts) and checks what the backend reports to
+0.171.0 (recorded from the real binary) and checks what the backend reports to
 the runtime.  Races that are hard to time with the real binary are scripted
 here line by line.
 """

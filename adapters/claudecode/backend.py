@@ -1,6 +1,7 @@
 """Claude Code adapter: one long-lived `claude -p` speaking stream-json.
 
-Wire facts this relies on (Claude Code 2.1.332, research/claude/REPORT.md):
+Wire facts this relies on (recorded from the real Claude Code 2.1.332 against a loopback
+Messages API mock):
 
 * every stdin user line that carries a `uuid` gets a `command_lifecycle`
   `queued` receipt within milliseconds; that receipt is our `accepted`;

@@ -2,8 +2,8 @@
 
 One app-server process per runtime, one codex thread per event file (its id is
 kept in FILE.d/codex-thread.json so a new runtime resumes it).  A codex turn is
-a harnessctl run.  Every shape handled here was recorded from the real binary;
-see research/codex/REPORT.md.
+a harnessctl run.  Every shape handled here was recorded from the real binary
+(codex 0.171.0 against a loopback Responses API mock).
 
 Attribution is only ever what codex confirmed: `turn/start`'s response names
 the turn (run) an input starts, `turn/steer`'s response says the input joined
@@ -156,7 +156,7 @@ class CodexBackend(Backend):
         child = self.child
         if child is None:
             return
-        child.close_stdin()  # app-server exits about 40 ms after EOF (REPORT section 3)
+        child.close_stdin()  # app-server exits about 40 ms after EOF (measured)
         if child.wait(STOP_GRACE) is None:
             child.kill()
             child.wait(STOP_GRACE)
@@ -209,7 +209,7 @@ class CodexBackend(Backend):
         else:
             run = self.runs.get(turn_id)
             if run is not None and run.final is None:
-                # codex folds a turn/start into the active turn (REPORT section 6)
+                # codex folds a turn/start into the active turn (as recorded)
                 run.input_ids.append(item.input_id)
                 self.host.accepted(item.input_id, "steer", run.run_id)
             else:

@@ -1,7 +1,7 @@
 """Pure helpers that turn codex app-server wire shapes into harnessctl shapes.
 
 Kept apart from the backend's state machine so each mapping is a small
-function of its input (see research/codex/REPORT.md for every shape).
+function of its input (every shape as recorded from codex 0.171.0).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # typing is not imported at run time (runtime start-up co
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional
 
-# reply option -> codex decision (approvals, REPORT section 5)
+# reply option -> codex decision (approvals)
 DECISIONS = {
     "allow": "accept",
     "deny": "decline",
@@ -89,7 +89,7 @@ def command_request(params: Dict[str, Any]) -> Dict[str, Any]:
 
 def file_change_request(params: Dict[str, Any], changes: Optional[List[Dict[str, Any]]]) -> Dict[str, Any]:
     """item/fileChange/requestApproval + the `changes` remembered from item/started
-    (the approval params carry no diff, REPORT section 5)."""
+    (the approval params carry no diff)."""
     changes = changes or []
     paths = [str(c.get("path")) for c in changes if isinstance(c, dict)]
     message = "Apply file changes: %s" % (", ".join(paths) if paths else "(unknown files)")

@@ -93,7 +93,7 @@ def lifecycle(command_uuid, state):
 
 
 def plain_turn(frame):
-    """The recorded sequence of an idle turn (research simple__plain)."""
+    """The recorded sequence of an idle turn (transcript simple__plain)."""
     u = frame.get("uuid")
     content = frame["message"]["content"]
     emit(lifecycle(u, "queued"))

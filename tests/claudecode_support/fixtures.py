@@ -19,7 +19,7 @@ def real_claude() -> str:
 
 
 def claude_env(root: str, base_url: str, **extra: str) -> Dict[str, str]:
-    """A clean environment for Claude against the loopback mock (REPORT section 2).
+    """A clean environment for Claude against the loopback mock.
 
     Built from scratch, not from os.environ, so no real credential or user
     configuration can leak in: temp HOME / CLAUDE_CONFIG_DIR / TMPDIR, a dummy

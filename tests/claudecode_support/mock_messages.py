@@ -1,7 +1,7 @@
 """A loopback mock of the Anthropic Messages API for driving the real `claude`.
 
 Claude Code (2.1.332) only ever calls `POST /v1/messages?beta=true` when run
-with the environment of `claude_env()` (research REPORT section 2-3), so this
+with the environment of `claude_env()` (as recorded from the real binary), so this
 is all a test needs: a scripted FIFO of replies streamed as SSE, each made of
 text / tool_use / thinking blocks, optionally slowed down per delta, held at
 a named gate until the test releases it, or replaced by an HTTP error.  Every

@@ -1,6 +1,6 @@
 """Drive the claudecode backend with a fake Host, feeding it recorded frames.
 
-The research transcripts (research/claude/transcripts/*.jsonl) hold what the
+The transcripts in transcripts/*.jsonl hold what the
 real Claude Code 2.1.332 wrote on stdout, interleaved with what the lab wrote
 on stdin.  Replaying them through the backend tests every race exactly as it
 happened, without timing: our sends go in where the lab's user lines went
@@ -17,18 +17,15 @@ from typing import Any, Callable, Dict, List, Optional
 from harnessctl.backend import Config, Host, Input
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RESEARCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(HERE))),
-                        "shared", "research", "claude", "transcripts")
 FIXTURES = os.path.join(HERE, "transcripts")
 
 
 def transcript_path(name: str) -> str:
-    """A transcript: our trimmed copy (shipped with the tests) or the research one."""
-    for folder in (FIXTURES, RESEARCH):
-        path = os.path.join(folder, name + ".jsonl")
-        if os.path.exists(path):
-            return path
-    raise FileNotFoundError(name)
+    """A transcript shipped with the tests."""
+    path = os.path.join(FIXTURES, name + ".jsonl")
+    if not os.path.exists(path):
+        raise FileNotFoundError(path)
+    return path
 
 
 class FakeChild:

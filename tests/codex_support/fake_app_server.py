@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A stand-in for `codex app-server`, speaking the shapes recorded from codex
-0.171.0 (research/codex/transcripts), for fast tests of races the real binary
+0.171.0 (as recorded from the real binary), for fast tests of races the real binary
 cannot be timed into: a steer racing the turn's end, a cancel before the turn
 id is known, a crash mid-turn, garbage on stdout, an endless retry loop.
 

@@ -3,7 +3,7 @@
 `FakeHost` records every report the backend makes; `FakeChild` records every
 JSON-RPC line the backend writes.  `Wire` plays the app-server's side: it
 answers the backend's requests and pushes notifications and server requests,
-using the shapes recorded in research/codex/transcripts.  Everything runs on
+using the shapes recorded from the real codex 0.171.0.  Everything runs on
 the test's thread, so races are scripted exactly.
 """
 

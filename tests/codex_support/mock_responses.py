@@ -1,6 +1,6 @@
 """A loopback mock of the OpenAI Responses API for tests that run the real codex.
 
-codex only ever calls ``POST {base_url}/responses`` (research REPORT section 2) and
+codex only ever calls ``POST {base_url}/responses`` (as recorded) and
 reads a server-sent-event stream back.  This mock plays a script of replies, one
 per request, in order, and records every request (headers, JSON body, and the
 ``turn_id`` from the ``x-codex-turn-metadata`` header) so a test can assert what
@@ -281,7 +281,7 @@ def write_codex_home(
     features: Optional[Dict[str, bool]] = None,
     top: str = "",
 ) -> Dict[str, str]:
-    """Write a fresh CODEX_HOME/config.toml pointing codex at the mock (REPORT section 2:
+    """Write a fresh CODEX_HOME/config.toml pointing codex at the mock (as recorded:
     retries off, no plugins / shell snapshot / login shell, so nothing leaves
     127.0.0.1).  Returns the environment variables a test must add."""
     home = os.fspath(home)
