@@ -180,6 +180,7 @@ HEAD = 65536
 
 
 def is_event_line(head: bytes) -> bool:
+    """Whether a first line (at most HEAD bytes of it) is one of our events."""
     if not head.endswith(b"\n") and len(head) >= HEAD:
         kind = head[9:head.find(b'"', 9)].decode("ascii", "replace")
         return head.startswith(b'{"type":"') and kind in EVENT_TYPES and b'","seq":' in head[:80]

@@ -195,9 +195,7 @@ def _starting_or_exiting(addr: Address, deadline: float) -> bool:
     if not os.path.isdir(addr.sidecar):
         return False
     private.check_dir(addr.sidecar)
-    lock = locks.try_lock(addr.runtime_lock)
-    if lock is not None:
-        locks.unlock(lock)
+    if not locks.is_held(addr.runtime_lock):
         return False
     if time.monotonic() >= deadline:
         raise UnavailableError("timed out waiting for the runtime of %s to start or exit (nothing was sent); see %s"
@@ -249,11 +247,7 @@ def _prepare_spawn(addr: Address, binding: Dict[str, Any]) -> bool:
         write_binding(addr, _merge(current, binding))
     else:
         check_binding(current, binding)
-    lock = locks.try_lock(addr.runtime_lock)
-    if lock is None:
-        return False  # a runtime is starting or exiting: the command asks it again
-    locks.unlock(lock)
-    return True
+    return not locks.is_held(addr.runtime_lock)  # held: a runtime is starting or exiting; ask it again
 
 
 # What a first send itself puts into a new sidecar before a runtime starts.
@@ -409,13 +403,10 @@ def _open_writer(addr: Address) -> int:
 def _status_written_elsewhere(addr: Address) -> str:
     """The status line of a file that a runtime serving another of its names
     writes: what the file says, and that runtime alive."""
-    import json
-
     from . import snapshot
-    from .state import status_report
+    from .state import status_line, status_report
 
-    conv = snapshot.load(addr)[0]
-    return json.dumps(status_report(conv, read_binding(addr), alive=True), ensure_ascii=False, separators=(",", ":"))
+    return status_line(status_report(snapshot.load(addr)[0], read_binding(addr), alive=True))
 
 
 def _stopped_status(addr: Address, fd: int) -> str:
@@ -425,12 +416,9 @@ def _stopped_status(addr: Address, fd: int) -> str:
 
     line = snapshot.current_status(addr)
     if line is None:
-        import json
+        from .state import status_line, status_report
 
-        from .state import status_report
-
-        line = json.dumps(status_report(_recovered(addr, fd), read_binding(addr), alive=False), ensure_ascii=False,
-                          separators=(",", ":"))
+        line = status_line(status_report(_recovered(addr, fd), read_binding(addr), alive=False))
     return line
 
 

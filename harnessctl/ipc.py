@@ -45,14 +45,10 @@ def listen(path: str) -> _socket.socket:
     Only called while holding the runtime lock, so a live runtime's socket is never removed.
     Its directory (the sidecar, or the fallback under /tmp) must be a real
     directory of ours, 0700: never a symlink someone planted there."""
-    from .private import check_dir
+    from .private import make_dir
 
     parent = os.path.dirname(path)
-    try:
-        os.mkdir(parent, 0o700)
-    except FileExistsError:
-        pass
-    check_dir(parent)
+    make_dir(parent)
     mode = os.stat(parent).st_mode & 0o777  # of the directory, also behind a symlink of ours
     if mode & 0o077:
         raise UsageError("refusing socket directory %s: its mode is %04o, not 0700" % (parent, mode))

@@ -43,6 +43,13 @@ def wait_lock(path: str, deadline: float) -> Optional[int]:
         time.sleep(0.01)
 
 
+def is_held(path: str) -> bool:
+    """Whether someone else holds the lock on `path` (it is taken for a moment to know)."""
+    fd = try_lock(path)
+    unlock(fd)
+    return fd is None
+
+
 def lock_fd(fd: int, deadline: Optional[float] = None) -> bool:
     """Take the exclusive lock on an open file (the event file: its inode,
     whatever names it has), trying until `deadline` or, without one, once."""

@@ -48,10 +48,7 @@ def forget(path: str, pid: int) -> None:
     """Remove the record of `pid`, and only of it: the file may name the harness
     of another runtime by now (the event file was replaced under us)."""
     if _recorded(path)[0] == pid:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
+        _remove(path)
 
 
 def kill_leftover(path: str) -> None:
@@ -62,7 +59,14 @@ def kill_leftover(path: str) -> None:
         return
     if start_time(pid) == started and _runs_as_us(pid):
         kill_group(pid)
-    os.unlink(path)
+    _remove(path)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _recorded(path: str) -> Tuple[Optional[int], Optional[str]]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import json
 import os
 import queue
 import signal
@@ -30,7 +29,7 @@ from .backend import Config, Host, Input
 from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError
 from .eventlog import EventLog, timestamp
 from .proc import Process
-from .state import LOST, close_open_work, result_event, status_report
+from .state import LOST, close_open_work, result_event, status_line, status_report
 
 TYPE_CHECKING = False  # typing is not imported at run time: a first send waits for our start-up
 if TYPE_CHECKING:
@@ -263,7 +262,7 @@ class Runtime(Host):
                 self.waiting.append((Input(new_id(), request[1]), waiter))
                 self._pump()
             elif op == "status":
-                waiter.ok(json.dumps(self.status(), ensure_ascii=False, separators=(",", ":")))
+                waiter.ok(status_line(self.status()))
             elif op == "cancel":
                 self._cancel()
                 waiter.ok()

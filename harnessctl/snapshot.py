@@ -66,9 +66,9 @@ def save(addr: Address, conv: Conversation, offset: int, binding: Optional[Dict[
     """Best effort: a failed save only makes the next load slower."""
     import json
 
-    from .state import status_report
+    from .state import status_line, status_report
 
-    status = json.dumps(status_report(conv, binding, alive=False), ensure_ascii=False, separators=(",", ":"))
+    status = status_line(status_report(conv, binding, alive=False))
     conversation = json.dumps(conv.to_dict())
     try:
         header = "%s %d %d %s %s %s" % (MAGIC, os.stat(addr.path).st_ino, offset, _sum(status), _sum(conversation),

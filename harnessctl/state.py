@@ -168,6 +168,13 @@ def result_event(
     }
 
 
+def status_line(report: Dict[str, Any]) -> str:
+    """A status report as the one compact JSON line `status` prints."""
+    import json
+
+    return json.dumps(report, ensure_ascii=False, separators=(",", ":"))
+
+
 def status_report(
     conv: Conversation,
     binding: Optional[Dict[str, Any]],
