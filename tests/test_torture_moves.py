@@ -21,7 +21,8 @@ from typing import Any, Dict, List, Sequence
 import pytest
 from cliutil import ROOT, alive, cli_env, events, ok, run, runtime_pids, wait_for
 from torture_moves import copy_lines, moves, remove_tree
-from torture_support import Sends, check, count, finish, of_kind, one_clear_line, popen_send, send, settle, status_of
+from torture_support import (Scan, Sends, check, count, finish, of_kind, one_clear_line, popen_send, send, settle,
+                             status_of)
 
 pytestmark = pytest.mark.torture
 
@@ -55,17 +56,24 @@ def gone(pids: Sequence[int]) -> None:
     wait_for(lambda: not any(alive(p) for p in pids), what="runtimes %s exited" % pids)
 
 
+def after_the_cut(path: str, old: Sequence[int], first: str, e: Dict[str, str]) -> Scan:
+    """The runtimes the operation cut off have stopped, the file is settled and
+    valid, `first` ended exactly once and the send `second` was answered."""
+    gone(old)
+    settle(path, env=e)
+    s = check(path)
+    ended_once(path, first)
+    assert ended_once(path, "second")["output"] == "echo: second"
+    return s
+
+
 def test_a_file_renamed_during_a_run_gets_one_writer_and_seq_1_2_3_under_its_new_name(workdir):
     a, b, e = str(workdir / "a.jsonl"), str(workdir / "b.jsonl"), env()
     ok("send", a, "/sleep 2\nfirst", *MOCK, env=e)
     old = runtime_pids(a)
     os.rename(a, b)
     ok("send", b, "second", *MOCK, env=e)  # no sidecar under this name: a new session, once the old writer let go
-    gone(old)
-    settle(b, env=e)
-    s = check(b)
-    ended_once(b, "/sleep 2\nfirst")
-    assert ended_once(b, "second")["output"] == "echo: second"
+    s = after_the_cut(b, old, "/sleep 2\nfirst", e)
     assert [event["seq"] for event in events(b)] == list(range(1, s.lines + 1))
     assert not os.path.exists(a)
 
@@ -92,11 +100,7 @@ def test_a_sidecar_removed_during_a_run_stops_its_runtime_and_the_next_send_star
     old = runtime_pids(a)
     remove_tree(a + ".d")
     ok("send", a, "second", *MOCK, env=e)
-    gone(old)
-    settle(a, env=e)
-    check(a)
-    ended_once(a, "/sleep 1.5\nfirst")
-    assert ended_once(a, "second")["output"] == "echo: second"
+    after_the_cut(a, old, "/sleep 1.5\nfirst", e)
 
 
 def test_a_stale_runtime_whose_sidecar_was_removed_leaves_its_successors_socket_alone(workdir):
@@ -200,11 +204,7 @@ def test_a_file_and_sidecar_renamed_together_during_a_run_continue_under_the_new
     refused = run("send", a, "third", env=e)
     assert refused.returncode == 2 and one_clear_line(refused.stderr, "no adapter"), refused.stderr
     assert not os.path.exists(a) and not os.path.exists(a + ".d")
-    gone(old)
-    settle(b, env=e)
-    check(b)
-    ended_once(b, "/sleep 1.5\nfirst")
-    assert ended_once(b, "second")["output"] == "echo: second"
+    after_the_cut(b, old, "/sleep 1.5\nfirst", e)
 
 
 def test_a_file_unlinked_during_a_run_gets_its_last_lines_and_the_path_a_new_file(workdir):
