@@ -1,13 +1,20 @@
 #!/usr/bin/env python3
-"""Build a self-contained per-adapter package (PROTOCOL section 10).
+"""Build a self-contained per-adapter package (docs/PROTOCOL.md, Packages).
 
-    python3 package.py --adapter codex --output-dir dist
+    python3 package.py --adapter codex --output-dir dist [--python PATH]
     tar xzf dist/harnessctl-codex-<version>-linux.tar.gz -C ~/.harness
     ~/.harness/codex/harnessctl status /tmp/none.jsonl     # exits 4: the entry point works
 
 The archive holds `<adapter>/harnessctl` (the entry point, adapter fixed),
 `<adapter>/manifest.json` and `<adapter>/lib/` (the core and that one adapter).
 Stdlib only; the output is reproducible (fixed mtimes, sorted entries).
+
+The entry point's shebang names the real interpreter that runs package.py
+(`#!/abs/python3.X -IS`), so each command starts without going through a
+launcher on PATH: a pyenv shim costs ~50 ms a command.  `--python PATH` records
+another one (resolved, checked: an ELF binary, Python 3.9+); `--python python3`
+(a bare name) keeps the portable `#!/usr/bin/env -S python3 -I -S` for archives
+built for other machines.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import gzip
 import io
 import json
 import os
+import subprocess
 import sys
 import tarfile
 
@@ -25,7 +33,7 @@ sys.path.insert(0, ROOT)
 
 from harnessctl import PROTOCOL_VERSION, __version__, registry  # noqa: E402
 
-ENTRY = """#!/usr/bin/env -S python3 -I -S
+ENTRY = """{shebang}
 \"\"\"harnessctl with the {adapter} adapter (self-contained package; see manifest.json).\"\"\"
 import os
 import sys
@@ -37,6 +45,32 @@ sys.exit(main(adapter={adapter!r}))
 """
 PYTHON_FLOOR = "3.9"
 MTIME = 1767225600  # 2026-01-01: reproducible archives
+SHEBANG_MAX = 127  # bytes the kernel reads of a `#!` line on older Linux (256 since 5.1)
+
+
+def shebang(python: str) -> str:
+    """The entry point's `#!` line for `python` (a bare name: looked up on PATH
+    where the package runs); raises ValueError for an interpreter that cannot work."""
+    if "/" not in python:
+        return "#!/usr/bin/env -S %s -I -S" % python
+    path = os.path.realpath(python)
+    try:
+        with open(path, "rb") as f:
+            elf = f.read(4) == b"\x7fELF"
+    except OSError as exc:
+        raise ValueError("cannot read %s: %s" % (python, exc.strerror)) from None
+    if not elf:
+        raise ValueError("%s is not an ELF binary (a pyenv shim or a wrapper script?): pass the interpreter "
+                         "it runs, e.g. --python \"$(pyenv which python3)\"" % python)
+    line = "#!%s -IS" % path  # the kernel passes one argument: -I -S combined
+    if len(line.encode()) > SHEBANG_MAX or any(c.isspace() for c in path):
+        raise ValueError("%s cannot go into a #! line (too long or has spaces): pass another --python" % path)
+    floor = tuple(int(n) for n in PYTHON_FLOOR.split("."))
+    probe = subprocess.run([path, "-I", "-S", "-c", "import sys; sys.exit(sys.version_info < %r)" % (floor,)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if probe.returncode != 0:
+        raise ValueError("%s is not Python %s or newer" % (path, PYTHON_FLOOR))
+    return line
 
 
 def sources(top: str) -> list:
@@ -65,14 +99,15 @@ def package_manifest(adapter: str) -> dict:
     }
 
 
-def build(adapter: str, output_dir: str) -> str:
+def build(adapter: str, output_dir: str, python: str = sys.executable) -> str:
+    entry = ENTRY.format(shebang=shebang(python), adapter=adapter).encode()
     manifest = package_manifest(adapter)
     files = sources("harnessctl") + ["adapters/__init__.py"] + sources(os.path.join("adapters", adapter))
     os.makedirs(output_dir, exist_ok=True)
     target = os.path.join(output_dir, "harnessctl-%s-%s-linux.tar.gz" % (adapter, __version__))
     with open(target, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=MTIME) as gz:
         with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            add_bytes(tar, "%s/harnessctl" % adapter, ENTRY.format(adapter=adapter).encode(), 0o755)
+            add_bytes(tar, "%s/harnessctl" % adapter, entry, 0o755)
             add_bytes(tar, "%s/manifest.json" % adapter, (json.dumps(manifest, indent=2) + "\n").encode(), 0o644)
             for rel in files:
                 with open(os.path.join(ROOT, rel), "rb") as f:
@@ -90,8 +125,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description="Build dist/harnessctl-<adapter>-<version>-linux.tar.gz")
     parser.add_argument("--adapter", required=True, choices=registry.names())
     parser.add_argument("--output-dir", default="dist")
+    parser.add_argument("--python", default=sys.executable,
+                        help="interpreter for the entry point's #! line (default: this one, resolved); "
+                        "a bare name such as python3 is looked up on PATH where the package runs")
     args = parser.parse_args()
-    print(build(args.adapter, args.output_dir))
+    try:
+        print(build(args.adapter, args.output_dir, args.python))
+    except ValueError as exc:
+        parser.error(str(exc))
     return 0
 
 

@@ -1,6 +1,6 @@
-"""Command line: parse, run, map errors to exit codes (the only place that does).
+"""Command line: parse, run, map errors and outcomes to exit codes (the only place that does).
 
-The parser is hand-written on purpose: the grammar is four fixed commands, and
+The parser is hand-written on purpose: the grammar is five fixed commands, and
 every command is a fresh process whose start-up time is the product's latency.
 """
 
@@ -14,20 +14,7 @@ from .errors import HarnessctlError, UsageError
 
 TYPE_CHECKING = False  # typing is not imported at run time: every command pays for its imports
 if TYPE_CHECKING:
-    from typing import Dict, List, Optional, Tuple
-
-USAGE = """\
-usage: harnessctl send   FILE [TEXT] [--cwd DIR] [--model MODEL] [--adapter NAME]
-       harnessctl cancel FILE
-       harnessctl status FILE
-       harnessctl reply  FILE REQUEST_ID [ANSWER]
-       harnessctl --help | --version
-
-TEXT and ANSWER are read from stdin (all of it, UTF-8) when omitted.
-send/cancel/reply print nothing and exit 0 on success; status prints one JSON line.
-Exit codes: 0 ok, 1 internal error, 2 usage/input error, 3 refused by state,
-4 event file does not exist, 5 harness unavailable, 6 outcome unknown (timed out;
-read the event file before retrying).  See README.md for the event format."""
+    from typing import Dict, List, Optional, Sequence, Tuple
 
 MAX_TEXT = 4 * 1024 * 1024
 POSITIONALS = {"send": (1, 2), "cancel": (1, 1), "status": (1, 1), "reply": (2, 3)}
@@ -97,10 +84,14 @@ def fail(message: str, code: int) -> int:
 def run(argv: List[str], fixed_adapter: Optional[str]) -> int:
     options_part = argv[: argv.index("--")] if "--" in argv else argv
     if not argv:
-        sys.stderr.write(USAGE + "\n")
+        from .usage import overview
+
+        sys.stderr.write(overview() + "\n")
         return 2
     if "-h" in options_part or "--help" in options_part:
-        emit(USAGE)
+        from .usage import command_help, overview
+
+        emit(command_help(argv[0], fixed_adapter) if argv[0] in POSITIONALS else overview())
         return 0
     if argv[0] == "--version":
         emit("harnessctl %s" % __version__ + (" (%s adapter)" % fixed_adapter if fixed_adapter else ""))
@@ -109,13 +100,10 @@ def run(argv: List[str], fixed_adapter: Optional[str]) -> int:
     from . import client
 
     if command == "send":
-        adapter = options.get("--adapter")
-        if fixed_adapter and adapter not in (None, fixed_adapter):
-            raise UsageError("this harnessctl is the %s adapter's; --adapter %s is not available"
-                             % (fixed_adapter, adapter))
-        text = check_text(args[1] if len(args) > 1 else read_stdin("TEXT"))
-        client.send(args[0], text, options.get("--cwd"), options.get("--model"), adapter or fixed_adapter)
-    elif command == "status":
+        return send(args, options, fixed_adapter)
+    if command == "wait":
+        return outcome(client.wait(args[0], args[1] if len(args) > 1 else None, timeout(options)))
+    if command == "status":
         emit(client.status(args[0]))
     elif command == "cancel":
         client.cancel(args[0])
@@ -125,11 +113,66 @@ def run(argv: List[str], fixed_adapter: Optional[str]) -> int:
     return 0
 
 
+def send(args: List[str], options: Dict[str, str], fixed_adapter: Optional[str]) -> int:
+    from . import client
+
+    adapter = options.get("--adapter")
+    if fixed_adapter and adapter not in (None, fixed_adapter):
+        raise UsageError("this harnessctl is the %s adapter's; --adapter %s is not available"
+                         % (fixed_adapter, adapter))
+    if "--timeout" in options and "--wait" not in options:
+        raise UsageError("--timeout applies to --wait: add --wait, or leave --timeout out")
+    wait_timeout = timeout(options)
+    text = check_text(args[1] if len(args) > 1 else read_stdin("TEXT"))
+    input_id = client.send(args[0], text, options.get("--cwd"), options.get("--model"), adapter or fixed_adapter)
+    if "--print-id" in options:
+        emit(input_id)
+    if "--wait" not in options:
+        return 0
+    return outcome(client.wait(args[0], input_id, wait_timeout))
+
+
+# What `--wait` and `wait` exit with, by what they waited for (the status line: 0).
+OUTCOME_CODES = {"completed": 0, "status": 0, "failed": 7, "cancelled": 8, "request": 9, "timeout": 10}
+
+
+def outcome(waited: Tuple[str, str]) -> int:
+    kind, line = waited
+    if line:
+        emit(line)
+    return OUTCOME_CODES.get(kind, 1)
+
+
+def timeout(options: Dict[str, str]) -> Optional[float]:
+    """--timeout S: seconds, a finite number >= 0 (more than a year is a year)."""
+    text = options.get("--timeout")
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise UsageError("--timeout must be a number of seconds, 0 or more (got %r)" % text)
+    return min(value, 365 * 86400.0)
+
+
+# Per command: the names of its arguments (those after the first optional one
+# may be omitted), its options that take a value, and its flags.
+NAMES = {"send": ("FILE", "TEXT"), "wait": ("FILE", "INPUT_ID"), "status": ("FILE",), "cancel": ("FILE",),
+         "reply": ("FILE", "REQUEST_ID", "ANSWER")}
+POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, 1), "cancel": (1, 1), "reply": (2, 3)}
+OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--timeout"), "wait": ("--timeout",)}
+FLAGS = {"send": ("--print-id", "--wait")}
+
+
 def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str]]:
+    """(command, arguments, options); a flag's value is the empty string."""
     command = argv[0]
     if command not in POSITIONALS:
-        raise UsageError("unknown command %r (use send, cancel, status or reply; --help)" % command)
-    allowed = OPTIONS.get(command, ())
+        raise UsageError("unknown command %r%s (commands: %s; --help)"
+                         % (command, _suggest(command, list(POSITIONALS)), ", ".join(POSITIONALS)))
+    allowed, flags = OPTIONS.get(command, ()), FLAGS.get(command, ())
     args: List[str] = []
     options: Dict[str, str] = {}
     rest = iter(argv[1:])
@@ -137,8 +180,10 @@ def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str]]:
         if arg == "--":
             args.extend(rest)
             break
-        if arg.startswith("--") and arg.split("=", 1)[0] in allowed:
-            name, eq, value = arg.partition("=")
+        name, eq, value = arg.partition("=")
+        if arg in flags:
+            options[arg] = ""
+        elif arg.startswith("--") and name in allowed:
             if not eq:
                 value = next(rest, None)
                 if value is None:
@@ -147,12 +192,10 @@ def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str]]:
                 raise UsageError("%s must not be empty" % name)
             options[name] = value
         elif arg.startswith("-") and len(arg) > 1:
-            raise UsageError("unknown option %s for %s" % (arg, command))
+            raise UsageError("unknown option %s for %s%s" % (arg, command, _suggest(name, allowed + flags)))
         else:
             args.append(arg)
-    low, high = POSITIONALS[command]
-    if not low <= len(args) <= high:
-        raise UsageError("%s takes %s arguments; see --help" % (command, " to ".join(map(str, sorted({low, high})))))
+    check_count(command, args)
     named = list(options.items()) + list(zip(NAMES[command][1:], args[1:]))
     for name, value in named:
         if name != "TEXT":  # check_text says more about a bad TEXT
@@ -160,7 +203,31 @@ def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str]]:
     return command, args, options
 
 
-NAMES = {"send": ("FILE", "TEXT"), "cancel": ("FILE",), "status": ("FILE",), "reply": ("FILE", "REQUEST_ID", "ANSWER")}
+def check_count(command: str, args: List[str]) -> None:
+    from .usage import SYNOPSIS
+
+    low, high = POSITIONALS[command]
+    names = NAMES[command]
+    if len(args) < low:
+        raise UsageError("%s: missing %s (usage: %s)" % (command, " and ".join(names[len(args):low]),
+                                                        " ".join(SYNOPSIS[command].split())))
+    if len(args) > high:
+        last = names[high - 1]
+        if last in ("TEXT", "ANSWER"):
+            from shlex import quote
+
+            raise UsageError("%s takes one %s, got %d words: quote it (harnessctl %s %s %s) or pipe it on stdin"
+                             % (command, last, len(args) - high + 1, command, " ".join(names[:high - 1]),
+                                quote(" ".join(args[high - 1:]))))
+        raise UsageError("%s takes %s (%s), got %d; extra: %s" % (
+            command, "1 argument" if high == 1 else "%d arguments" % high, " ".join(names[:high]), len(args),
+            " ".join(repr(a) for a in args[high:])))
+
+
+def _suggest(word: str, choices: Sequence[str]) -> str:
+    from .usage import suggestion
+
+    return suggestion(word, choices)
 
 
 def require_utf8(value: str, name: str) -> None:

@@ -42,15 +42,15 @@ def timeout_seconds() -> float:
 # read the event file and the binding: that path imports json and the fold.
 
 
-def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter: Optional[str]) -> None:
+def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter: Optional[str]) -> str:
+    """The accepted input's id."""
     addr = resolve(file)
     wanted = {"adapter": adapter, "cwd": _real_dir(cwd) if cwd is not None else None, "model": model}
     fields = ["send", text, wanted["cwd"] or "", model or "", adapter or ""]
     deadline = time.monotonic() + timeout_seconds()
     while True:
         try:
-            _exchange(addr, fields, deadline, retry_on_eof=False)
-            return
+            return _exchange(addr, fields, deadline, retry_on_eof=False)
         except NoRuntime:
             pass
         if _starting_or_exiting(addr, deadline):
@@ -110,6 +110,84 @@ def reply(file: str, request_id: str, answer: str) -> None:
             if state == "unknown":
                 raise StateError("unknown request id %s" % request_id)
             raise StateError("%s is already %s" % (request_id, state))
+
+
+def wait(file: str, input_id: Optional[str], timeout: Optional[float]) -> Tuple[str, str]:
+    """(what happened, the line to print): the outcome of `input_id` (its
+    result's status and line, or `request` and the pending request line of its
+    run), or without an id `status` and the status line once the conversation
+    is neither running nor cancelling; `timeout` and no line if `timeout`
+    seconds passed first.
+
+    A live runtime answers when the line is written; without one the
+    lost-runtime rule settles everything open, and the answer is in the file."""
+    addr = resolve(file)
+    require_exists(addr)
+    until = None if timeout is None else time.monotonic() + timeout
+    while True:
+        try:
+            kind, line = _watch(addr, input_id, until)
+        except NoRuntime:
+            deadline = time.monotonic() + timeout_seconds()
+            if input_id is None:
+                line = _while_stopped(addr, deadline, _stopped_status)
+                if line is not None:
+                    return "status", line
+                continue
+            if _while_stopped(addr, deadline, _recovered) is None:
+                continue
+            kind = "done"
+        if kind != "done":
+            return kind, line
+        found = _result_in_file(addr, input_id or "")
+        if found is not None:
+            return found
+        time.sleep(0.01)  # accepted, but its result is not in the file after all: ask again
+
+
+def _watch(addr: Address, input_id: Optional[str], until: Optional[float]) -> Tuple[str, str]:
+    """Ask the runtime to answer once there is something to say; NoRuntime if
+    there is none or it went away meanwhile (the caller then recovers or asks again)."""
+    try:
+        conn = ipc.connect(addr.socket, timeout_seconds())
+    except PermissionError as e:
+        raise UsageError(str(e)) from None
+    except OSError:
+        raise NoRuntime() from None
+    try:
+        ipc.send_all(conn, ipc.encode_fields(["wait", input_id or ""]))
+        conn.settimeout(None if until is None else max(0.001, until - time.monotonic()))
+        data = ipc.read_all(conn)
+    except ipc.Timeout:
+        return "timeout", ""
+    except OSError:
+        raise NoRuntime() from None
+    finally:
+        conn.close()
+    response = ipc.decode_response(data) if data else None
+    if response is None:
+        raise NoRuntime()
+    code, text = response
+    if code:
+        raise from_code(code, text)
+    kind, _, line = text.partition(" ")
+    return kind, line
+
+
+def _result_in_file(addr: Address, input_id: str) -> Optional[Tuple[str, str]]:
+    """The outcome of an input whose result is in the file already; None if
+    the file accepted it but holds no result for it yet."""
+    import json
+
+    from .eventlog import find_result
+
+    with os.fdopen(open_event_file(addr, os.O_RDONLY), "rb") as f:
+        line, accepted = find_result(f, input_id)
+    if not accepted:
+        raise StateError("unknown input id %s: %s never accepted it" % (input_id, addr.path))
+    if line is None:
+        return None
+    return json.loads(line)["status"], line.decode("utf-8")
 
 
 # -- binding -----------------------------------------------------------------

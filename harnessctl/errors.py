@@ -1,5 +1,5 @@
 """The exception family.  Each error carries its exit code; cli.py is the only
-place that turns one into a process exit (PROTOCOL section 2)."""
+place that turns one into a process exit (docs/PROTOCOL.md section 15)."""
 
 
 class HarnessctlError(Exception):

@@ -1,6 +1,6 @@
 """The event file: locked, fsynced appends of critical events; cheap merged logs.
 
-Durability split (PROTOCOL section 4): `accepted`, `message`, `request` and
+Durability split (docs/PROTOCOL.md section 5): `accepted`, `message`, `request` and
 `result` are written with one write() under an exclusive flock and fsynced
 before the caller goes on; `log` lines are buffered, merged and written without
 fsync, and a failed log write never fails the work.
@@ -14,7 +14,7 @@ import time
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
-    from typing import Any, Dict, Iterator, List, Optional, Tuple
+    from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
 
 # Consecutive deltas of one run are merged into one line up to this size.
 MAX_MERGED_TEXT = 16384
@@ -67,7 +67,7 @@ class EventLog:
         torn critical line is ever visible once we let go of the lock."""
         self.flush_logs()
         full = {"type": event["type"], "ts": timestamp(), "seq": self.seq + 1}
-        full.update(event)
+        full.update((k, v) for k, v in event.items() if k not in ("ts", "seq"))  # a re-written snapshot is new
         self._write(encode(full), sync=True)
         self.seq += 1
         return full
@@ -177,3 +177,43 @@ def _log_stub(line: bytes) -> Optional[Dict[str, Any]]:
     if seq_end < 0 or not digits.isdigit():
         return None
     return {"type": "log", "ts": line[len(LOG_PREFIX):ts_end].decode("ascii", "replace"), "seq": int(digits)}
+
+
+def find_result(f: BinaryIO, input_id: str) -> Tuple[Optional[bytes], bool]:
+    """The line of the `result` that covers `input_id` (without its newline),
+    and whether the file accepted that input at all.  Read backwards from the
+    end: a script usually waits for an input it sent recently."""
+    needle = json.dumps(input_id, ensure_ascii=False).encode("utf-8")
+    for line in _lines_backwards(f):
+        if needle not in line:
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        if event.get("type") == "result" and input_id in (event.get("input_ids") or ()):
+            return line, True
+        if event.get("type") == "accepted" and event.get("input_id") == input_id:
+            return None, True  # accepted, and no result after it (yet)
+    return None, False
+
+
+def _lines_backwards(f: BinaryIO, chunk: int = 65536) -> Iterator[bytes]:
+    """The file's complete lines, last first (an unterminated tail is skipped)."""
+    end = f.seek(0, os.SEEK_END)
+    head = b""  # the earliest bytes read: a line whose start is still before them
+    tail_dropped = False
+    while end > 0:
+        start = max(0, end - chunk)
+        f.seek(start)
+        lines = (f.read(end - start) + head).split(b"\n")
+        end = start
+        head = lines.pop(0)
+        if lines and not tail_dropped:
+            lines.pop()  # after the last newline: nothing, or a torn tail
+            tail_dropped = True
+        yield from reversed(lines)
+    if tail_dropped:
+        yield head

@@ -17,6 +17,7 @@ import heapq
 import itertools
 import os
 import queue
+import select
 import signal
 import sys
 import threading
@@ -27,7 +28,7 @@ from . import answers, ipc, knobs, locks, pidfile, private, registry, snapshot
 from .address import Address, check_binding, open_event_file, read_binding
 from .backend import Config, Host, Input
 from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError
-from .eventlog import EventLog, timestamp
+from .eventlog import EventLog, encode, timestamp
 from .proc import Process
 from .state import LOST, close_open_work, result_event, status_line, status_report
 
@@ -51,9 +52,17 @@ DELIVERIES = ("start", "steer", "queued")
 class Waiter:
     """The reply slot of one command connection: the encoded response."""
 
-    def __init__(self) -> None:
+    def __init__(self, conn: Any = None) -> None:
         self._done = threading.Event()
         self.response = b""
+        self.conn = conn
+
+    def hung_up(self) -> bool:
+        """True once the command closed its end (Ctrl-C, --timeout): it
+        shut down only its sending side while it still waits for us."""
+        poller = select.poll()
+        poller.register(self.conn.fileno(), select.POLLHUP)
+        return bool(poller.poll(0))
 
     def reply(self, response: bytes) -> None:
         if not self._done.is_set():
@@ -113,6 +122,8 @@ class Runtime(Host):
         self.unwritten: Deque[Dict[str, Any]] = deque()  # critical events a full disk held back, in order
         self.unwritten_since = 0.0  # when the first of them failed
         self.unwritten_errno: Optional[int] = None
+        self.watches: List[Tuple[Optional[str], Waiter]] = []  # `wait` commands: (input id or None, reply slot)
+        self.written: List[Dict[str, Any]] = []  # critical events appended since the watches were last checked
 
     # -- the loop -------------------------------------------------------------
 
@@ -140,6 +151,8 @@ class Runtime(Host):
             elif kind == "request":
                 self._dispatch(payload, waiter)
             self._run_due_timers()
+            if self.written:
+                self._answer_watches()
             self._check_idle()
 
     def _sleep_time(self) -> float:
@@ -175,6 +188,7 @@ class Runtime(Host):
                                                                             self.socket_identity):
             self.shutdown("the sidecar or the socket was removed or replaced")
         else:
+            self._drop_hung_up_watches()
             self.call_later(REACHABLE_CHECK, self._check_reachable)
 
     def _check_idle(self) -> None:
@@ -236,7 +250,7 @@ class Runtime(Host):
             return
         if not request:
             return
-        waiter = Waiter()
+        waiter = Waiter(conn)
         with self.intake:
             if self.stopping:
                 waiter.retry()
@@ -249,7 +263,8 @@ class Runtime(Host):
             pass
 
     def _dispatch(self, request: List[str], waiter: Waiter) -> None:
-        """Fields as ipc.py encodes them: send TEXT CWD MODEL ADAPTER | status | cancel | reply ID ANSWER."""
+        """Fields as ipc.py encodes them: send TEXT CWD MODEL ADAPTER | status | cancel | reply ID ANSWER |
+        wait INPUT_ID (empty: the conversation)."""
         op = request[0]
         if self.events.replaced():
             waiter.retry()  # a new runtime serves the file now at the path (or refuses a foreign one)
@@ -269,6 +284,8 @@ class Runtime(Host):
             elif op == "reply" and len(request) == 3:
                 self._reply(request[1], request[2])
                 waiter.ok()
+            elif op == "wait" and len(request) == 2:
+                self._watch(request[1] or None, waiter)
             else:
                 waiter.fail(HarnessctlError("malformed request %r" % op))
         except HarnessctlError as e:
@@ -307,6 +324,62 @@ class Runtime(Host):
                                   "answered: reply again once the file can be written" % e.strerror) from None
         self.backend.answer(request_id, value)
 
+    # -- waits ----------------------------------------------------------------
+    #
+    # A `wait` command's connection stays open until what it waits for is in
+    # the file: the loop checks the open watches after every pass that wrote a
+    # critical event, so a waiter hears within the pass that wrote its line and
+    # costs nothing in between.  The response is `KIND LINE`: a result's status
+    # and the result line, `request` and the pending request line, `status`
+    # and the status line, or `done`: not open here, the line is in the file.
+
+    def _watch(self, input_id: Optional[str], waiter: Waiter) -> None:
+        answer = self._watch_answer(input_id, {})
+        if answer is None:
+            self.watches.append((input_id, waiter))
+        else:
+            waiter.ok(answer)
+
+    def _answer_watches(self) -> None:
+        written, self.written = self.written, []
+        results = {i: e for e in written if e["type"] == "result" for i in e.get("input_ids") or ()}
+        still = []
+        for input_id, waiter in self.watches:
+            answer = self._watch_answer(input_id, results)
+            if answer is None:
+                still.append((input_id, waiter))
+            else:
+                waiter.ok(answer)
+        self.watches = still
+
+    def _watch_answer(self, input_id: Optional[str], results: Dict[str, Dict[str, Any]]) -> Optional[str]:
+        """What the waiter is told now, or None while it must wait."""
+        if input_id is None:
+            report = self.status()
+            return None if report["state"] in ("running", "cancelling") else "status " + status_line(report)
+        if input_id in results:
+            result = results[input_id]
+            return "%s %s" % (result["status"], _line(result))
+        if not self._is_open(input_id):
+            return "done"
+        run_id = self.conv.open_inputs.get(input_id)
+        for request in self.conv.pending.values():
+            if run_id is not None and request.get("run_id") == run_id and "seq" in request:  # in the file
+                return "request " + _line(request)
+        return None
+
+    def _is_open(self, input_id: str) -> bool:
+        """Open until its result is in the file (not only held back by a full disk)."""
+        return input_id in self.conv.open_inputs or any(
+            e["type"] == "result" and input_id in (e.get("input_ids") or ()) for e in self.unwritten)
+
+    def _drop_hung_up_watches(self) -> None:
+        """Forget waiters whose command went away, so a script that waits with
+        --timeout in a loop leaves nothing behind."""
+        for watch in [w for w in self.watches if w[1].hung_up()]:
+            self.watches.remove(watch)
+            watch[1].reply(b"")
+
     # -- sends ----------------------------------------------------------------
 
     def _pump(self) -> None:
@@ -342,7 +415,7 @@ class Runtime(Host):
             waiter = self.in_flight[1]
             self.in_flight = None
             if error is None:
-                waiter.ok()
+                waiter.ok(input_id)
             else:
                 waiter.fail(error)
             if self.cancel_after_accept:
@@ -560,7 +633,7 @@ class Runtime(Host):
         `accepted`, on disk before its send exits 0) the OSError is raised."""
         try:
             self._write_unwritten()
-            self.conv.apply(self.events.append(event))
+            self.conv.apply(self._append(event))
         except OSError as e:
             if now:
                 raise
@@ -571,9 +644,14 @@ class Runtime(Host):
             self.unwritten.append(event)
             self.conv.apply(event)
 
+    def _append(self, event: Dict[str, Any]) -> Dict[str, Any]:
+        full = self.events.append(event)
+        self.written.append(full)
+        return full
+
     def _write_unwritten(self) -> None:
         while self.unwritten:
-            self.conv.seq = self.events.append(self.unwritten[0])["seq"]
+            self.conv.seq = self._append(self.unwritten[0])["seq"]
             self.unwritten.popleft()
 
     def _retry_unwritten(self) -> None:
@@ -611,6 +689,9 @@ class Runtime(Host):
         self._fail_waiting(UnavailableError("the runtime stopped (%s); send again" % reason))
         ended = "the runtime stopped (%s) before the run ended" % reason
         self._guard(lambda: self._write_all(close_open_work(self.conv, ended)))
+        self._answer_watches()
+        for _, waiter in self.watches:  # their lines could not be written here: the command recovers
+            waiter.retry()
         self._drain_requests()
         deadline = time.monotonic() + 2
         for thread in list(self.connections):
@@ -646,6 +727,11 @@ def new_id() -> str:
     b[8] = (b[8] & 0x3F) | 0x80
     h = b.hex()
     return "%s-%s-%s-%s-%s" % (h[:8], h[8:12], h[12:16], h[16:20], h[20:])
+
+
+def _line(event: Dict[str, Any]) -> str:
+    """An event exactly as its line in the file, without the newline."""
+    return encode(event)[:-1].decode("utf-8")
 
 
 def _traceback() -> str:

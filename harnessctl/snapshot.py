@@ -3,7 +3,7 @@ runtime start-up read only the tail of a long event file.
 
 The snapshot is a cache, three lines of text:
 
-    harnessctl-snapshot 3 INODE OFFSET STATUS_SUM CONVERSATION_SUM TAIL
+    harnessctl-snapshot 4 INODE OFFSET STATUS_SUM CONVERSATION_SUM TAIL
     the status line of a stopped runtime, exactly as `status` prints it
     the folded conversation, as JSON
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from .state import Conversation
 
-MAGIC = "harnessctl-snapshot 3"
+MAGIC = "harnessctl-snapshot 4"
 
 
 def current_status(addr: Address) -> Optional[str]:

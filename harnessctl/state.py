@@ -23,7 +23,7 @@ class Conversation:
         self.seq = 0
         self.open_inputs: Dict[str, Optional[str]] = {}  # input_id -> run_id (None: not attributed yet)
         self.open_runs: Dict[str, List[str]] = {}  # run_id -> inputs attributed to it, in order
-        self.pending: Dict[str, Dict[str, Any]] = {}  # request_id -> pending request snapshot
+        self.pending: Dict[str, Dict[str, Any]] = {}  # request_id -> pending request, as written
         self.closed_requests: Dict[str, str] = {}  # request_id -> replied / expired
         self.request_count = 0
         self.last_result: Optional[Dict[str, Any]] = None
@@ -72,7 +72,7 @@ class Conversation:
         if number.isdigit():
             self.request_count = max(self.request_count, int(number))
         if event.get("state") == "pending":
-            self.pending[request_id] = {k: v for k, v in event.items() if k not in ("ts", "seq")}
+            self.pending[request_id] = dict(event)
         else:
             self.pending.pop(request_id, None)
             self.closed_requests[request_id] = str(event.get("state"))
@@ -87,7 +87,7 @@ class Conversation:
         return bool(self.open_inputs or self.open_runs or self.pending)
 
     def status(self, cancelling: bool = False) -> Dict[str, Any]:
-        """The conversation part of `status` (PROTOCOL section 6)."""
+        """The conversation part of `status` (docs/PROTOCOL.md section 7)."""
         if cancelling and self.is_busy():
             state = "cancelling"
         elif self.pending:

@@ -108,8 +108,8 @@ CASES = {
     "send_unknown_flag": (new_path, ("send", "{f}", "hi", "--colour", "red", *M), None, None, 2, "unknown option"),
     "send_flag_without_value": (new_path, ("send", "{f}", "hi", "--cwd"), None, None, 2, "needs a value"),
     "send_empty_model": (new_path, ("send", "{f}", "hi", "--model=", *M), None, None, 2, "must not be empty"),
-    "send_too_many_arguments": (new_path, ("send", "{f}", "hi", "there", *M), None, None, 2, "arguments"),
-    "send_without_file": (new_path, ("send",), None, None, 2, "arguments"),
+    "send_too_many_arguments": (new_path, ("send", "{f}", "hi", "there", *M), None, None, 2, "quote it"),
+    "send_without_file": (new_path, ("send",), None, None, 2, "missing FILE"),
     "unknown_command": (new_path, ("launch", "{f}"), None, None, 2, "unknown command"),
     "bad_timeout_knob": (new_path, ("send", "{f}", "hi", *M), None, {"HARNESSCTL_TIMEOUT": "soon"}, 2, "HARNESSCTL_TIMEOUT"),
     "status_missing_file": (new_path, ("status", "{f}"), None, None, 4, "no such event file"),
@@ -117,7 +117,7 @@ CASES = {
     "reply_missing_file": (new_path, ("reply", "{f}", "req-1", "allow"), None, None, 4, "no such event file"),
     "status_on_a_text_file": (foreign_text, ("status", "{f}"), None, None, 2, "not a harnessctl event file"),
     "status_on_a_directory": (a_directory, ("status", "{f}"), None, None, 2, "is a directory"),
-    "status_extra_argument": (existing, ("status", "{f}", "more"), None, None, 2, "arguments"),
+    "status_extra_argument": (existing, ("status", "{f}", "more"), None, None, 2, "takes 1 argument (FILE)"),
     "status_with_send_flag": (existing, ("status", "{f}", "--cwd", "/"), None, None, 2, "unknown option"),
     "reply_unknown_request": (existing, ("reply", "{f}", "req-7", "allow"), None, None, 3, "unknown request id"),
     "reply_not_a_request_id": (existing, ("reply", "{f}", "banana", "allow"), None, None, 3, "unknown request id"),
@@ -126,7 +126,7 @@ CASES = {
     "reply_empty_answer": (with_pending_request, ("reply", "{f}", "req-1"), b"  \n", None, 2, "empty answer"),
     "reply_unknown_question_id": (with_question, ("reply", "{f}", "req-1", '{"q9": "x"}'), None, None, 2, "unknown question"),
     "reply_question_non_string": (with_question, ("reply", "{f}", "req-1", '{"q1": 3}'), None, None, 2, "non-empty string"),
-    "reply_without_request_id": (existing, ("reply", "{f}"), None, None, 2, "arguments"),
+    "reply_without_request_id": (existing, ("reply", "{f}"), None, None, 2, "missing REQUEST_ID"),
 }
 
 

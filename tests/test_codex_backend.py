@@ -115,12 +115,12 @@ def test_other_resume_errors_fail_the_start(tmp_path, host):
     assert wire.child.killed
 
 
-def test_missing_binary_fails_the_start(tmp_path, host):
+def test_missing_binary_fails_the_start_naming_the_binary_and_its_variable(tmp_path, host):
     host.spawn_error = FileNotFoundError(2, "No such file or directory")
     backend, wire = make(tmp_path, host)
     backend.start()
     (event,) = host.of("start_failed")
-    assert "/opt/codex" in event[1] and "No such file" in event[1]
+    assert event[1] == "codex not found (/opt/codex): install Codex or set HARNESSCTL_CODEX_BIN"
 
 
 def test_unsplittable_extra_args_fail_the_start_with_a_clear_message(tmp_path, host):

@@ -14,10 +14,26 @@ from cliutil import ROOT, cli_env, wait_results
 from harnessctl import registry
 
 
-def build(adapter, out):
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "package.py"), "--adapter", adapter,
-                           "--output-dir", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+def package(adapter, out, *extra):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "package.py"), "--adapter", adapter,
+                           "--output-dir", str(out), *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def build(adapter, out, *extra):
+    proc = package(adapter, out, *extra)
+    assert proc.returncode == 0, proc.stderr
     return proc.stdout.decode().strip()
+
+
+def extract_entry(archive, target, adapter="mock"):
+    with tarfile.open(archive) as tar:
+        tar.extractall(str(target))
+    return str(target / adapter / "harnessctl")
+
+
+def first_line(path):
+    with open(path, "rb") as f:
+        return f.readline().decode()
 
 
 @pytest.mark.parametrize("adapter", registry.names())
@@ -78,3 +94,48 @@ def test_every_extracted_package_entry_point_works(adapter, tmp_path):
     missing = subprocess.run([entry, "status", str(tmp_path / "none.jsonl")], env=env, cwd="/",
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert missing.returncode == 4 and missing.stderr.startswith(b"harnessctl: ")
+
+
+def test_entry_point_shebang_names_the_resolved_interpreter_that_built_it(tmp_path):
+    entry = extract_entry(build("mock", tmp_path / "dist"), tmp_path / "x")
+    assert first_line(entry) == "#!%s -IS\n" % os.path.realpath(sys.executable)
+
+
+def test_default_entry_point_runs_without_any_python_on_path(tmp_path):
+    entry = extract_entry(build("mock", tmp_path / "dist"), tmp_path / "x")
+    env = cli_env(PATH=str(tmp_path / "empty"))
+    del env["PYTHONPATH"]
+    missing = subprocess.run([entry, "status", str(tmp_path / "none.jsonl")], env=env, cwd="/",
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert missing.returncode == 4, missing.stderr
+
+
+def test_python_path_override_is_recorded_resolved(tmp_path):
+    link = tmp_path / "bin" / "python3"
+    link.parent.mkdir()
+    link.symlink_to(sys.executable)
+    entry = extract_entry(build("mock", tmp_path / "dist", "--python", str(link)), tmp_path / "x")
+    assert first_line(entry) == "#!%s -IS\n" % os.path.realpath(sys.executable)
+
+
+def test_python_bare_name_keeps_the_portable_env_shebang(tmp_path):
+    entry = extract_entry(build("mock", tmp_path / "dist", "--python", "python3"), tmp_path / "x")
+    assert first_line(entry) == "#!/usr/bin/env -S python3 -I -S\n"
+
+
+def test_portable_entry_point_runs_status_with_python3_from_path(tmp_path):
+    entry = extract_entry(build("mock", tmp_path / "dist", "--python", "python3"), tmp_path / "x")
+    env = cli_env()
+    del env["PYTHONPATH"]
+    missing = subprocess.run([entry, "status", str(tmp_path / "none.jsonl")], env=env, cwd="/",
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert missing.returncode == 4, missing.stderr
+
+
+def test_python_that_is_a_script_like_a_pyenv_shim_is_refused(tmp_path):
+    shim = tmp_path / "python3"
+    shim.write_text('#!/bin/sh\nexec "%s" "$@"\n' % sys.executable)
+    shim.chmod(0o755)
+    proc = package("mock", tmp_path / "dist", "--python", str(shim))
+    assert proc.returncode == 2 and b"not an ELF binary" in proc.stderr
+    assert not (tmp_path / "dist").exists()

@@ -93,9 +93,10 @@ CASES = {
         new_path, ("send", "{f}", "hi"), None, {"HARNESSCTL_ADAPTER": "nosuch"}, 2, "unknown adapter"),
     "send_option_twice_conflicting": (
         existing, ("send", "{f}", "hi", "--model", "m1", "--model", "m2"), None, None, 2, "model is bound"),
-    "cancel_extra_argument": (existing, ("cancel", "{f}", "now"), None, None, 2, "arguments"),
+    "cancel_extra_argument": (
+        existing, ("cancel", "{f}", "now"), None, None, 2, "takes 1 argument (FILE), got 2; extra: 'now'"),
     "reply_too_many_arguments": (
-        with_pending_request, ("reply", "{f}", "req-1", "allow", "extra"), None, None, 2, "arguments"),
+        with_pending_request, ("reply", "{f}", "req-1", "allow", "extra"), None, None, 2, "quote it"),
     "reply_invalid_utf8_stdin": (
         with_pending_request, ("reply", "{f}", "req-1"), b"\xff\xfe", None, 2, "not valid UTF-8"),
     "reply_already_replied": (

@@ -79,7 +79,7 @@ class Scan:
 
 
 def echo_of(text: str) -> Optional[str]:
-    """What the mock stand-in echoes for one input (PROTOCOL section 11), or None."""
+    """What the mock stand-in echoes for one input (docs/PROTOCOL.md section 14), or None."""
     plain = []
     for line in text.split("\n"):
         name, _, arg = line.partition(" ")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 
 from harnessctl import private
 from harnessctl.backend import Backend, Config, Host, Input
@@ -91,7 +92,10 @@ class CodexBackend(Backend):
             self.child = self.host.spawn([binary, "app-server"] + extra, env, self.config.cwd)
         except OSError as exc:
             self.phase = "down"
-            self.host.start_failed("cannot start codex (%s): %s" % (binary, exc))
+            if shutil.which(binary, path=env.get("PATH", os.defpath)) is None:
+                self.host.start_failed("codex not found (%s): install Codex or set HARNESSCTL_CODEX_BIN" % binary)
+            else:
+                self.host.start_failed("cannot start codex (%s): %s" % (binary, exc))
             return
         params = {
             "clientInfo": {"name": "harnessctl", "title": "harnessctl", "version": CLIENT_VERSION},

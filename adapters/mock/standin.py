@@ -1,5 +1,5 @@
 """The mock harness stand-in: a separate child process speaking JSON lines on
-stdio, so the runtime drives it exactly like a real harness (PROTOCOL section 11).
+stdio, so the runtime drives it exactly like a real harness (docs/PROTOCOL.md section 14).
 
 stdin:  {"op": "input", "id", "text"} | {"op": "interrupt"} | {"op": "answer", "request", "answer"}
 stdout: {"ev": "ready", "resumed_turns"} | {"ev": "received", "id", "turn", "delivery"}

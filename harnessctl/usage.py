@@ -1,0 +1,182 @@
+"""The help texts: `harnessctl --help` and `harnessctl COMMAND --help`.
+
+Kept apart from cli.py so the parser stays short; imported only when help
+is asked for or a command line is wrong."""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing is not imported at run time: every command pays for its imports
+if TYPE_CHECKING:
+    from typing import Optional, Sequence
+
+SYNOPSIS = {
+    "send": "harnessctl send   FILE [TEXT] [--cwd DIR] [--model MODEL] [--adapter NAME] [--print-id] "
+            "[--wait [--timeout S]]",
+    "wait": "harnessctl wait   FILE [INPUT_ID] [--timeout S]",
+    "status": "harnessctl status FILE",
+    "reply": "harnessctl reply  FILE REQUEST_ID [ANSWER]",
+    "cancel": "harnessctl cancel FILE",
+}
+
+OVERVIEW = """\
+usage: {send}
+       {wait}
+       {status}
+       {reply}
+       {cancel}
+       harnessctl COMMAND --help | --help | --version
+
+FILE is the event file: its path is the session.  TEXT and ANSWER are read
+from stdin (all of it, UTF-8) when omitted.  send, reply and cancel print
+nothing and exit 0 on success; status prints one JSON line; --wait and wait
+print the line they waited for.
+
+Exit codes: 0 ok, 1 internal error, 2 usage or input error, 3 refused by state,
+4 event file does not exist, 5 harness unavailable, 6 outcome unknown (timed
+out; read the event file before retrying); --wait and wait: 7 failed,
+8 cancelled, 9 a request awaits a reply, 10 --timeout passed first,
+130 interrupted (the run goes on).
+
+`harnessctl COMMAND --help` describes one command; the event format is in
+EVENT.md and the contract in docs/PROTOCOL.md (in the project's repository)."""
+
+WAIT_CODES = """\
+  7   the result covering the input is `failed` (the line says why)
+  8   it is `cancelled`
+  9   a request of its run awaits a reply: the request line is printed; `reply`, then `wait FILE ID`
+  10  --timeout passed first: still running, nothing printed
+  130 interrupted (Ctrl-C): the wait ends, the run goes on"""
+
+COMMON_CODES = """\
+  1   internal error, or the event file could not be written (e.g. disk full)
+  2   usage or input error
+  4   FILE does not exist (no send created it)
+  6   timed out waiting for the runtime (HARNESSCTL_TIMEOUT)"""
+
+HELP = {
+    "send": """\
+usage: {synopsis}
+
+Start a run when the conversation is idle, or steer the run going on now:
+the caller never checks first.  Exits 0 once the input is accepted: the
+harness confirmed it and the `accepted` line is fsynced in FILE.
+
+arguments:
+  FILE            the event file; the first send creates it and binds it
+  TEXT            the input (quote it: one argument); omitted: read from stdin
+
+options:
+  --cwd DIR       the working directory of a new FILE (default: the current directory)
+  --model MODEL   the model of a new FILE (default: the harness's own)
+  --adapter NAME  the adapter of a new FILE ({adapters})
+  --print-id      print the accepted input_id on one line
+  --wait          then wait for the result that covers the input; print it as one JSON line
+  --timeout S     with --wait: stop waiting after S seconds (default: no limit)
+A later send may omit --cwd, --model and --adapter; a different value exits 2.
+
+knobs: HARNESSCTL_ADAPTER (none), HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_IDLE_TIMEOUT (60 s),
+       HARNESSCTL_CODEX_BIN / _CLAUDE_BIN and _ARGS, HARNESSCTL_DEBUG
+
+exit codes:
+  0   accepted (with --wait: the result is `completed`)
+{common}
+  5   the harness is unavailable (not found, failed to start)
+with --wait:
+{wait}""",
+    "wait": """\
+usage: {synopsis}
+
+With INPUT_ID (printed by `send --print-id`, or the `input_id` of an
+`accepted` line): wait for the result that covers that input and print it as
+one JSON line, or return early with the pending request of its run.  Returns at
+once when the result is in FILE already, also after the runtime exited.
+Without INPUT_ID: wait until the conversation is not running or cancelling
+(idle, awaiting_reply or failed) and print the status line.
+
+arguments:
+  FILE            the event file
+  INPUT_ID        the input to wait for
+
+options:
+  --timeout S     stop waiting after S seconds (default: no limit)
+
+knobs: HARNESSCTL_TIMEOUT (30 s: reaching the runtime), HARNESSCTL_DEBUG
+
+exit codes:
+  0   the result is `completed` (without INPUT_ID: the status line is printed)
+{common}
+  3   FILE never accepted INPUT_ID
+{wait}""",
+    "status": """\
+usage: {synopsis}
+
+Print one JSON line: state (idle, running, awaiting_reply, cancelling,
+failed), run_id, queued, pending requests, cwd, model, adapter, runtime
+(alive or stopped) and last_activity.  A stopped runtime's open work is
+settled first (the lost-runtime rule).
+
+arguments:
+  FILE            the event file
+
+knobs: HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_DEBUG
+
+exit codes:
+  0   the status line is printed
+{common}""",
+    "reply": """\
+usage: {synopsis}
+
+Answer a pending request.  Permissions: allow or deny, plus what the request's
+options list (e.g. allow-session).  Questions: JSON keyed by question id
+({{"q1":"Go"}}) or, for a single question, plain text.  Exits 0 once the
+`replied` line is fsynced in FILE, before the harness gets the answer.
+
+arguments:
+  FILE            the event file
+  REQUEST_ID      the request's id (req-1, req-2 ...), as in `status` or the file
+  ANSWER          the answer (quote it: one argument); omitted: read from stdin
+
+knobs: HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_DEBUG
+
+exit codes:
+  0   answered
+{common}
+  3   unknown, already answered or expired request id
+  (2 also: an answer the request does not allow)""",
+    "cancel": """\
+usage: {synopsis}
+
+Interrupt the active run (its result becomes `cancelled`), drop queued inputs
+(each gets a `cancelled` result) and expire pending requests; the conversation
+history stays.  Nothing running: exit 0, no event.
+
+arguments:
+  FILE            the event file
+
+knobs: HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_DEBUG
+
+exit codes:
+  0   done (or nothing was running)
+{common}""",
+}
+
+
+def overview() -> str:
+    return OVERVIEW.format(**SYNOPSIS)
+
+
+def command_help(command: str, fixed_adapter: Optional[str]) -> str:
+    from .registry import names
+
+    adapters = ("only this package's own, %s" % fixed_adapter if fixed_adapter
+                else "%s; default: $HARNESSCTL_ADAPTER" % ", ".join(names()))
+    return HELP[command].format(synopsis=SYNOPSIS[command], adapters=adapters, common=COMMON_CODES,
+                                wait=WAIT_CODES)
+
+
+def suggestion(word: str, choices: Sequence[str]) -> str:
+    """`; did you mean 'send'?` for a near miss, as git says it; else nothing."""
+    import difflib
+
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return "; did you mean %r?" % close[0] if close else ""
