@@ -1,32 +1,54 @@
-"""The README's set-up commands work on a fresh machine, in a fresh venv:
-
-    python3 -m venv .venv && .venv/bin/pip install '.[test]'
-    .venv/bin/python -m pytest -q
-
-The venv is made once for this module (the install takes a while); each test
-checks one thing about it.  The whole suite is never run inside it."""
+"""The README's set-up commands work on a fresh machine, in a fresh venv: the
+block under "Try it on a fresh machine" is run as written, once for this
+module (the install takes a while); each test checks one thing about what it
+made.  The whole suite is never run inside it."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 
 import pytest
-from cliutil import ROOT, cli_env, wait_results
+import readme
+from cliutil import ROOT, cli_env, kill_all_under, wait_results
 
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory):
-    """`python3 -m venv` then `pip install '.[test]'` from the repository root, as the README says."""
-    where = tmp_path_factory.mktemp("install") / ".venv"
-    made = subprocess.run([sys.executable, "-m", "venv", str(where)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if made.returncode != 0:
-        pytest.skip("python3 -m venv is not available: %s" % made.stderr.decode()[-200:])
-    pip = subprocess.run([str(where / "bin" / "pip"), "install", "-q", "--no-cache-dir", ".[test]"], cwd=ROOT,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert pip.returncode == 0, pip.stderr.decode()[-2000:]
-    return where
+def setup(tmp_path_factory):
+    """The README's set-up block, run as written (bash, stop at the first failure) in a
+    copy of the checkout; its demo directory is moved under the test's own."""
+    checkout = tmp_path_factory.mktemp("install") / "harnessctl"
+    shutil.copytree(ROOT, str(checkout), ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "build",
+                                                                          "dist", "*.egg-info"))
+    demo = str(checkout.parent / "demo")
+    block = readme.block_after("## Try it on a fresh machine").replace("/tmp/demo", demo)
+    if subprocess.run([sys.executable, "-m", "venv", "--help"], stdout=subprocess.DEVNULL).returncode != 0:
+        pytest.skip("python3 -m venv is not available")
+    env = outside_env()
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")  # `python3` is ours
+    try:
+        ran = subprocess.run(["bash", "-e", "-c", block], cwd=str(checkout), env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, timeout=600)
+    finally:
+        kill_all_under(demo)
+    assert ran.returncode == 0, (block, ran.stdout.decode()[-2000:], ran.stderr.decode()[-2000:])
+    return checkout / ".venv", ran.stdout.decode(), demo
+
+
+@pytest.fixture(scope="module")
+def venv(setup):
+    return setup[0]
+
+
+def test_setup_block_demo_prints_the_completed_result_then_the_file(setup):
+    _, out, demo = setup
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]  # after pip's own lines
+    assert lines[0]["type"] == "result" and lines[0]["status"] == "completed"
+    assert lines[0]["output"] == "echo: hello" and lines[1:][-1] == lines[0]
+    assert [e["type"] for e in lines[1:]] == ["accepted", "message", "result"]
 
 
 def outside_env():

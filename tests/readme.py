@@ -1,0 +1,32 @@
+"""The fenced code blocks of README.md, so tests run what the README shows."""
+
+from __future__ import annotations
+
+import os
+import re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import List, Tuple
+
+README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
+
+
+def section(heading: str) -> str:
+    """The text of the `## heading` section, up to the next `## ` heading."""
+    with open(README, encoding="utf-8") as f:
+        text = f.read()
+    start = text.index(heading + "\n")
+    end = text.find("\n## ", start + len(heading))
+    return text[start:end if end >= 0 else len(text)]
+
+
+def blocks(heading: str) -> List[Tuple[str, str]]:
+    """(language, code) of each fenced block in that section, in order."""
+    return [(m.group(1), m.group(2)) for m in FENCE.finditer(section(heading))]
+
+
+def block_after(heading: str) -> str:
+    """The first bash block of that section."""
+    return next(code for language, code in blocks(heading) if language == "bash")

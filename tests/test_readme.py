@@ -1,0 +1,161 @@
+"""Every recipe in the README runs, as written, against the mock adapter.
+
+Each fenced block of the "Recipes" section is run by bash in a fresh
+directory, with `harnessctl` on PATH and HARNESSCTL_ADAPTER=mock, under a
+timeout; a recipe whose prompt would mean nothing to the mock gets a mock
+directive in its place (the test says which), and its output is checked.
+A recipe added without a test here fails `test_every_recipe_has_a_test`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+import readme
+from cliutil import ROOT, cli_env, ok, of_type, wait_for
+
+pytestmark = pytest.mark.skipif(shutil.which("jq") is None, reason="the recipes use jq, which is not installed")
+
+RECIPES = readme.blocks("## Recipes")
+
+
+def recipe(first_line: str) -> str:
+    """The recipe whose block starts with `first_line`."""
+    (code,) = [code for _, code in RECIPES if code.startswith(first_line)]
+    return code
+
+
+def test_every_recipe_has_a_test():
+    tested = (ANSWER, SEND_AND_ACT, APPROVAL_BOT, FOLLOW, WAIT_IDLE, DENY_ALL, CRON)
+    assert sorted(next(t for t in tested if code.startswith(t)) for _, code in RECIPES) == sorted(tested)
+
+
+@pytest.fixture
+def shell(workdir):
+    """Runs a recipe in `workdir` as a user's shell would, `harnessctl` on PATH."""
+    bin_dir = workdir / "bin"
+    bin_dir.mkdir()
+    command = bin_dir / "harnessctl"
+    command.write_text('#!/bin/sh\nexec %s -m harnessctl "$@"\n' % sys.executable)
+    command.chmod(0o755)
+    env = cli_env(HARNESSCTL_ADAPTER="mock", PATH="%s%s%s" % (bin_dir, os.pathsep, os.environ["PATH"]))
+
+    def run(code, replace=()):
+        for old, new in replace:
+            assert old in code, old
+            code = code.replace(old, new)
+        return subprocess.run(["bash", "-c", code], cwd=str(workdir), env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=60)
+
+    run.env = env
+    return run
+
+
+ANSWER = "answer=$(harnessctl send ask.jsonl"
+
+
+def test_answer_text_recipe_prints_only_the_answer(shell):
+    proc = shell(recipe(ANSWER))
+    assert (proc.returncode, proc.stdout) == (0, b"echo: what does src/main.py do? one paragraph\n"), proc.stderr
+
+
+SEND_AND_ACT = "if result=$(harnessctl send fix.jsonl"
+
+
+def test_send_and_act_recipe_prints_the_output_of_a_completed_run(shell):
+    proc = shell(recipe(SEND_AND_ACT))
+    assert (proc.returncode, proc.stdout) == (0, b"echo: run the linter and fix what it reports\n"), proc.stderr
+
+
+def test_send_and_act_recipe_reports_a_failed_run_with_exit_7(shell):
+    proc = shell(recipe(SEND_AND_ACT), [("run the linter and fix what it reports", "/fail lint crashed")])
+    assert proc.stdout == b"" and proc.stderr.startswith(b"not completed (exit 7): {")
+    assert json.loads(proc.stderr.split(b": ", 1)[1])["error"] == "lint crashed"
+
+
+APPROVAL_BOT = "f=fix.jsonl"
+TASK = "run the test suite and fix what fails"
+
+
+def test_approval_bot_recipe_allows_what_its_rule_allows_and_ends_with_the_result(shell, workdir):
+    proc = shell(recipe(APPROVAL_BOT), [(TASK, "/permission may I run pytest?")])
+    assert (proc.returncode, proc.stdout) == (0, b"completed: permission: allow\n"), proc.stderr
+    assert [r["answer"] for r in of_type(str(workdir / "fix.jsonl"), "request") if r["state"] == "replied"] == ["allow"]
+
+
+def test_approval_bot_recipe_denies_the_rest(shell):
+    proc = shell(recipe(APPROVAL_BOT), [(TASK, "/permission may I delete the build directory?")])
+    assert (proc.returncode, proc.stdout) == (0, b"completed: permission: deny\n"), proc.stderr
+
+
+def test_approval_bot_recipe_with_no_request_prints_the_result(shell):
+    proc = shell(recipe(APPROVAL_BOT))
+    assert (proc.returncode, proc.stdout) == (0, ("completed: echo: %s\n" % TASK).encode()), proc.stderr
+
+
+FOLLOW = "tail -n +1 -F fix.jsonl 2>/dev/null |"
+
+
+def test_follow_recipe_started_before_the_file_exists_shows_each_event_with_its_error(shell, workdir):
+    follow = subprocess.Popen(["bash", "-c", recipe(FOLLOW)], cwd=str(workdir), env=shell.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        assert shell("harnessctl send fix.jsonl '/fail no tests found' --wait").returncode == 7
+        lines = []
+        while not any(line.get("type") == "result" for line in lines):
+            lines.append(json.loads(follow.stdout.readline()))
+    finally:
+        os.killpg(follow.pid, signal.SIGKILL)
+        follow.wait()
+    assert lines[0]["type"] == "accepted" and lines[0]["text"] == "/fail no tests found"
+    assert lines[-1]["error"] == "no tests found" and lines[-1]["status"] == "failed"
+
+
+WAIT_IDLE = "harnessctl wait fix.jsonl --timeout 3600"
+
+
+def test_wait_until_done_recipe_prints_idle_once_the_run_ended(shell, workdir):
+    ok("send", str(workdir / "fix.jsonl"), "/sleep 1", env=shell.env)
+    proc = shell(recipe(WAIT_IDLE))
+    assert (proc.returncode, proc.stdout) == (0, b"idle\n"), proc.stderr
+
+
+DENY_ALL = "harnessctl status fix.jsonl | jq -r"
+
+
+def test_deny_all_recipe_denies_every_pending_permission(shell, workdir):
+    path = str(workdir / "fix.jsonl")
+    ok("send", path, "/permission may I?", env=shell.env)
+    wait_for(lambda: of_type(path, "request"), what="the request")
+    proc = shell(recipe(DENY_ALL))
+    assert proc.returncode == 0, proc.stderr
+    replied = [r for r in of_type(path, "request") if r["state"] == "replied"]
+    assert [r["answer"] for r in replied] == ["deny"]
+
+
+CRON = "*/30 * * * * cd $HOME/repo && $HOME/.harness/codex/harnessctl send"
+
+
+def test_cron_recipe_sends_with_a_per_adapter_package(shell, workdir):
+    """The crontab line's command, as cron's sh runs it, with the mock package in place of codex's."""
+    home = workdir / "home"
+    for folder in ("repo", "agent", ".harness"):
+        (home / folder).mkdir(parents=True)
+    built = subprocess.run([sys.executable, "package.py", "--adapter", "mock", "--output-dir", str(workdir / "dist")],
+                           cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert built.returncode == 0, built.stderr
+    archive = built.stdout.decode().split()[-1]
+    subprocess.run(["tar", "xzf", archive, "-C", str(home / ".harness")], check=True)
+    command = recipe(CRON).split(" ", 5)[5].replace("/.harness/codex/", "/.harness/mock/")
+    env = dict(shell.env, HOME=str(home))
+    del env["HARNESSCTL_ADAPTER"]
+    proc = subprocess.run(["sh", "-c", command], env=env, timeout=60)
+    assert proc.returncode == 0
+    assert (home / "agent" / "cron.log").read_bytes() == b""
+    assert [a["text"] for a in of_type(str(home / "agent" / "nightly.jsonl"), "accepted")] == [
+        "check CI and fix what broke"]
