@@ -46,6 +46,11 @@ REACHABLE_CHECK = 1.0
 UNWRITTEN_GRACE = 600.0
 RETRYABLE_WRITE_ERRNOS = (28, 122)  # ENOSPC, EDQUOT
 RESULT_STATUSES = ("completed", "cancelled", "failed")
+# The lines of the latest results, kept for a `wait` that arrives just after
+# its input's result (a `send --wait` on a quick run): it is answered without
+# reading the file.  Small ones only: this is a shortcut, the file is the truth.
+RECENT_RESULTS = 16
+RECENT_RESULT_BYTES = 65536
 DELIVERIES = ("start", "steer", "queued")
 
 
@@ -124,6 +129,7 @@ class Runtime(Host):
         self.unwritten_errno: Optional[int] = None
         self.watches: List[Tuple[Optional[str], Waiter]] = []  # `wait` commands: (input id or None, reply slot)
         self.written: List[Dict[str, Any]] = []  # critical events appended since the watches were last checked
+        self.recent: Dict[str, Dict[str, Any]] = {}  # input id -> its result, for the latest few results
 
     # -- the loop -------------------------------------------------------------
 
@@ -152,7 +158,7 @@ class Runtime(Host):
                 self._dispatch(payload, waiter)
             self._run_due_timers()
             if self.written:
-                self._answer_watches()
+                self._answer_watches()  # also with no watch: a wait may come for a result just written
             self._check_idle()
 
     def _sleep_time(self) -> float:
@@ -343,6 +349,7 @@ class Runtime(Host):
     def _answer_watches(self) -> None:
         written, self.written = self.written, []
         results = {i: e for e in written if e["type"] == "result" for i in e.get("input_ids") or ()}
+        self._remember(results)
         still = []
         for input_id, waiter in self.watches:
             answer = self._watch_answer(input_id, results)
@@ -357,8 +364,8 @@ class Runtime(Host):
         if input_id is None:
             report = self.status()
             return None if report["state"] in ("running", "cancelling") else "status " + status_line(report)
-        if input_id in results:
-            result = results[input_id]
+        result = results.get(input_id) or self.recent.get(input_id)
+        if result is not None:
             return "%s %s" % (result["status"], _line(result))
         if not self._is_open(input_id):
             return "done"
@@ -367,6 +374,13 @@ class Runtime(Host):
             if run_id is not None and request.get("run_id") == run_id and "seq" in request:  # in the file
                 return "request " + _line(request)
         return None
+
+    def _remember(self, results: Dict[str, Dict[str, Any]]) -> None:
+        for input_id, result in results.items():
+            if len(result.get("output") or "") <= RECENT_RESULT_BYTES:
+                self.recent[input_id] = result
+        while len(self.recent) > RECENT_RESULTS:
+            del self.recent[next(iter(self.recent))]
 
     def _is_open(self, input_id: str) -> bool:
         """Open until its result is in the file (not only held back by a full disk)."""

@@ -199,3 +199,12 @@ def test_a_bad_timeout_exits_2(efile, value):
 def test_timeout_without_wait_on_send_exits_2_and_sends_nothing(efile):
     proc = run("send", efile, "hello", "--timeout", "3", *M)
     assert proc.returncode == 2 and not os.path.exists(efile)
+
+
+def test_wait_for_an_older_input_of_a_live_runtime_finds_its_result_in_the_file(efile):
+    first = ok("send", efile, "first", "--print-id", *M).stdout.decode().strip()
+    for i in range(20):  # more results than the runtime keeps at hand
+        ok("send", efile, "next %d" % i, "--wait")
+    proc = run("wait", efile, first)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == line_in_file(efile, "result", input_ids=[first]) + b"\n"
