@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from typing import Dict, List, Optional, Sequence, Tuple
 
 MAX_TEXT = 4 * 1024 * 1024
-POSITIONALS = {"send": (1, 2), "cancel": (1, 1), "status": (1, 1), "reply": (2, 3)}
-OPTIONS = {"send": ("--cwd", "--model", "--adapter")}
 
 
 def main(argv: Optional[List[str]] = None, adapter: Optional[str] = None) -> int:

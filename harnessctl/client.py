@@ -35,7 +35,7 @@ def timeout_seconds() -> float:
     return knobs.seconds(os.environ, "HARNESSCTL_TIMEOUT", 30.0)
 
 
-# -- the four commands --------------------------------------------------------
+# -- the commands -----------------------------------------------------------
 #
 # Each command first asks a live runtime, which knows everything (binding,
 # state) without reading a file.  Only when there is none does the command

@@ -1,4 +1,4 @@
-"""The four commands, black-box through the CLI with the mock adapter (docs/PROTOCOL.md sections 2, 6, 7, 8, 14)."""
+"""The commands, black-box through the CLI with the mock adapter (docs/PROTOCOL.md sections 2, 6, 7, 8, 14)."""
 
 from __future__ import annotations
 

@@ -81,6 +81,18 @@ def test_package_entry_point_refuses_another_adapter(tmp_path, workdir):
     assert proc.returncode == 2 and b"mock adapter" in proc.stderr
 
 
+def test_package_entry_point_takes_its_own_adapter_name_so_scripts_run_unchanged(tmp_path, workdir):
+    archive = build("mock", tmp_path / "dist")
+    with tarfile.open(archive) as tar:
+        tar.extractall(str(tmp_path / "x"))
+    path = str(workdir / "e.jsonl")
+    env = cli_env()
+    del env["PYTHONPATH"]
+    proc = subprocess.run([str(tmp_path / "x" / "mock" / "harnessctl"), "send", path, "hi", "--adapter", "mock",
+                           "--wait"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["output"] == "echo: hi", proc.stderr
+
+
 @pytest.mark.parametrize("adapter", registry.names())
 def test_every_extracted_package_entry_point_works(adapter, tmp_path):
     archive = build(adapter, tmp_path / "dist")

@@ -1,0 +1,69 @@
+"""`--help` for each command, and the messages a mistyped command line gets."""
+
+from __future__ import annotations
+
+import pytest
+from cliutil import ok, run
+
+COMMANDS = ("send", "wait", "status", "reply", "cancel")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_command_help_shows_its_synopsis_arguments_knobs_and_exit_codes(command):
+    text = ok(command, "--help").stdout.decode()
+    assert text.startswith("usage: harnessctl %s " % command)
+    for part in ("arguments:", "FILE", "knobs:", "HARNESSCTL_TIMEOUT (30 s", "exit codes:", "  0 ", "  4 "):
+        assert part in text, part
+
+
+def test_send_help_lists_every_flag_with_its_default():
+    text = ok("send", "--help").stdout.decode()
+    for flag in ("--cwd DIR", "--model MODEL", "--adapter NAME", "--print-id", "--wait", "--timeout S"):
+        assert flag in text, flag
+    assert "default: the current directory" in text and "default: no limit" in text
+    for code in ("  7 ", "  8 ", "  9 ", "  10 ", "  130 "):
+        assert code in text, code
+
+
+def test_overview_points_to_the_event_format_and_the_contract():
+    text = ok("--help").stdout.decode()
+    assert "EVENT.md" in text and "docs/PROTOCOL.md" in text and "harnessctl COMMAND --help" in text
+    assert all(("harnessctl %s " % command) in text for command in COMMANDS)
+
+
+def test_help_after_the_separator_is_text_not_a_flag(efile):
+    proc = run("send", efile, "--adapter", "mock", "--wait", "--", "--help")
+    assert proc.returncode == 0 and b'"output":"echo: --help"' in proc.stdout, proc.stderr
+
+
+def test_mistyped_command_gets_a_suggestion():
+    proc = run("sned", "x.jsonl")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(b"harnessctl: unknown command 'sned'; did you mean 'send'?")
+
+
+def test_mistyped_flag_gets_a_suggestion(efile):
+    proc = run("send", efile, "hi", "--wiat")
+    assert proc.returncode == 2 and b"unknown option --wiat for send; did you mean '--wait'?" in proc.stderr
+
+
+def test_a_flag_far_from_any_gets_no_suggestion(efile):
+    proc = run("send", efile, "hi", "--colour")
+    assert proc.returncode == 2 and b"did you mean" not in proc.stderr
+
+
+def test_missing_argument_is_named(efile):
+    proc = run("reply", efile)
+    assert proc.returncode == 2
+    assert b"reply: missing REQUEST_ID (usage: harnessctl reply FILE REQUEST_ID [ANSWER])" in proc.stderr
+
+
+def test_unquoted_multi_word_text_gets_a_hint_to_quote_it(efile):
+    proc = run("send", efile, "fix", "the", "tests")
+    assert proc.returncode == 2
+    assert b"send takes one TEXT, got 3 words: quote it (harnessctl send FILE 'fix the tests')" in proc.stderr
+
+
+def test_one_extra_argument_reads_right(efile):
+    proc = run("status", efile, "now")
+    assert proc.returncode == 2 and b"status takes 1 argument (FILE), got 2; extra: 'now'" in proc.stderr
