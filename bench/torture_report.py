@@ -10,7 +10,8 @@ their fake harnesses (the same drivers, from tests/torture_support.py, and the s
 checks: the project's fold AND the independent line-by-line checker), then
 prints what they survived: kill -9 rounds, inputs checked, and the recovery
 times; the "another local user" hunt (as root, with a throw-away user) and
-the rename/link/unlink rounds (issue 9) add their counts.  Any violated
+the rename/link/unlink rounds (issue 9) and the waiters under cancel, replies
+and kill -9 (issue 10) add their counts.  Any violated
 invariant stops it with the checker's message.  The
 one-shot scenarios (crash, disk full, torn tails, bad input, signals,
 security) are plain tests: HARNESSCTL_TORTURE=full python3 -m pytest -m torture.
@@ -33,6 +34,7 @@ import cliutil  # noqa: E402
 import torture_moves  # noqa: E402
 import torture_support as torture  # noqa: E402
 import torture_users  # noqa: E402
+import torture_waiters  # noqa: E402
 
 
 def scenario(name, fn, *args):
@@ -66,12 +68,13 @@ def main():
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--sender-kills", type=int, default=40)
     parser.add_argument("--move-rounds", type=int, default=60, help="rename/link/unlink rounds")
+    parser.add_argument("--waiter-rounds", type=int, default=60, help="waiters under cancel/reply/kill -9")
     parser.add_argument("--seed", type=int, default=random.randrange(1 << 30))
     parser.add_argument("--quick", action="store_true", help="the default test run's small counts")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.senders, args.sends, args.files, args.sender_kills = 30, 16, 4, 12, 8
-        args.adapter_rounds, args.move_rounds = 6, 10
+        args.adapter_rounds, args.move_rounds, args.waiter_rounds = 6, 10, 8
     print("seed %d (replay: --seed %d)" % (args.seed, args.seed), flush=True)
     results = {
         "roulette": scenario("kill-9", roulette, args.rounds, args.seed),
@@ -83,6 +86,7 @@ def main():
         "idle-race": scenario("idle-race", torture.idle_race, 12, 25),
         "storm": scenario("storm", torture.storm, 4, 50),
         "moves": scenario("moves", torture_moves.moves, args.move_rounds, args.seed),
+        "waiters": scenario("waiters", torture_waiters.waiters, args.waiter_rounds, args.seed),
     }
     try:
         users = scenario("other-user", torture_users.other_user_report)
@@ -120,6 +124,11 @@ def main():
     print("rename/link/unlink        %d rounds (%s): %d files checked, %d inputs, %d results, one writer each"
           % (m["rounds"], ", ".join("%s %d" % kv for kv in sorted(m["by_op"].items())), m["files_checked"],
              m["inputs"], m["results"]))
+    w = results["waiters"]
+    print("waiters                   %d rounds (%s): %d send --wait, each printed a line of the file and exited by it "
+          "(%s), %d waited again after a reply"
+          % (w["rounds"], ", ".join("%s %d" % kv for kv in w["by_moment"].items()), w["waiters"],
+             ", ".join("exit %s: %d" % kv for kv in sorted(w["by_exit"].items())), w["rewaits"]))
     if users is not None:
         print("another local user        %d planted sidecar entries (%d files x %d attacks x %d commands x 2 stops): "
               "%d refused with exit 2, %d ignored, %d victims intact; %d sockets of theirs, %d refused"

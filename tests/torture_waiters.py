@@ -1,0 +1,142 @@
+"""Torture scenario: waiters (issue 10).
+
+Round after round, on one event file, several `send --print-id --wait` of
+random mock directives and a few `wait FILE` run at once while the file's
+runtime is left alone, cancelled, answered or killed with SIGKILL at a
+random moment.  Every waiter must return (none hangs), print a line that is
+in the file byte for byte and exit by what that line says: a result by its
+status, a pending request of its input's run with 9 (the round then replies
+and waits again until the result), a status line that is neither running nor
+cancelling with 0.  The file itself must pass the suite's invariant check.
+Shared by tests/test_torture_waiters.py and bench/torture_report.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+
+from cliutil import ROOT, cli_env, runtime_pids
+from torture_support import check
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Dict, List
+
+TEXTS = ("hello", "/sleep 0.4", "/sleep 1", "/fail broken", "/permission may I?", "/question which one?")
+MOMENTS = ("none", "cancel", "reply", "kill")
+EXIT_BY_STATUS = {"completed": 0, "failed": 7, "cancelled": 8}
+WAITER_TIMEOUT = 120
+
+
+def harnessctl(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "harnessctl", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=cli_env(HARNESSCTL_ADAPTER="mock"), cwd=ROOT)
+
+
+def finish(proc: subprocess.Popen) -> "tuple[int, List[str], str]":
+    out, err = proc.communicate(timeout=WAITER_TIMEOUT)
+    return proc.returncode, out.decode().splitlines(), err.decode()
+
+
+def file_lines(path: str) -> "set[str]":
+    with open(path, "rb") as f:
+        return {line.decode().rstrip("\n") for line in f if line.endswith(b"\n")}
+
+
+class Waiters:
+    def __init__(self, directory: str, seed: int) -> None:
+        self.path = os.path.join(directory, "waiters.jsonl")
+        self.random = random.Random(seed)
+        self.stats: Dict[str, Any] = {"rounds": 0, "waiters": 0, "by_moment": {m: 0 for m in MOMENTS},
+                                      "by_exit": {}, "rewaits": 0}
+
+    def play(self, rounds: int) -> Dict[str, Any]:
+        for _ in range(rounds):
+            self.round()
+        finish(harnessctl("cancel", self.path))  # what a refused or timed-out send may have left open
+        check(self.path)
+        for pid in runtime_pids(self.path):
+            os.kill(pid, 15)
+        return self.stats
+
+    def round(self) -> None:
+        existed = os.path.exists(self.path)  # a `wait` on a file no send created yet exits 4
+        texts = ["%s\nround %d send %d" % (self.random.choice(TEXTS), self.stats["rounds"], i)
+                 for i in range(self.random.randint(1, 4))]  # unique: the checker tells their echoes apart
+        sends = [harnessctl("send", self.path, text, "--print-id", "--wait") for text in texts]
+        idle_waiters = [harnessctl("wait", self.path) for _ in range(self.random.randint(0, 2) if existed else 0)]
+        moment = self.random.choice(MOMENTS)
+        self.stats["by_moment"][moment] += 1
+        done = threading.Event()
+        meddler = threading.Thread(target=self.meddle, args=(moment, done))
+        meddler.start()
+        try:
+            outcomes = [finish(p) for p in sends]
+            statuses = [finish(p) for p in idle_waiters]
+        finally:
+            done.set()
+            meddler.join()
+        for code, lines, err in outcomes:
+            self.check_send(code, lines, err)
+        for code, lines, err in statuses:
+            self.check_status(code, lines, err)
+        check(self.path, quiescent=False)
+        self.stats["rounds"] += 1
+
+    def meddle(self, moment: str, done: threading.Event) -> None:
+        """At a random moment of the round: nothing, cancel, answer what is pending, or kill -9."""
+        if done.wait(self.random.uniform(0.0, 0.8)) or moment == "none":
+            return
+        if moment == "cancel":
+            finish(harnessctl("cancel", self.path))
+        elif moment == "reply":
+            for request_id in self.pending():
+                finish(harnessctl("reply", self.path, request_id, "allow"))
+        else:
+            for pid in runtime_pids(self.path):
+                os.kill(pid, 9)
+
+    def pending(self) -> List[str]:
+        code, lines, _ = finish(harnessctl("status", self.path))
+        return [r["request_id"] for r in json.loads(lines[0])["requests"]] if code == 0 else []
+
+    def check_send(self, code: int, lines: List[str], err: str) -> None:
+        self.stats["waiters"] += 1
+        self.stats["by_exit"][code] = self.stats["by_exit"].get(code, 0) + 1
+        if code in (2, 5, 6) and len(lines) <= 1:
+            return  # the send itself was refused or raced a kill: no wait began (its id, if any, is checked by check())
+        assert len(lines) == 2, (code, lines, err)
+        input_id, line = lines
+        self.assert_in_file(line)
+        event = json.loads(line)
+        while code == 9:  # a request of the input's run awaits a reply: answer it, wait again
+            assert event["type"] == "request" and event["state"] == "pending", line
+            reply = finish(harnessctl("reply", self.path, event["request_id"], self.answer(event)))
+            assert reply[0] in (0, 3), reply  # 3: it expired meanwhile (cancel, kill)
+            code, again, err = finish(harnessctl("wait", self.path, input_id))
+            assert len(again) == 1, (code, again, err)
+            self.assert_in_file(again[0])
+            event = json.loads(again[0])
+            self.stats["rewaits"] += 1
+        assert event["type"] == "result" and input_id in event["input_ids"], line
+        assert code == EXIT_BY_STATUS[event["status"]], (code, event)
+
+    def check_status(self, code: int, lines: List[str], err: str) -> None:
+        assert code == 0 and len(lines) == 1, (code, lines, err)
+        assert json.loads(lines[0])["state"] not in ("running", "cancelling"), lines[0]
+
+    def assert_in_file(self, line: str) -> None:
+        """Written (and fsynced) before any waiter hears of it."""
+        assert line in file_lines(self.path), "printed a line that is not in the file: %s" % line
+
+    @staticmethod
+    def answer(request: Dict[str, Any]) -> str:
+        return "allow" if request["kind"] == "permission" else "that one"
+
+
+def waiters(directory: str, rounds: int, seed: int) -> Dict[str, Any]:
+    return Waiters(directory, seed).play(rounds)
