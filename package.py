@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Build a self-contained per-adapter package (docs/PROTOCOL.md, Packages).
+"""Build a self-contained per-adapter package (docs/PROTOCOL.md section 13).
 
     python3 package.py --adapter codex --output-dir dist [--python PATH]
     tar xzf dist/harnessctl-codex-<version>-linux.tar.gz -C ~/.harness
