@@ -24,6 +24,19 @@ turn id of the run it steers into.
 If the harness process exits while runs are open, the runtime itself writes a
 `failed` result for every open input and expires pending requests after
 calling `on_exit`, so an adapter cannot forget one.
+
+Re-entrancy.  Three host calls may call back into the backend before they
+return; every other host call takes effect at once and never calls the
+backend:
+
+* `ready()` may call `send()` (a send was waiting for the harness);
+* `accepted()` and `send_failed()` may call `interrupt()` (a cancel arrived
+  while the send was in flight, or its `accepted` line could not be written)
+  and then `send()` (the next waiting input).
+
+So make those calls last in a method, once the backend's own state says what
+they report (the turn is running, the input is delivered).  The host an
+adapter gets exposes the calls below and nothing of the runtime.
 """
 
 from __future__ import annotations
@@ -31,6 +44,11 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing is not imported at run time (runtime start-up cost)
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Sequence
+
+# The values an adapter may report; anything else is a broken contract.
+DELIVERIES = ("start", "steer", "queued")  # Host.accepted(delivery=...)
+RESULT_STATUSES = ("completed", "cancelled", "failed")  # Host.result(status=...)
+REQUEST_KINDS = ("permission", "question")  # Host.request(kind=...)
 
 
 class Config:
@@ -57,7 +75,7 @@ class Input:
 
 
 class Host:
-    """What a backend may call.  Implemented by the runtime; all calls are cheap
+    """What a backend may call.  Implemented by host.py for the runtime; all calls are cheap
     and must be made from the runtime thread (i.e. from inside a backend method)."""
 
     # -- process plumbing -------------------------------------------------
@@ -102,7 +120,7 @@ class Host:
         raise NotImplementedError
 
     # -- what the agent does ------------------------------------------------
-    def message(self, run_id: str, message_id: str, text: str, role: str = "assistant") -> None:
+    def message(self, run_id: Optional[str], message_id: str, text: str, role: str = "assistant") -> None:
         """A complete message snapshot (a later call with the same id replaces it)."""
         raise NotImplementedError
 

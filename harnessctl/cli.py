@@ -183,9 +183,10 @@ def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str]]:
             options[arg] = ""
         elif arg.startswith("--") and name in allowed:
             if not eq:
-                value = next(rest, None)
-                if value is None:
+                following = next(rest, None)
+                if following is None:
                     raise UsageError("%s needs a value" % name)
+                value = following
             if not value:
                 raise UsageError("%s must not be empty" % name)
             options[name] = value

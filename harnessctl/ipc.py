@@ -71,7 +71,7 @@ def listen(path: str) -> _socket.socket:
 def accept(server: _socket.socket) -> _socket.socket:
     """The next connection (blocking).  `_accept` is what socket.socket.accept
     itself calls; using it keeps the socket module out of the runtime's start-up."""
-    fd, _ = server._accept()
+    fd, _ = server._accept()  # type: ignore[attr-defined]
     return _socket.socket(fileno=fd)
 
 
@@ -97,7 +97,7 @@ def connect(path: str, timeout: Optional[float]) -> _socket.socket:
 
 def read_all(conn: _socket.socket) -> bytes:
     """Everything the peer sends until it shuts down its side."""
-    chunks = []
+    chunks: List[bytes] = []
     size = 0
     while True:
         chunk = conn.recv(262144)

@@ -64,6 +64,7 @@ class Process(Child):
         threading.Thread(target=self._read, args=(on_lines, on_exit), daemon=True).start()
 
     def _read(self, on_lines: Callable[[List[str]], None], on_exit: Callable[[Optional[int]], None]) -> None:
+        assert self._popen.stdout is not None  # stdout=PIPE
         with self._popen.stdout as stdout:
             for batch in read_lines(stdout.fileno()):
                 on_lines(batch)
@@ -74,6 +75,7 @@ class Process(Child):
     def write_line(self, text: str) -> None:
         with self._write_lock:
             try:
+                assert self._popen.stdin is not None  # stdin=PIPE
                 self._popen.stdin.write(text.encode("utf-8") + b"\n")
                 self._popen.stdin.flush()
             except (OSError, ValueError):
@@ -82,6 +84,7 @@ class Process(Child):
     def close_stdin(self) -> None:
         with self._write_lock:
             try:
+                assert self._popen.stdin is not None  # stdin=PIPE
                 self._popen.stdin.close()
             except OSError:
                 pass

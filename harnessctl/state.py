@@ -42,7 +42,7 @@ class Conversation:
             handler(event)
 
     def _apply_accepted(self, event: Dict[str, Any]) -> None:
-        input_id, run_id = event.get("input_id"), event.get("run_id")
+        input_id, run_id = str(event.get("input_id")), event.get("run_id")
         if input_id not in self.open_inputs:
             self.inputs_seen += 1
             self.open_inputs[input_id] = None

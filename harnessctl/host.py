@@ -1,0 +1,154 @@
+"""What an adapter sees of its runtime: exactly the `Host` calls of backend.py,
+and nothing else.  Its reports become events here (`accepted`, `message`,
+`request`, `result`, `log`), checked against the backend contract; what they
+mean for the waiting commands is the runtime's (`Runtime.finish_send`,
+`Runtime.harness_ready`, `Runtime.settled`)."""
+
+from __future__ import annotations
+
+import os
+
+from .backend import DELIVERIES, REQUEST_KINDS, RESULT_STATUSES, Host
+from .errors import HarnessctlError, UnavailableError
+from .state import result_event
+
+TYPE_CHECKING = False  # typing is not imported at run time: a first send waits for our start-up
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+    from .proc import Process
+
+
+class AdapterHost(Host):
+    def __init__(self, runtime: Any) -> None:
+        """`runtime` provides conv, writer, loop, supervisor, binding and debug,
+        and hears of sends that end (finish_send) and runs that end (settled)."""
+        self._runtime = runtime
+        self._texts: Dict[str, Tuple[str, str]] = {}  # input_id -> (text, delivery) until attributed
+
+    def expect(self, input_id: str, text: str) -> None:
+        """A send is being handed to the backend: its text goes into `accepted`."""
+        self._texts[input_id] = (text, "")
+
+    # -- process plumbing -------------------------------------------------
+
+    def spawn(self, argv: Sequence[str], env: Dict[str, str], cwd: str) -> Process:
+        return self._runtime.supervisor.spawn(argv, env, cwd)
+
+    def call_later(self, seconds: float, callback: Callable[[], None]) -> None:
+        self._runtime.loop.call_later(seconds, callback)
+
+    # -- start --------------------------------------------------------------
+
+    def ready(self) -> None:
+        self._runtime.harness_ready()
+
+    def start_failed(self, message: str) -> None:
+        self._runtime.supervisor.refused(UnavailableError(message))
+
+    # -- sends ----------------------------------------------------------------
+
+    def new_run(self) -> str:
+        return new_id()
+
+    def accepted(self, input_id: str, delivery: str, run_id: Optional[str]) -> None:
+        if delivery not in DELIVERIES:
+            self._broken_contract("accepted() with delivery %r (allowed: %s)" % (delivery, ", ".join(DELIVERIES)),
+                                  input_id)
+            return
+        text = self._texts.pop(input_id, ("", ""))[0]
+        try:
+            self._runtime.writer.write({"type": "accepted", "input_id": input_id, "text": text,
+                                        "delivery": delivery, "run_id": run_id}, now=True)
+        except OSError as e:
+            self._runtime.finish_send(input_id, HarnessctlError(
+                "could not record the input in the event file (%s); the harness may have seen it" % e.strerror),
+                interrupt=True)
+            return
+        if run_id is None:
+            self._texts[input_id] = (text, delivery)
+        self._runtime.finish_send(input_id, None)
+
+    def attributed(self, input_id: str, run_id: str) -> None:
+        conv = self._runtime.conv
+        if input_id in conv.open_inputs and conv.open_inputs[input_id] is None:
+            text, delivery = self._texts.pop(input_id, ("", "steer"))
+            self._runtime.writer.write({"type": "accepted", "input_id": input_id, "text": text,
+                                        "delivery": delivery, "run_id": run_id})
+
+    def send_failed(self, input_id: str, message: str, unavailable: bool = False) -> None:
+        self._texts.pop(input_id, None)
+        self._runtime.finish_send(input_id, UnavailableError(message) if unavailable else HarnessctlError(message))
+
+    # -- what the agent does ------------------------------------------------
+
+    def message(self, run_id: Optional[str], message_id: str, text: str, role: str = "assistant") -> None:
+        self._runtime.writer.write({"type": "message", "run_id": run_id, "message_id": message_id, "role": role,
+                                    "text": text})
+
+    def request(self, run_id: Optional[str], kind: str, message: str, options: Optional[List[str]] = None,
+                details: Optional[Dict[str, Any]] = None) -> str:
+        if kind not in REQUEST_KINDS:
+            self._broken_contract("request() with kind %r (allowed: %s)" % (kind, ", ".join(REQUEST_KINDS)))
+        request_id = "req-%d" % (self._runtime.conv.request_count + 1)
+        event = {"type": "request", "run_id": run_id, "request_id": request_id, "state": "pending",
+                 "kind": kind, "message": message, "options": list(options or [])}
+        event.update(details or {})
+        self._runtime.writer.write(event)
+        return request_id
+
+    def request_closed(self, request_id: str) -> None:
+        request = self._runtime.conv.pending.get(request_id)
+        if request is not None:
+            self._runtime.writer.write(dict(request, state="expired"))
+
+    def result(self, run_id: Optional[str], input_ids: Sequence[str], status: str, output: str = "",
+               usage: Optional[Dict[str, Any]] = None, cost_usd: Optional[float] = None,
+               error: Optional[str] = None) -> None:
+        conv, writer = self._runtime.conv, self._runtime.writer
+        if status not in RESULT_STATUSES:
+            self._broken_contract("result() with status %r (allowed: %s)" % (status, ", ".join(RESULT_STATUSES)))
+            status, error = "failed", "the %s adapter reported an invalid result status %r" % (
+                self._runtime.binding["adapter"], status)
+        covered = [i for i in input_ids if i in conv.open_inputs]
+        if len(covered) != len(input_ids):
+            self.debug("result for run %s: ignoring inputs that are not open: %s"
+                       % (run_id, [i for i in input_ids if i not in covered]))
+        for input_id in covered:
+            self._texts.pop(input_id, None)
+        # Requests expire before the result is written: a reader that sees the
+        # result sees everything about the run settled.
+        for request in [r for r in conv.pending.values() if r.get("run_id") in (run_id, None)]:
+            writer.write(dict(request, state="expired"))
+        writer.write(result_event(run_id, covered, status, output, usage, cost_usd, error))
+        self._runtime.settled()
+
+    def log(self, kind: str, level: str = "info", run_id: Optional[str] = None, **fields: Any) -> None:
+        event: Dict[str, Any] = {"type": "log", "level": level, "kind": kind}
+        if run_id is not None:
+            event["run_id"] = run_id
+        event.update(fields)
+        self._runtime.writer.log(event)
+
+    def debug(self, text: str) -> None:
+        self._runtime.debug(text)
+
+    def _broken_contract(self, what: str, input_id: Optional[str] = None) -> None:
+        """An adapter bug: said in runtime.log and the event file, and the send
+        it concerns fails at once (exit 1) instead of waiting for a receipt."""
+        message = "the %s adapter broke the backend contract: %s" % (self._runtime.binding["adapter"], what)
+        self.debug(message)
+        self.log("diagnostic", level="error", message=message)
+        if input_id is not None:
+            self._texts.pop(input_id, None)
+            self._runtime.finish_send(input_id, HarnessctlError(message))
+
+
+def new_id() -> str:
+    """A random (version 4) UUID string; the uuid module would cost the
+    long-lived runtime a megabyte of RSS for this one line."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40
+    b[8] = (b[8] & 0x3F) | 0x80
+    h = b.hex()
+    return "%s-%s-%s-%s-%s" % (h[:8], h[8:12], h[12:16], h[16:20], h[20:])

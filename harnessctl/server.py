@@ -1,0 +1,158 @@
+"""The runtime's command server: the local socket, one thread per connection,
+and the reply slot (`Waiter`) each command waits on.
+
+A handler thread reads one request, hands it to the loop with its Waiter, and
+sends whatever the loop puts in the slot.  It never touches the runtime's
+state itself.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+import time
+
+from . import ipc
+from .errors import HarnessctlError
+
+TYPE_CHECKING = False  # typing is not imported at run time: a first send waits for our start-up
+if TYPE_CHECKING:
+    from typing import Any, Callable, List, Optional, Set, Tuple
+
+
+class Waiter:
+    """The reply slot of one command connection: the encoded response."""
+
+    def __init__(self, conn: Any = None) -> None:
+        self._done = threading.Event()
+        self.response = b""
+        self.conn = conn
+
+    def reply(self, response: bytes) -> None:
+        if not self._done.is_set():
+            self.response = response
+            self._done.set()
+
+    def ok(self, text: str = "") -> None:
+        self.reply(ipc.encode_response(0, text))
+
+    def fail(self, error: HarnessctlError) -> None:
+        self.reply(ipc.encode_response(error.exit_code, str(error)))
+
+    def retry(self) -> None:
+        self.reply(ipc.RETRY.encode())
+
+    def wait(self) -> bytes:
+        self._done.wait()
+        return self.response
+
+    def hung_up(self) -> bool:
+        """True once the command closed its end (Ctrl-C, --timeout): it
+        shut down only its sending side while it still waits for us."""
+        poller = select.poll()
+        poller.register(self.conn.fileno(), select.POLLHUP)
+        return bool(poller.poll(0))
+
+
+class CommandServer:
+    def __init__(self, sock: Any, path: str, timeout: float, submit: Callable[[List[str], Waiter], None],
+                 debug: Callable[[str], None]) -> None:
+        """`sock` listens at `path` already (commands queue in its backlog from
+        then on); `submit(request, waiter)` hands a request to the loop."""
+        self.sock = sock
+        self.path = path
+        self.identity = identity(path)
+        self.timeout = timeout
+        self.submit = submit
+        self.debug = debug
+        self.stopping = False
+        self.intake = threading.Lock()  # orders "request submitted" against "stopped listening"
+        self.connections: Set[threading.Thread] = set()  # joined at exit so every reply is sent
+
+    def start(self) -> None:
+        threading.Thread(target=self._accept_loop, daemon=True).start()
+
+    def is_ours(self) -> bool:
+        """The socket at our path is still the one we bound."""
+        return identity(self.path) == self.identity
+
+    def stop(self) -> None:
+        """Stop taking commands: those that reach us from now on are told to retry."""
+        with self.intake:
+            self.stopping = True
+        self.sock.close()
+        if self.is_ours():  # never a successor's socket
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+
+    def join(self, seconds: float) -> None:
+        """Let the handler threads send their replies (at most `seconds`)."""
+        deadline = time.monotonic() + seconds
+        for thread in list(self.connections):
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _accept_loop(self) -> None:
+        """Accept until stopped, whatever accept() says: out of descriptors
+        (EMFILE) or memory, a connection reset in the backlog.  The waiting
+        connections stay in the backlog until a descriptor is free again."""
+        failing = False
+        while not self.stopping:
+            try:
+                conn = ipc.accept(self.sock)
+            except OSError as e:
+                if self.stopping:
+                    return
+                if not failing:
+                    self.debug("accept failed (%s); retrying until it works again" % e.strerror)
+                failing = True
+                time.sleep(0.05)
+                continue
+            failing = False
+            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            self.connections.add(thread)
+            try:
+                thread.start()
+            except RuntimeError:  # no thread for it now: the command retries or times out
+                self.connections.discard(thread)
+                conn.close()
+
+    def _serve(self, conn: Any) -> None:
+        try:
+            self._answer(conn)
+        finally:
+            conn.close()
+            self.connections.discard(threading.current_thread())
+
+    def _answer(self, conn: Any) -> None:
+        try:
+            if ipc.peer_uid(conn) != os.getuid():
+                return
+            conn.settimeout(self.timeout)
+            request = ipc.decode_fields(ipc.read_all(conn))
+        except (OSError, ValueError):
+            return
+        if not request:
+            return
+        waiter = Waiter(conn)
+        with self.intake:
+            if self.stopping:
+                waiter.retry()
+            else:
+                self.submit(request, waiter)
+        response = waiter.wait()
+        try:
+            ipc.send_all(conn, response)
+        except OSError:
+            pass
+
+
+def identity(path: str) -> Optional[Tuple[int, int]]:
+    """(st_dev, st_ino) of `path` itself, or None if it is gone."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
