@@ -6,7 +6,9 @@
     ~/.harness/codex/harnessctl status /tmp/none.jsonl     # exits 4: the entry point works
 
 The archive holds `<adapter>/harnessctl` (the entry point, adapter fixed),
-`<adapter>/manifest.json` and `<adapter>/lib/` (the core and that one adapter).
+`<adapter>/manifest.json` and `<adapter>/lib/` (the core and that one adapter:
+every file of its folder but Python's caches, executable bits kept).  An
+adapter whose manifest breaks schema/manifest.schema.json is refused (exit 2).
 Stdlib only; the output is reproducible (fixed mtimes, sorted entries).
 
 The entry point's shebang names the real interpreter that runs package.py
@@ -74,13 +76,13 @@ def shebang(python: str) -> str:
 
 
 def sources(top: str) -> list:
-    """Relative paths of the files to ship under `top` (no caches, no tests)."""
+    """Relative paths of every file to ship under `top`: all of them but Python's
+    caches (an adapter may hold scripts, data, a stand-in in another language)."""
     found = []
     for directory, dirs, files in os.walk(os.path.join(ROOT, top)):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith((".py", ".json")):
-                found.append(os.path.relpath(os.path.join(directory, name), ROOT))
+        found += [os.path.relpath(os.path.join(directory, name), ROOT) for name in sorted(files)
+                  if not name.endswith(".pyc")]
     return found
 
 
@@ -91,15 +93,21 @@ def package_manifest(adapter: str) -> dict:
         "harnessctl_version": __version__,
         "protocol_version": PROTOCOL_VERSION,
         "adapter": adapter,
-        "adapter_version": adapter_manifest.get("version"),
-        "harness": adapter_manifest.get("harness"),
-        "capabilities": adapter_manifest.get("capabilities", []),
+        "adapter_version": adapter_manifest["version"],
+        "description": adapter_manifest["description"],
+        "harness": adapter_manifest["harness"],
+        "capabilities": adapter_manifest["capabilities"],
         "python_requires": ">=%s" % PYTHON_FLOOR,
         "entry_point": "harnessctl",
     }
 
 
 def build(adapter: str, output_dir: str, python: str = sys.executable) -> str:
+    """The archive's path; raises ValueError (and writes nothing) for a manifest that breaks
+    schema/manifest.schema.json or an interpreter that cannot work."""
+    problems = registry.problems(adapter)
+    if problems:
+        raise ValueError("adapters/%s/manifest.json: %s" % (adapter, "; ".join(problems)))
     entry = ENTRY.format(shebang=shebang(python), adapter=adapter).encode()
     manifest = package_manifest(adapter)
     files = sources("harnessctl") + ["adapters/__init__.py"] + sources(os.path.join("adapters", adapter))
@@ -111,7 +119,8 @@ def build(adapter: str, output_dir: str, python: str = sys.executable) -> str:
             add_bytes(tar, "%s/manifest.json" % adapter, (json.dumps(manifest, indent=2) + "\n").encode(), 0o644)
             for rel in files:
                 with open(os.path.join(ROOT, rel), "rb") as f:
-                    add_bytes(tar, "%s/lib/%s" % (adapter, rel), f.read(), 0o644)
+                    data, executable = f.read(), os.fstat(f.fileno()).st_mode & 0o111
+                add_bytes(tar, "%s/lib/%s" % (adapter, rel), data, 0o755 if executable else 0o644)
     return target
 
 
@@ -131,8 +140,9 @@ def main() -> int:
     args = parser.parse_args()
     try:
         print(build(args.adapter, args.output_dir, args.python))
-    except ValueError as exc:
-        parser.error(str(exc))
+    except ValueError as exc:  # one line, exit 2 like a usage error
+        print("%s: error: %s" % (parser.prog, exc), file=sys.stderr)
+        return 2
     return 0
 
 

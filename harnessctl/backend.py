@@ -14,7 +14,7 @@ Life of a backend::
     backend.start()                   # spawn/resume the harness -> host.ready() or host.start_failed()
     backend.send(item)                # -> host.accepted(...) or host.send_failed(...)
     backend.interrupt()               # -> eventually host.result(..., "cancelled", ...)
-    backend.answer(request_id, answer)
+    backend.answer(token, answer)
     backend.stop()                    # graceful: end the harness, return when it is gone
 
 The runtime passes sends one at a time: the next `send` comes only after the
@@ -54,14 +54,16 @@ REQUEST_KINDS = ("permission", "question")  # Host.request(kind=...)
 class Config:
     """What the runtime knows about the conversation when it creates a backend."""
 
-    __slots__ = ("cwd", "model", "sidecar", "env", "debug")
+    __slots__ = ("cwd", "model", "sidecar", "env", "debug", "harness")
 
-    def __init__(self, cwd: str, model: Optional[str], sidecar: str, env: Dict[str, str], debug: bool) -> None:
+    def __init__(self, cwd: str, model: Optional[str], sidecar: str, env: Dict[str, str], debug: bool,
+                 harness: Optional[Dict[str, Any]] = None) -> None:
         self.cwd = cwd  # bound working directory (absolute)
         self.model = model  # bound model, or None for the harness's default
         self.sidecar = sidecar  # FILE.d/: the adapter may keep small files here (resume ids)
         self.env = env  # environment of the send that started the runtime
         self.debug = debug
+        self.harness = harness or {}  # the manifest's `harness` section: binary, binary_env, args_env, ...
 
 
 class Input:
@@ -131,6 +133,7 @@ class Host:
         message: str,
         options: Optional[List[str]] = None,
         details: Optional[Dict[str, Any]] = None,
+        token: Any = None,
     ) -> str:
         """The harness asks the user something; returns our request id (req-N).
 
@@ -138,12 +141,15 @@ class Host:
         allow-session); `details` may carry `tool`, `input`, ...
         kind "question": `details["questions"]` is a list of
         {"id", "question", "options": [labels] or absent}.
-        The runtime validates the reply against these before `Backend.answer`."""
+        `token` is the harness's own handle of the request (its id, or
+        whatever the adapter needs to answer it): `Backend.answer` gets it
+        back, so an adapter keeps no map of our request ids.  The runtime
+        validates the reply against the options before `Backend.answer`."""
         raise NotImplementedError
 
-    def request_closed(self, request_id: str) -> None:
-        """The harness withdrew the request: its snapshot becomes `expired`
-        unless it was already replied."""
+    def request_closed(self, token: Any) -> None:
+        """The harness withdrew the request it asked with `token`: its snapshot
+        becomes `expired` unless it was already replied."""
         raise NotImplementedError
 
     def result(
@@ -210,9 +216,10 @@ class Backend:
         """Cancel the active run and drop queued inputs (cancelled results)."""
         raise NotImplementedError
 
-    def answer(self, request_id: str, answer: Any) -> None:
-        """Forward a validated reply: a permission option string, or for a
-        question a dict {question id: answer text}."""
+    def answer(self, token: Any, answer: Any) -> None:
+        """Forward a validated reply to the request asked with `token` (see
+        Host.request): a permission option string, or for a question a dict
+        {question id: answer text}."""
         raise NotImplementedError
 
     def stop(self) -> None:

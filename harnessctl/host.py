@@ -25,10 +25,19 @@ class AdapterHost(Host):
         and hears of sends that end (finish_send) and runs that end (settled)."""
         self._runtime = runtime
         self._texts: Dict[str, Tuple[str, str]] = {}  # input_id -> (text, delivery) until attributed
+        self._tokens: Dict[str, Any] = {}  # request id -> the harness's token, while the request is open
 
     def expect(self, input_id: str, text: str) -> None:
         """A send is being handed to the backend: its text goes into `accepted`."""
         self._texts[input_id] = (text, "")
+
+    def take_token(self, request_id: str) -> Any:
+        """The token `request_id` was asked with, forgotten (it is answered)."""
+        return self._tokens.pop(request_id, request_id)
+
+    def forget_requests(self) -> None:
+        """The harness is gone: none of its tokens will be answered."""
+        self._tokens.clear()
 
     # -- process plumbing -------------------------------------------------
 
@@ -87,7 +96,7 @@ class AdapterHost(Host):
                                     "text": text})
 
     def request(self, run_id: Optional[str], kind: str, message: str, options: Optional[List[str]] = None,
-                details: Optional[Dict[str, Any]] = None) -> str:
+                details: Optional[Dict[str, Any]] = None, token: Any = None) -> str:
         if kind not in REQUEST_KINDS:
             self._broken_contract("request() with kind %r (allowed: %s)" % (kind, ", ".join(REQUEST_KINDS)))
         request_id = "req-%d" % (self._runtime.conv.request_count + 1)
@@ -95,9 +104,14 @@ class AdapterHost(Host):
                  "kind": kind, "message": message, "options": list(options or [])}
         event.update(details or {})
         self._runtime.writer.write(event)
+        self._tokens[request_id] = request_id if token is None else token
         return request_id
 
-    def request_closed(self, request_id: str) -> None:
+    def request_closed(self, token: Any) -> None:
+        request_id = next((r for r, t in self._tokens.items() if t == token), None)
+        if request_id is None:
+            return
+        del self._tokens[request_id]
         request = self._runtime.conv.pending.get(request_id)
         if request is not None:
             self._runtime.writer.write(dict(request, state="expired"))
@@ -119,6 +133,7 @@ class AdapterHost(Host):
         # Requests expire before the result is written: a reader that sees the
         # result sees everything about the run settled.
         for request in [r for r in conv.pending.values() if r.get("run_id") in (run_id, None)]:
+            self._tokens.pop(request["request_id"], None)
             writer.write(dict(request, state="expired"))
         writer.write(result_event(run_id, covered, status, output, usage, cost_usd, error))
         self._runtime.settled()

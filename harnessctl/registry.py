@@ -1,12 +1,25 @@
 """Which adapters exist: data, not code.  Each `adapters/<name>/manifest.json`
 names its backend class; the core imports nothing of an adapter until a
-runtime needs that backend."""
+runtime needs that backend.
+
+The repository's `adapters/` folder is found in two layouts:
+
+- beside this package (a checkout, or a per-adapter package's `lib/`): the
+  package `adapters`, importable because whoever starts the runtime puts their
+  common parent first on `sys.path` (client.py, package.py's entry point);
+- inside this package (`pip install`: pyproject.toml installs the folder as
+  `harnessctl.adapters`, so no top-level `adapters` lands in site-packages).
+
+A manifest names its backend relative to its own package (".backend:Class"),
+which resolves in either layout.  `problems()` holds a manifest to
+schema/manifest.schema.json (package.py and tests/test_manifest.py use it)."""
 
 from __future__ import annotations
 
 import importlib
 import json
 import os
+import re
 
 from .errors import UsageError
 
@@ -14,7 +27,22 @@ TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
     from typing import Any, Dict, List
 
-ADAPTERS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "adapters")
+HERE = os.path.dirname(os.path.abspath(__file__))
+if os.path.isdir(os.path.join(HERE, "adapters")):  # pip-installed
+    ADAPTERS_DIR, ADAPTERS_PACKAGE = os.path.join(HERE, "adapters"), "harnessctl.adapters"
+else:  # a checkout, or a per-adapter package's lib/
+    ADAPTERS_DIR, ADAPTERS_PACKAGE = os.path.join(os.path.dirname(HERE), "adapters"), "adapters"
+
+# schema/manifest.schema.json, which documents each word and key (tests/test_manifest.py keeps them equal)
+CAPABILITIES = ("steer", "cancel", "approvals", "questions", "resume", "usage", "cost", "crash-recovery")
+KEYS = {"name": "string", "version": "string", "description": "string", "backend": "string", "harness": "object",
+        "capabilities": "array"}
+HARNESS_KEYS = {"name": "string", "version": "string", "package": "string", "binary": "string or null",
+                "binary_env": "string or null", "args_env": "string or null"}
+OPTIONAL = ("harness.package",)
+TYPES: Dict[str, Any] = {"string": str, "object": dict, "array": list, "string or null": (str, type(None))}
+BACKEND = r"\.[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*"  # the schema's patterns
+ENV_NAME = r"HARNESSCTL_[A-Z0-9_]+"
 
 
 def names() -> List[str]:
@@ -36,4 +64,49 @@ def manifest(name: str) -> Dict[str, Any]:
 
 def backend_class(name: str) -> Any:
     module_name, _, class_name = manifest(name)["backend"].partition(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    module = importlib.import_module(module_name, "%s.%s" % (ADAPTERS_PACKAGE, name))
+    return getattr(module, class_name)
+
+
+def problems(name: str) -> List[str]:
+    """What makes adapters/<name>/manifest.json break schema/manifest.schema.json
+    (a missing or unknown key, a wrong type, an unknown capability, ...); empty
+    when nothing does."""
+    try:
+        data = manifest(name)
+    except ValueError as exc:
+        return ["not valid JSON (%s)" % exc]
+    if not isinstance(data, dict):
+        return ["not a JSON object"]
+    found = _shape(data, KEYS, "")
+    harness = data.get("harness")
+    if isinstance(harness, dict):
+        found += _shape(harness, HARNESS_KEYS, "harness.")
+        found += ["harness.%s %r is not a HARNESSCTL_... variable name" % (key, harness[key])
+                  for key in ("binary_env", "args_env") if isinstance(harness.get(key), str)
+                  and not re.fullmatch(ENV_NAME, harness[key])]
+    if isinstance(data.get("name"), str) and data["name"] != name:
+        found.append("name %r is not the adapter's folder name %r" % (data["name"], name))
+    if isinstance(data.get("backend"), str) and not re.fullmatch(BACKEND, data["backend"]):
+        found.append("backend %r is not .MODULE:CLASS (a module of the adapter's own package)" % data["backend"])
+    capabilities = data["capabilities"] if isinstance(data.get("capabilities"), list) else []
+    for i, word in enumerate(capabilities):
+        if word not in CAPABILITIES:
+            found.append("unknown capability %r (known: %s)" % (word, ", ".join(CAPABILITIES)))
+        elif word in capabilities[:i]:
+            found.append("capability %r listed twice" % word)
+    return found
+
+
+def _shape(value: Dict[str, Any], keys: Dict[str, str], where: str) -> List[str]:
+    """Missing, unknown, mistyped and empty-string keys of one object."""
+    found: List[str] = []
+    for key, kind in keys.items():
+        if key not in value:
+            if where + key not in OPTIONAL:
+                found.append("missing key %s%s" % (where, key))
+        elif not isinstance(value[key], TYPES[kind]):
+            found.append("%s%s is not %s" % (where, key, kind))
+        elif value[key] == "":
+            found.append("%s%s is empty" % (where, key))
+    return found + ["unknown key %s%s" % (where, key) for key in value if key not in keys]

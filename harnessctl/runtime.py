@@ -197,7 +197,7 @@ class Runtime:
         except OSError as e:
             raise HarnessctlError("could not record the answer in the event file (%s); the harness was not "
                                   "answered: reply again once the file can be written" % e.strerror) from None
-        backend.answer(request_id, value)
+        backend.answer(self.host.take_token(request_id), value)
 
     # -- sends ----------------------------------------------------------------
 
@@ -279,6 +279,7 @@ class Runtime:
         if self.in_flight:
             self.host.send_failed(self.in_flight[0].input_id, message, unavailable=True)
         self.writer.write_all(close_open_work(self.conv, message))
+        self.host.forget_requests()
         self.cancelling = False
         self._pump()
 

@@ -49,9 +49,10 @@ class Supervisor:
         self.generation += 1
         generation = self.generation
         self.loop.call_later(timeout, lambda: self._start_timed_out(generation, timeout))
-        config = Config(cwd=binding["cwd"], model=binding.get("model"), sidecar=self.sidecar, env=dict(env),
-                        debug=debug)
         try:
+            harness = registry.manifest(binding["adapter"]).get("harness") or {}
+            config = Config(cwd=binding["cwd"], model=binding.get("model"), sidecar=self.sidecar, env=dict(env),
+                            debug=debug, harness=harness)
             self.backend = registry.backend_class(binding["adapter"])(host, config)
             self.backend.start()
         except HarnessctlError as e:  # e.g. private.py refused one of the adapter's sidecar files

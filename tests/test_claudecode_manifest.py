@@ -3,7 +3,6 @@ backed by a real-binary test that exists."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import sys
@@ -11,6 +10,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import test_claudecode_real as real  # noqa: E402
+from adapters.claudecode.backend import ClaudeCodeBackend  # noqa: E402
+from harnessctl import registry  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MANIFEST = os.path.join(os.path.dirname(HERE), "adapters", "claudecode", "manifest.json")
@@ -43,8 +44,7 @@ def load():
 def test_manifest_names_an_importable_backend():
     manifest = load()
     assert manifest["name"] == "claudecode" and manifest["version"]
-    module, _, cls = manifest["backend"].partition(":")
-    assert hasattr(importlib.import_module(module), cls)
+    assert registry.backend_class("claudecode") is ClaudeCodeBackend
     assert manifest["harness"]["binary_env"] == "HARNESSCTL_CLAUDE_BIN"
 
 
@@ -52,5 +52,6 @@ def test_every_capability_is_backed_by_a_real_binary_test():
     capabilities = load()["capabilities"]
     assert capabilities and set(capabilities) == set(BACKED_BY)
     for capability in capabilities:
+        assert BACKED_BY[capability], capability
         for name in BACKED_BY[capability]:
             assert callable(getattr(real, name, None)), (capability, name)

@@ -38,8 +38,8 @@ def test_every_capability_in_the_manifest_is_backed_by_a_test():
     with open(MANIFEST, encoding="utf-8") as f:
         manifest = json.load(f)
     assert sorted(manifest["capabilities"]) == sorted(BACKED_BY)
-    for tests in BACKED_BY.values():
-        assert all(callable(t) and t.__name__.startswith("test_") for t in tests)
+    # a renamed or removed test already breaks BACKED_BY as this module loads; left: a claim backed by nothing
+    assert [capability for capability, tests in BACKED_BY.items() if not tests] == []
 
 
 def test_registry_loads_the_codex_backend_and_the_pinned_harness():

@@ -10,10 +10,13 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 
 import pytest
 import readme
 from cliutil import ROOT, cli_env, kill_all_under, wait_results
+
+from harnessctl import registry
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +88,35 @@ def test_venv_python_runs_the_module_from_any_directory(venv):
     version = subprocess.run([str(venv / "bin" / "python"), "-m", "harnessctl", "--version"], env=outside_env(),
                              cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert version.returncode == 0 and version.stdout.startswith(b"harnessctl "), version.stderr
+
+
+def test_adapters_install_under_harnessctl_with_every_file_and_no_top_level_adapters(venv):
+    """pip puts the repository's adapters/ at harnessctl/adapters (a top-level `adapters` would collide
+    with the PyPI distribution of that name), and the registry finds and imports them there."""
+    probe = textwrap.dedent("""\
+        import json, os, site, sys
+        import harnessctl.adapters.mock
+        from harnessctl import registry
+        top = site.getsitepackages()[0]
+        files = sorted(os.path.relpath(os.path.join(d, f), registry.ADAPTERS_DIR)
+                       for d, _, fs in os.walk(registry.ADAPTERS_DIR) if "__pycache__" not in d for f in fs)
+        json.dump({"top": sorted(os.listdir(top)), "dir": os.path.relpath(registry.ADAPTERS_DIR, top),
+                   "package": registry.ADAPTERS_PACKAGE, "names": registry.names(), "files": files,
+                   "mock": registry.backend_class("mock").__module__,
+                   "imported": harnessctl.adapters.mock.__file__.startswith(top)}, sys.stdout)
+        """)
+    proc = subprocess.run([str(venv / "bin" / "python"), "-c", probe], env=outside_env(), cwd="/",
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    assert "adapters" not in found["top"] and "harnessctl" in found["top"]
+    assert found["dir"] == os.path.join("harnessctl", "adapters") and found["package"] == "harnessctl.adapters"
+    assert found["imported"] and found["mock"] == "harnessctl.adapters.mock.backend"
+    source = str(venv.parent / "adapters")  # the copy of the checkout that was installed
+    shipped = sorted(os.path.relpath(os.path.join(d, f), source) for d, _, fs in os.walk(source)
+                     if "__pycache__" not in d for f in fs if not f.endswith(".pyc"))
+    assert found["files"] == shipped and "mock/manifest.json" in shipped
+    assert found["names"] == registry.names() and {"mock", "codex", "claudecode"} <= set(found["names"])
 
 
 def test_test_extra_gives_the_venv_python_pytest(venv):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -49,6 +50,7 @@ def test_package_contains_entry_point_manifest_and_lib(adapter, tmp_path):
                 and not n.endswith("adapters/__init__.py")]
     assert manifest["adapter"] == adapter and manifest["protocol_version"] == 1
     assert manifest["python_requires"] == ">=3.9" and manifest["capabilities"]
+    assert manifest["description"] == registry.manifest(adapter)["description"]
 
 
 def test_extracted_mock_package_sends_from_any_directory(tmp_path, workdir):
@@ -150,4 +152,67 @@ def test_python_that_is_a_script_like_a_pyenv_shim_is_refused(tmp_path):
     shim.chmod(0o755)
     proc = package("mock", tmp_path / "dist", "--python", str(shim))
     assert proc.returncode == 2 and b"not an ELF binary" in proc.stderr
+    assert not (tmp_path / "dist").exists()
+
+
+def tiny_project(root, mutate=None):
+    """A throwaway copy of the project (package.py, the core) whose adapters/ holds one new adapter,
+    `tiny`: the mock adapter's files under another name, plus what is not Python (an executable script,
+    a data file in a subfolder) and Python's caches.  Nothing outside adapters/tiny/ names it."""
+    caches = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(os.path.join(ROOT, "harnessctl"), str(root / "harnessctl"), ignore=caches)
+    shutil.copy(os.path.join(ROOT, "package.py"), str(root))
+    (root / "adapters").mkdir()
+    shutil.copy(os.path.join(ROOT, "adapters", "__init__.py"), str(root / "adapters"))
+    tiny = root / "adapters" / "tiny"
+    shutil.copytree(os.path.join(ROOT, "adapters", "mock"), str(tiny), ignore=caches)
+    manifest = json.loads((tiny / "manifest.json").read_text())
+    manifest["name"] = "tiny"
+    if mutate:
+        mutate(manifest)
+    (tiny / "manifest.json").write_text(json.dumps(manifest))
+    (tiny / "helper.sh").write_text("#!/bin/sh\necho helped\n")
+    (tiny / "helper.sh").chmod(0o755)
+    (tiny / "data").mkdir()
+    (tiny / "data" / "table.txt").write_text("one\n")
+    (tiny / "__pycache__").mkdir()
+    (tiny / "__pycache__" / "backend.cpython-39.pyc").write_bytes(b"stale")
+    (tiny / "stray.pyc").write_bytes(b"stale")
+    return str(root / "package.py")
+
+
+def test_package_ships_every_file_of_a_new_adapters_folder_with_its_modes(tmp_path, workdir):
+    script = tiny_project(tmp_path / "project")
+    proc = subprocess.run([sys.executable, script, "--adapter", "tiny", "--output-dir", str(tmp_path / "dist")],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.returncode == 0, proc.stderr
+    archive = proc.stdout.decode().strip()
+    with tarfile.open(archive) as tar:
+        modes = {m.name: m.mode for m in tar.getmembers() if m.name.startswith("tiny/lib/adapters/tiny/")}
+        tar.extractall(str(tmp_path / "x"))
+    shipped = {name[len("tiny/lib/adapters/tiny/"):]: mode for name, mode in modes.items()}
+    assert shipped == {"__init__.py": 0o644, "backend.py": 0o644, "standin.py": 0o644, "manifest.json": 0o644,
+                       "helper.sh": 0o755, "data/table.txt": 0o644}
+    helped = subprocess.run([str(tmp_path / "x" / "tiny" / "lib" / "adapters" / "tiny" / "helper.sh")],
+                            stdout=subprocess.PIPE, check=True)
+    assert helped.stdout == b"helped\n"
+    env = cli_env()
+    del env["PYTHONPATH"]
+    path = str(workdir / "tiny.jsonl")
+    sent = subprocess.run([str(tmp_path / "x" / "tiny" / "harnessctl"), "send", path, "hi", "--wait"], env=env,
+                          cwd=str(workdir), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert sent.returncode == 0 and json.loads(sent.stdout)["output"] == "echo: hi", sent.stderr
+
+
+@pytest.mark.parametrize("mutate, said", [
+    (lambda m: m["capabilities"].append("teleport"), "unknown capability 'teleport'"),
+    (lambda m: m.pop("harness"), "missing key harness"),
+], ids=["unknown capability", "missing key"])
+def test_package_refuses_a_manifest_that_breaks_the_schema_in_one_line(mutate, said, tmp_path):
+    script = tiny_project(tmp_path / "project", mutate)
+    proc = subprocess.run([sys.executable, script, "--adapter", "tiny", "--output-dir", str(tmp_path / "dist")],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert proc.stderr.count(b"\n") == 1 and proc.stderr.startswith(b"package.py: error: adapters/tiny/manifest.json: ")
+    assert said.encode() in proc.stderr, proc.stderr
     assert not (tmp_path / "dist").exists()
