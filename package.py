@@ -29,6 +29,7 @@ import os
 import subprocess
 import sys
 import tarfile
+from typing import Any, Dict, List  # package.py is a build tool: start-up cost does not matter
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, ROOT)
@@ -75,7 +76,7 @@ def shebang(python: str) -> str:
     return line
 
 
-def sources(top: str) -> list:
+def sources(top: str) -> List[str]:
     """Relative paths of every file to ship under `top`: all of them but Python's
     caches (an adapter may hold scripts, data, a stand-in in another language)."""
     found = []
@@ -86,7 +87,7 @@ def sources(top: str) -> list:
     return found
 
 
-def package_manifest(adapter: str) -> dict:
+def package_manifest(adapter: str) -> Dict[str, Any]:
     adapter_manifest = registry.manifest(adapter)
     return {
         "name": "harnessctl-%s" % adapter,

@@ -14,7 +14,7 @@ from .address import (Address, check_binding, check_event_file, make_sidecar, op
                       require_exists, resolve, write_binding)
 from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError, UsageError, from_code
 
-TYPE_CHECKING = False  # typing is not imported at run time: every command pays for its imports
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 

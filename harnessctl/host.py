@@ -12,7 +12,7 @@ from .backend import DELIVERIES, REQUEST_KINDS, RESULT_STATUSES, Host
 from .errors import HarnessctlError, UnavailableError
 from .state import result_event
 
-TYPE_CHECKING = False  # typing is not imported at run time: a first send waits for our start-up
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 

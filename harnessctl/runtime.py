@@ -35,7 +35,7 @@ from .supervisor import READY, STARTING, STOPPED, Supervisor
 from .watches import Watches
 from .writer import EventWriter
 
-TYPE_CHECKING = False  # typing is not imported at run time: a first send waits for our start-up
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Deque, Dict, List, Optional, Tuple
 

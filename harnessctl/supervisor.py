@@ -17,7 +17,7 @@ from .backend import Config
 from .errors import HarnessctlError, UnavailableError
 from .proc import Process
 
-TYPE_CHECKING = False  # typing is not imported at run time: a first send waits for our start-up
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Sequence
 

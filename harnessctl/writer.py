@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections import deque
 
-TYPE_CHECKING = False  # typing is not imported at run time: a first send waits for our start-up
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Callable, Deque, Dict, List, Optional
 

@@ -407,7 +407,7 @@ def test_command_approval_is_a_permission_request_and_reply_maps_to_decision(rea
     assert options == ["allow", "deny", "allow-session", "cancel"]
     assert "touch approved.txt" in message and "need to write" in message
     assert details["tool"] == "command" and details["input"]["cwd"] == "/w"
-    backend.answer(request_id, reply)
+    backend.answer(host.token(request_id), reply)
     assert wire.replies()[-1] == {"id": 0, "result": {"decision": decision}}
     wire.notify("serverRequest/resolved", {"threadId": "thr-1", "requestId": 0})
     assert not host.of("request_closed")
@@ -427,7 +427,7 @@ def test_file_change_approval_carries_the_diff_remembered_from_item_started(read
     assert request[6]["tool"] == "file_change"
     assert request[6]["input"]["changes"] == [{"path": "/w/patched.txt", "kind": "add",
                                                "diff": "hello from apply_patch\n"}]
-    backend.answer(request[1], "deny")
+    backend.answer(host.token(request[1]), "deny")
     assert wire.replies()[-1] == {"id": 0, "result": {"decision": "decline"}}
 
 
@@ -448,7 +448,7 @@ def test_pending_request_is_left_to_the_result_when_the_turn_ends(ready, host):
     wire.notify("serverRequest/resolved", {"threadId": "thr-1", "requestId": 0})  # after turn/completed
     assert host.of("result")[0][3] == "cancelled"
     assert not host.of("request_closed")  # the result already expired it
-    backend.answer("req-1", "allow")  # a late reply reaches nobody
+    backend.answer(host.token("req-1"), "allow")  # a late reply reaches nobody
     assert not wire.replies()
 
 
@@ -464,7 +464,7 @@ def test_question_lists_questions_with_option_labels_and_reply_maps_to_answers(r
     assert request[3] == "question" and request[4] == "Which color?" and request[5] is None
     (question,) = request[6]["questions"]
     assert question["id"] == "color" and question["options"] == ["Red (Recommended)", "Blue"]
-    backend.answer(request[1], {"color": "Blue"})
+    backend.answer(host.token(request[1]), {"color": "Blue"})
     assert wire.replies()[-1] == {"id": 0, "result": {"answers": {"color": {"answers": ["Blue"]}}}}
 
 

@@ -192,7 +192,7 @@ def test_package_ships_every_file_of_a_new_adapters_folder_with_its_modes(tmp_pa
         tar.extractall(str(tmp_path / "x"))
     shipped = {name[len("tiny/lib/adapters/tiny/"):]: mode for name, mode in modes.items()}
     assert shipped == {"__init__.py": 0o644, "backend.py": 0o644, "standin.py": 0o644, "manifest.json": 0o644,
-                       "helper.sh": 0o755, "data/table.txt": 0o644}
+                       "conformance.json": 0o644, "helper.sh": 0o755, "data/table.txt": 0o644}
     helped = subprocess.run([str(tmp_path / "x" / "tiny" / "lib" / "adapters" / "tiny" / "helper.sh")],
                             stdout=subprocess.PIPE, check=True)
     assert helped.stdout == b"helped\n"

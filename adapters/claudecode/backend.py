@@ -21,14 +21,13 @@ Messages API mock):
 from __future__ import annotations
 
 import json
-import os
-import shlex
-import shutil
-from typing import Any, Dict, List, Optional
 
-from harnessctl import private
-from harnessctl.backend import Backend, Config, Host, Input
-from harnessctl.errors import UsageError
+from harnessctl.backend import Config, Host, Input
+from harnessctl.childbackend import ChildBackend
+
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Set, Tuple
 
 FORCED_ARGS = [
     "-p",
@@ -64,12 +63,23 @@ class Pending:
         self.run = run
 
 
-class ClaudeCodeBackend(Backend):
+class ClaudeCodeBackend(ChildBackend):
     """harnessctl Backend over `claude -p --input-format stream-json ...`."""
+
+    KEY = "type"
+    HANDLERS = {
+        "command_lifecycle": "_on_command_lifecycle",
+        "system": "_on_system",
+        "assistant": "_on_assistant",
+        "user": "_on_user",
+        "result": "_on_result",
+        "control_request": "_on_control_request",
+        "control_cancel_request": "_on_control_cancel_request",
+        "control_response": "_on_control_response",
+    }
 
     def __init__(self, host: Host, config: Config) -> None:
         super().__init__(host, config)
-        self.child: Any = None
         self._reset()
 
     # -- state -------------------------------------------------------------------
@@ -79,14 +89,13 @@ class ClaudeCodeBackend(Backend):
         self.ready = False
         self._control_seq = 0
         self._init_id: Optional[str] = None
-        self._interrupt_ids: set = set()
-        self._answered_ids: set = set()  # Claude's request ids we answered (their echo is ignored)
+        self._interrupt_ids: Set[str] = set()
+        self._answered_ids: Set[str] = set()  # Claude's request ids we answered (their echo is ignored)
         self._pending: Dict[str, Pending] = {}  # input id -> send waiting for its receipt
         self._active: Optional[Run] = None  # the turn Claude is running
         self._next: Optional[Run] = None  # a run we started while idle, not yet taken by Claude
         self._run_of: Dict[str, Optional[Run]] = {}  # open input id -> run (None: not yet known)
-        self._requests: Dict[str, Dict[str, Any]] = {}  # our req id -> Claude's request
-        self._req_by_claude_id: Dict[str, str] = {}
+        self._requests: Dict[str, Dict[str, Any]] = {}  # Claude's request id -> what answering it needs
         self._last_total_cost = 0.0
         self._start_error: Optional[str] = None
 
@@ -96,23 +105,8 @@ class ClaudeCodeBackend(Backend):
         """Spawn (resuming the stored session) and send `initialize` as the
         readiness check: `system/init` only comes once a turn starts."""
         self._reset()
-        env = dict(self.config.env)
-        binary = env.get("HARNESSCTL_CLAUDE_BIN") or "claude"
-        found = shutil.which(binary, path=env.get("PATH", os.defpath))
-        if not found:
-            self.host.start_failed(
-                "claude not found (%s): install Claude Code or set HARNESSCTL_CLAUDE_BIN" % binary)
-            return
-        try:
-            argv = [found] + self._arguments(env)
-        except ValueError as exc:
-            self.host.start_failed("HARNESSCTL_CLAUDE_ARGS is not valid shell syntax: %s" % exc)
-            return
-        self.host.debug("claudecode: spawn %s" % " ".join(shlex.quote(a) for a in argv))
-        try:
-            self.child = self.host.spawn(argv, env, self.config.cwd)
-        except OSError as exc:
-            self.host.start_failed("cannot start claude (%s): %s" % (found, exc))
+        argv = self.harness_argv(self._arguments())
+        if argv is None or not self.spawn_harness(argv):
             return
         self._init_id = self._control_id("init")
         self._write({"type": "control_request", "request_id": self._init_id,
@@ -147,12 +141,11 @@ class ClaudeCodeBackend(Backend):
         self._write({"type": "control_request", "request_id": request_id,
                      "request": {"subtype": "interrupt", "cancel_queued": True}})
 
-    def answer(self, request_id: str, answer: Any) -> None:
+    def answer(self, token: Any, answer: Any) -> None:
         """Turn a validated reply into Claude's can_use_tool response."""
-        request = self._requests.pop(request_id, None)
+        request = self._requests.pop(token, None)
         if request is None or self.child is None:
             return
-        self._req_by_claude_id.pop(request["claude_id"], None)
         tool_input = request["input"]
         if request["kind"] == "question":
             answers = {q["question"]: answer[q["id"]] for q in request["questions"] if q["id"] in answer}
@@ -167,17 +160,11 @@ class ClaudeCodeBackend(Backend):
         self._write({"type": "control_response", "response": {
             "subtype": "success", "request_id": request["claude_id"], "response": response}})
 
-    def stop(self) -> None:
-        """Close stdin (Claude finishes and exits, ~40 ms when idle); kill if slow."""
-        child = self.child
-        if child is None:
-            return
+    def before_stop(self) -> None:
+        """Closing stdin ends Claude (~40 ms when idle), but a turn and its tools
+        would go on after EOF: interrupt it first (SIGTERM mid-run)."""
         if self._active or self._next or self._run_of:
-            self.interrupt()  # SIGTERM mid-run: do not let the turn (and its tools) go on after EOF
-        child.close_stdin()
-        if child.wait(5.0) is None:
-            child.kill()
-            child.wait(5.0)
+            self.interrupt()
 
     def on_exit(self, returncode: Optional[int]) -> None:
         """Claude is gone: report why it could not start, if it never did.  The
@@ -191,27 +178,8 @@ class ClaudeCodeBackend(Backend):
 
     # -- Claude's output ----------------------------------------------------------
 
-    def on_line(self, line: str) -> None:
-        try:
-            frame = json.loads(line)
-        except ValueError:
-            self.host.debug("claudecode: non-JSON stdout: %s" % line[:500])
-            return
-        if not isinstance(frame, dict):
-            return
-        handler = {
-            "command_lifecycle": self._on_command_lifecycle,
-            "system": self._on_system,
-            "assistant": self._on_assistant,
-            "user": self._on_user,
-            "result": self._on_result,
-            "control_request": self._on_control_request,
-            "control_cancel_request": self._on_control_cancel_request,
-            "control_response": self._on_control_response,
-        }.get(str(frame.get("type")))
-        if handler is not None:
-            handler(frame)
-        elif frame.get("type") not in ("keep_alive", "stream_event"):  # stream_event: --include-partial-messages
+    def on_unhandled(self, frame: Dict[str, Any]) -> None:
+        if frame.get("type") not in ("keep_alive", "stream_event"):  # stream_event: --include-partial-messages
             self.host.log("native", level="debug", frame=_slim(frame))
 
     def _on_command_lifecycle(self, frame: Dict[str, Any]) -> None:
@@ -231,11 +199,12 @@ class ClaudeCodeBackend(Backend):
         pending = self._pending.pop(str(uuid), None)
         if pending is None:
             return
+        input_id = pending.item.input_id  # the uuid we wrote on its line (str(uuid) found it)
         run = pending.run
-        self._run_of[uuid] = run
+        self._run_of[input_id] = run
         if run is not None:
             self._next = run
-        self.host.accepted(uuid, pending.delivery, run.run_id if run else None)
+        self.host.accepted(input_id, pending.delivery, run.run_id if run else None)
 
     def _on_started(self, uuid: Optional[str]) -> None:
         """Claude took `uuid` into a turn: the active one, or a new one."""
@@ -270,7 +239,7 @@ class ClaudeCodeBackend(Backend):
         del self._run_of[uuid]
         if run is not None and run is self._next:
             self._next = None
-        self.host.result(run.run_id if run else None, [uuid], "cancelled")  # type: ignore[arg-type]
+        self.host.result(run.run_id if run else None, [uuid], "cancelled")
 
     def _on_system(self, frame: Dict[str, Any]) -> None:
         subtype = frame.get("subtype")
@@ -286,8 +255,8 @@ class ClaudeCodeBackend(Backend):
                           retry_delay_ms=frame.get("retry_delay_ms"), error_status=frame.get("error_status"),
                           error=frame.get("error"))
         elif subtype in ("task_started", "task_notification", "task_progress"):
-            fields = {k: frame.get(k) for k in ("task_id", "tool_use_id", "description", "status", "summary")
-                      if frame.get(k) is not None}
+            keys = ("task_id", "tool_use_id", "description", "status", "summary")
+            fields: Dict[str, Any] = {k: frame.get(k) for k in keys if frame.get(k) is not None}
             self.host.log("task." + subtype[5:], run_id=self._active_id(), **fields)
         elif subtype == "permission_denied":
             self.host.log("diagnostic", level="warning", run_id=self._active_id(),
@@ -379,14 +348,14 @@ class ClaudeCodeBackend(Backend):
                 "error": "harnessctl does not support %s" % request.get("subtype")}})
             return
         tool = request.get("tool_name") or "tool"
-        tool_input = request.get("input") if isinstance(request.get("input"), dict) else {}
-        entry = {"claude_id": claude_id, "input": tool_input, "kind": "permission",
+        tool_input = _object(request.get("input"))
+        entry: Dict[str, Any] = {"claude_id": claude_id, "input": tool_input, "kind": "permission",
                  "suggestions": request.get("permission_suggestions") or [], "questions": []}
         if tool == QUESTION_TOOL and isinstance(tool_input.get("questions"), list):
             entry["kind"] = "question"
             entry["questions"] = _questions(tool_input["questions"])
-            req_id = self.host.request(self._active_id(), "question", _question_message(entry["questions"]),
-                                       details={"tool": tool, "questions": entry["questions"]})
+            self.host.request(self._active_id(), "question", _question_message(entry["questions"]),
+                              details={"tool": tool, "questions": entry["questions"]}, token=claude_id)
         else:
             entry["suggestions"] = _session_rules(entry["suggestions"])
             options = ["allow", "deny"] + (["allow-session"] if entry["suggestions"] else [])
@@ -394,16 +363,14 @@ class ClaudeCodeBackend(Backend):
             for key in ("description", "blocked_path", "decision_reason", "tool_use_id"):
                 if request.get(key) is not None:
                     details[key] = request[key]
-            req_id = self.host.request(self._active_id(), "permission", _permission_message(tool, request),
-                                       options=options, details=details)
-        self._requests[req_id] = entry
-        self._req_by_claude_id[claude_id] = req_id
+            self.host.request(self._active_id(), "permission", _permission_message(tool, request),
+                              options=options, details=details, token=claude_id)
+        self._requests[claude_id] = entry
 
     def _on_control_cancel_request(self, frame: Dict[str, Any]) -> None:
-        req_id = self._req_by_claude_id.pop(str(frame.get("request_id")), None)
-        if req_id is not None:
-            self._requests.pop(req_id, None)
-            self.host.request_closed(req_id)
+        claude_id = str(frame.get("request_id"))
+        if self._requests.pop(claude_id, None) is not None:
+            self.host.request_closed(claude_id)
 
     def _on_control_response(self, frame: Dict[str, Any]) -> None:
         response = frame.get("response") or {}
@@ -430,14 +397,14 @@ class ClaudeCodeBackend(Backend):
 
     # -- helpers ----------------------------------------------------------------------
 
-    def _arguments(self, env: Dict[str, str]) -> List[str]:
+    def _arguments(self) -> List[str]:
         args = list(FORCED_ARGS)
         session_id = self._stored_session()
         if session_id:
             args += ["--resume", session_id]
         if self.config.model:
             args += ["--model", self.config.model]
-        return args + shlex.split(env.get("HARNESSCTL_CLAUDE_ARGS", ""))
+        return args
 
     def _control_id(self, prefix: str) -> str:
         self._control_seq += 1
@@ -474,14 +441,8 @@ class ClaudeCodeBackend(Backend):
         return round(cost, 8) if cost is not None else None
 
     # session id in the sidecar, for --resume after an idle exit or a crash
-    def _session_path(self) -> str:
-        return os.path.join(self.config.sidecar, SESSION_FILE)
-
     def _stored_session(self) -> Optional[str]:
-        try:
-            return (private.read_text(self._session_path()) or "").strip() or None
-        except (OSError, UsageError):
-            return None
+        return self.load_resume(SESSION_FILE)
 
     def _remember_session(self, frame: Dict[str, Any], persist: bool) -> None:
         """Store the session id once a turn ended: only then is the conversation
@@ -490,12 +451,15 @@ class ClaudeCodeBackend(Backend):
         session_id = frame.get("session_id")
         if not persist or not isinstance(session_id, str) or not session_id:
             return
-        if session_id == self._stored_session():
-            return
-        private.write_atomic(self._session_path(), session_id + "\n")
+        self.save_resume(SESSION_FILE, session_id)
 
 
 # -- pure helpers ------------------------------------------------------------------------
+
+
+def _object(value: Any) -> Dict[str, Any]:
+    """A JSON object from the wire, or {} for anything else."""
+    return value if isinstance(value, dict) else {}
 
 
 def _join_text(content: Any) -> str:
@@ -521,10 +485,11 @@ def _usage(usage: Any) -> Optional[Dict[str, int]]:
     return {k: usage[k] for k in USAGE_KEYS if isinstance(usage.get(k), int)}
 
 
-def _outcome(frame: Dict[str, Any], run: Run):
+def _outcome(frame: Dict[str, Any], run: Run) -> Tuple[str, str, Optional[str]]:
     """(status, output, error) from is_error + terminal_reason, never subtype."""
     reason = frame.get("terminal_reason")
-    text = frame.get("result") if isinstance(frame.get("result"), str) else ""
+    result = frame.get("result")
+    text = result if isinstance(result, str) else ""
     if isinstance(reason, str) and reason.startswith("aborted"):
         return "cancelled", text, None
     if frame.get("is_error"):
@@ -567,6 +532,6 @@ def _question_message(questions: List[Dict[str, Any]]) -> str:
 
 
 def _permission_message(tool: str, request: Dict[str, Any]) -> str:
-    tool_input = request.get("input") if isinstance(request.get("input"), dict) else {}
+    tool_input = _object(request.get("input"))
     detail = tool_input.get("command") or tool_input.get("file_path") or request.get("description") or ""
     return ("Claude wants to use %s: %s" % (tool, detail)).rstrip(": ") if detail else "Claude wants to use %s" % tool

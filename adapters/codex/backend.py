@@ -14,24 +14,19 @@ says which turn consumed it when the two responses race a turn's end.
 from __future__ import annotations
 
 import json
-import os
-import shlex
-import shutil
 
-from harnessctl import private
-from harnessctl.backend import Backend, Config, Host, Input
-from harnessctl.errors import UsageError
+from harnessctl.backend import Config, Host, Input
+from harnessctl.childbackend import ChildBackend
 
 from . import wire
 
-TYPE_CHECKING = False  # typing is not imported at run time (runtime start-up cost)
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Optional
+    from typing import Any, Callable, Dict, List, Optional, Set
 
     Callback = Callable[[Optional[Dict[str, Any]], Optional[Any]], None]
 
 THREAD_FILE = "codex-thread.json"
-STOP_GRACE = 3.0
 CLIENT_VERSION = "0.1.0"
 
 
@@ -44,14 +39,31 @@ class Run:
         self.input_ids = list(input_ids)
         self.usage: Optional[Dict[str, int]] = None
         self.output = ""
-        self.client_ids: set = set()  # our input ids codex showed as userMessage items
+        self.client_ids: Set[str] = set()  # our input ids codex showed as userMessage items
         self.final: Optional[Dict[str, Any]] = None  # turn/completed's turn, once seen
         self.steering = 0  # turn/steer requests in flight for this turn
         self.interrupting = False
 
 
-class CodexBackend(Backend):
+class CodexBackend(ChildBackend):
     """harnessctl Backend over `$HARNESSCTL_CODEX_BIN app-server`."""
+
+    KEY = "method"
+    STOP_GRACE = 3.0  # app-server exits about 40 ms after EOF (measured)
+    HANDLERS = {  # notifications, by method
+        "turn/started": "_on_turn_started",
+        "turn/completed": "_on_turn_completed",
+        "item/started": "_on_item_started",
+        "item/completed": "_on_item_completed",
+        "item/agentMessage/delta": "_on_text_delta",
+        "item/reasoning/summaryTextDelta": "_on_reasoning_delta",
+        "item/reasoning/textDelta": "_on_reasoning_delta",
+        "item/commandExecution/outputDelta": "_on_tool_output",
+        "item/fileChange/outputDelta": "_on_tool_output",
+        "thread/tokenUsage/updated": "_on_token_usage",
+        "error": "_on_error",
+        "serverRequest/resolved": "_on_request_resolved",
+    }
 
     def __init__(self, host: Host, config: Config) -> None:
         super().__init__(host, config)
@@ -71,32 +83,18 @@ class CodexBackend(Backend):
         self.waiting: List[Input] = []  # sends held until the harness can take them
         self.cancel_pending = False  # cancel asked while the turn id was unknown
         self.drop_inflight = False  # cancel asked while a steer was in flight
-        self.limbo: set = set()  # accepted steers codex has not yet shown in a turn
+        self.limbo: Set[str] = set()  # accepted steers codex has not yet shown in a turn
         self.file_changes: Dict[str, List[Dict[str, Any]]] = {}
-        self.requests: Dict[Any, Dict[str, Any]] = {}  # codex request id -> our request
+        self.requests: Dict[Any, Dict[str, Any]] = {}  # codex request id -> its kind and turn
 
     # ------------------------------------------------------------------ start / stop
 
     def start(self) -> None:
         self._reset()
+        argv = self.harness_argv(["app-server"])
+        if argv is None or not self.spawn_harness(argv):
+            return
         self.phase = "starting"
-        env = dict(self.config.env)
-        binary = env.get("HARNESSCTL_CODEX_BIN") or "codex"
-        try:
-            extra = shlex.split(env.get("HARNESSCTL_CODEX_ARGS", ""))
-        except ValueError as exc:
-            self.phase = "down"
-            self.host.start_failed("HARNESSCTL_CODEX_ARGS cannot be split: %s" % exc)
-            return
-        try:
-            self.child = self.host.spawn([binary, "app-server"] + extra, env, self.config.cwd)
-        except OSError as exc:
-            self.phase = "down"
-            if shutil.which(binary, path=env.get("PATH", os.defpath)) is None:
-                self.host.start_failed("codex not found (%s): install Codex or set HARNESSCTL_CODEX_BIN" % binary)
-            else:
-                self.host.start_failed("cannot start codex (%s): %s" % (binary, exc))
-            return
         params = {
             "clientInfo": {"name": "harnessctl", "title": "harnessctl", "version": CLIENT_VERSION},
         }
@@ -155,15 +153,6 @@ class CodexBackend(Backend):
         self.host.start_failed(message)  # the runtime fails the sends waiting for us
         if self.child is not None:
             self.child.kill()
-
-    def stop(self) -> None:
-        child = self.child
-        if child is None:
-            return
-        child.close_stdin()  # app-server exits about 40 ms after EOF (measured)
-        if child.wait(STOP_GRACE) is None:
-            child.kill()
-            child.wait(STOP_GRACE)
 
     def on_exit(self, returncode: Optional[int]) -> None:
         """Forget the process.  The runtime itself fails the open runs, the send
@@ -297,43 +286,21 @@ class CodexBackend(Backend):
 
         self._call("turn/interrupt", {"threadId": self.thread_id, "turnId": run.turn_id}, done)
 
-    def answer(self, request_id: str, answer: Any) -> None:
-        for native_id, entry in list(self.requests.items()):
-            if entry["request_id"] != request_id:
-                continue
-            del self.requests[native_id]
-            if entry["kind"] == "question":
-                result = wire.question_answer(answer)
-            else:
-                result = {"decision": wire.DECISIONS.get(answer, "decline")}
-            self._write({"id": native_id, "result": result})
+    def answer(self, token: Any, answer: Any) -> None:
+        entry = self.requests.pop(token, None)
+        if entry is None:
+            self.host.debug("codex: reply to request %s, which codex no longer waits for" % token)
             return
-        self.host.debug("codex: reply to %s, which codex no longer waits for" % request_id)
+        if entry["kind"] == "question":
+            result = wire.question_answer(answer)
+        else:
+            result = {"decision": wire.DECISIONS.get(answer, "decline")}
+        self._write({"id": token, "result": result})
 
     # ------------------------------------------------------------------ harness output
 
-    def on_line(self, line: str) -> None:
-        if self.config.debug:  # HARNESSCTL_DEBUG=1: the whole wire in the runtime log
-            self.host.debug("codex> %s" % line[:4000])
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            msg = None
-        if not isinstance(msg, dict):
-            if line.strip():
-                self.host.log("diagnostic", "warning", message="unreadable line from codex app-server",
-                              line=line[:2000])
-            return
-        try:
-            self._dispatch(msg)
-        except Exception as exc:  # one odd message must never take the runtime down
-            import traceback
-
-            self.host.debug("codex: error handling %s\n%s" % (line[:2000], traceback.format_exc()))
-            self.host.log("diagnostic", "warning", message="could not handle a codex message: %r" % exc,
-                          line=line[:2000])
-
-    def _dispatch(self, msg: Dict[str, Any]) -> None:
+    def on_message(self, msg: Dict[str, Any]) -> None:
+        """Responses by id, server requests, then notifications by method (HANDLERS)."""
         if "method" not in msg:
             callback = self.pending.pop(msg.get("id"), None)
             if callback is None:
@@ -341,18 +308,19 @@ class CodexBackend(Backend):
             else:
                 callback(msg.get("result"), msg.get("error") if "error" in msg else None)
             return
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        params = _object(msg.get("params"))
         turn_id = self._turn_of(params)
         if turn_id and turn_id not in self.runs and self.inflight is not None and self.inflight_kind == "start":
             self.buffered.append(msg)  # its turn/start response (naming the run) comes first
         elif "id" in msg:
             self._server_request(msg, params)
         else:
-            handler = NOTIFICATIONS.get(msg.get("method"))
+            handler = self.HANDLERS.get(str(msg.get("method")))
+            run = self.runs.get(turn_id) if turn_id else None
             if handler is None:
-                self._native(msg, self.runs.get(turn_id) if turn_id else None)
+                self._native(msg, run)
             else:
-                handler(self, params, self.runs.get(turn_id) if turn_id else None, msg)
+                getattr(self, handler)(params, run, msg)
 
     def _turn_of(self, params: Dict[str, Any]) -> Optional[str]:
         turn = params.get("turn")
@@ -366,7 +334,7 @@ class CodexBackend(Backend):
     def _replay_buffered(self) -> None:
         buffered, self.buffered = self.buffered, []
         for msg in buffered:
-            self._dispatch(msg)
+            self.on_message(msg)
 
     def _run_id(self, turn_id: Optional[str]) -> Optional[str]:
         run = self.runs.get(turn_id) if turn_id else None
@@ -398,7 +366,7 @@ class CodexBackend(Backend):
             return
         del self.runs[run.turn_id]
         turn = run.final
-        native = turn.get("status")
+        native: Any = turn.get("status")  # any JSON value: one we do not know means failed
         status = {"completed": "completed", "interrupted": "cancelled"}.get(native, "failed")
         error = None
         if status == "failed":
@@ -416,7 +384,7 @@ class CodexBackend(Backend):
         self.host.result(run.run_id, run.input_ids, status, output or "", run.usage, None, error)
 
     def _on_item_started(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
-        item = params.get("item") if isinstance(params.get("item"), dict) else {}
+        item = _object(params.get("item"))
         run_id = run.run_id if run else None
         if item.get("type") == "userMessage":
             client_id = item.get("clientId")
@@ -434,7 +402,7 @@ class CodexBackend(Backend):
             self.host.log("tool.started", "info", run_id=run_id, **fields)
 
     def _on_item_completed(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
-        item = params.get("item") if isinstance(params.get("item"), dict) else {}
+        item = _object(params.get("item"))
         kind = item.get("type")
         if kind == "agentMessage":
             text = item.get("text") or ""
@@ -468,7 +436,7 @@ class CodexBackend(Backend):
                       item_id=params.get("itemId"), delta=params.get("delta", ""))
 
     def _on_token_usage(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
-        usage = params.get("tokenUsage") if isinstance(params.get("tokenUsage"), dict) else {}
+        usage = _object(params.get("tokenUsage"))
         last = usage.get("last")
         # after thread/resume codex repeats the previous turn's usage: only count our open turns
         if run is not None and run.final is None and isinstance(last, dict):
@@ -480,9 +448,9 @@ class CodexBackend(Backend):
                      error=wire.error_text(params.get("error")), will_retry=retry)
 
     def _on_request_resolved(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
-        entry = self.requests.pop(params.get("requestId"), None)
-        if entry is not None:  # nobody answered: codex withdrew it
-            self.host.request_closed(entry["request_id"])
+        native_id = params.get("requestId")
+        if self.requests.pop(native_id, None) is not None:  # nobody answered: codex withdrew it
+            self.host.request_closed(native_id)
 
     # -- server requests
 
@@ -503,8 +471,8 @@ class CodexBackend(Backend):
             self._write({"id": native_id, "error": {"code": -32601,
                                                     "message": "harnessctl does not handle %s" % method}})
             return
-        request_id = self.host.request(run_id, kind, info["message"], options, info["details"])
-        self.requests[native_id] = {"request_id": request_id, "kind": kind, "turn_id": turn_id}
+        self.host.request(run_id, kind, info["message"], options, info["details"], token=native_id)
+        self.requests[native_id] = {"kind": kind, "turn_id": turn_id}
 
     # ------------------------------------------------------------------ JSON-RPC plumbing
 
@@ -517,39 +485,21 @@ class CodexBackend(Backend):
         self._write({"method": method})
 
     def _write(self, msg: Dict[str, Any]) -> None:
-        if self.child is not None:
-            line = json.dumps(msg, separators=(",", ":"))
-            if self.config.debug:
-                self.host.debug("codex< %s" % line[:4000])
-            self.child.write_line(line)
+        self.write_json(msg)
 
     # ------------------------------------------------------------------ sidecar
 
-    def _thread_path(self) -> str:
-        return os.path.join(self.config.sidecar, THREAD_FILE)
-
     def _load_thread_id(self) -> Optional[str]:
         try:
-            value = json.loads(private.read_text(self._thread_path()) or "{}").get("thread_id")
-        except (OSError, ValueError, AttributeError, UsageError):
+            value = json.loads(self.load_resume(THREAD_FILE) or "{}").get("thread_id")
+        except (ValueError, AttributeError):
             return None
         return value if isinstance(value, str) and value else None
 
     def _save_thread_id(self, thread_id: str) -> None:
-        private.write_atomic(self._thread_path(), json.dumps({"thread_id": thread_id}), sync=True)
+        self.save_resume(THREAD_FILE, json.dumps({"thread_id": thread_id}))
 
 
-NOTIFICATIONS = {
-    "turn/started": CodexBackend._on_turn_started,
-    "turn/completed": CodexBackend._on_turn_completed,
-    "item/started": CodexBackend._on_item_started,
-    "item/completed": CodexBackend._on_item_completed,
-    "item/agentMessage/delta": CodexBackend._on_text_delta,
-    "item/reasoning/summaryTextDelta": CodexBackend._on_reasoning_delta,
-    "item/reasoning/textDelta": CodexBackend._on_reasoning_delta,
-    "item/commandExecution/outputDelta": CodexBackend._on_tool_output,
-    "item/fileChange/outputDelta": CodexBackend._on_tool_output,
-    "thread/tokenUsage/updated": CodexBackend._on_token_usage,
-    "error": CodexBackend._on_error,
-    "serverRequest/resolved": CodexBackend._on_request_resolved,
-}
+def _object(value: Any) -> Dict[str, Any]:
+    """A JSON object from the wire, or {} for anything else."""
+    return value if isinstance(value, dict) else {}

@@ -17,14 +17,25 @@ list N.  Steps:
 
 `initialize` is always answered.  After the script (or with none) every user
 line gets the plain recorded sequence (queued, started, init, assistant
-"echo: TEXT", result); EOF ends the process with 0.  Every argv and stdin line
-is appended to FAKE_CLAUDE_LOG as JSON.
+"echo: TEXT", result) unless its text starts with a directive (shapes from the
+permission__allow and interrupt__tool transcripts):
+
+  /slow      the turn works until interrupted (an `aborted_tools` result) or
+             until a next user line, which is folded into it at its next tool
+             boundary (queued, started; ONE result lists both uuids)
+  /approve   a can_use_tool prompt for Bash; the answer becomes the text
+             "permission: allow" or "permission: deny"
+  /crash     exit abruptly once the turn started
+
+EOF ends the process with 0.  Every argv and stdin line is appended to
+FAKE_CLAUDE_LOG as JSON.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import sys
 import time
 import uuid
@@ -94,22 +105,86 @@ def lifecycle(command_uuid, state):
 
 def plain_turn(frame):
     """The recorded sequence of an idle turn (transcript simple__plain)."""
-    u = frame.get("uuid")
     content = frame["message"]["content"]
+    text = content if isinstance(content, str) else ""
+    uuids = begin_turn(frame)
+    if text.startswith("/crash"):
+        os._exit(1)
+    if text.startswith("/approve"):
+        text = approve()
+    elif text.startswith("/slow"):
+        uuids, text = slow(uuids)
+    else:
+        text = "echo: " + text
+    if text is None:
+        return
+    end_turn(uuids, text)
+
+
+def begin_turn(frame):
+    u = frame.get("uuid")
     emit(lifecycle(u, "queued"))
     emit(lifecycle(u, "started"))
     emit({"type": "system", "subtype": "init", "session_id": SESSION, "user_message_uuids": [u],
           "capabilities": ["msg_lifecycle_v1", "interrupt_cancel_queued_v1"]})
-    emit({"type": "user", "message": {"role": "user", "content": content}, "uuid": u, "isReplay": True,
-          "session_id": SESSION})
-    text = "echo: " + (content if isinstance(content, str) else "")
+    emit({"type": "user", "message": {"role": "user", "content": frame["message"]["content"]}, "uuid": u,
+          "isReplay": True, "session_id": SESSION})
+    return [u]
+
+
+def end_turn(uuids, text):
     emit({"type": "assistant", "message": {"id": "msg_fake_" + uuid.uuid4().hex[:8], "role": "assistant",
                                            "content": [{"type": "text", "text": text}]},
-          "session_id": SESSION, "user_message_uuid": u, "user_message_uuids": [u]})
+          "session_id": SESSION, "user_message_uuid": uuids[0], "user_message_uuids": uuids})
     emit({"type": "result", "subtype": "success", "is_error": False, "terminal_reason": "completed",
           "num_turns": 1, "result": text, "session_id": SESSION, "total_cost_usd": 0.0,
-          "usage": {"input_tokens": 1, "output_tokens": 1}, "user_message_uuid": u, "user_message_uuids": [u]})
-    emit(lifecycle(u, "completed"))
+          "usage": {"input_tokens": 1, "output_tokens": 1}, "user_message_uuid": uuids[0], "user_message_uuids": uuids})
+    for u in uuids:
+        emit(lifecycle(u, "completed"))
+
+
+def approve():
+    """A Bash permission prompt; the text the answer leads to (None: EOF)."""
+    request_id = str(uuid.uuid4())
+    tool_input = {"command": "touch approved.txt", "description": "Create approved.txt"}
+    emit({"type": "control_request", "request_id": request_id, "request": {
+        "subtype": "can_use_tool", "tool_name": "Bash", "display_name": "Bash", "input": tool_input,
+        "description": "Create approved.txt", "permission_suggestions": [], "tool_use_id": "toolu_fake"}})
+    while True:
+        frame = read_frame()
+        if frame is None:
+            return None
+        response = frame.get("response") or {}
+        if frame.get("type") == "control_response" and response.get("request_id") == request_id:
+            emit(frame)  # Claude echoes the answer (recorded)
+            behavior = (response.get("response") or {}).get("behavior")
+            return "permission: %s" % ("allow" if behavior == "allow" else "deny")
+
+
+def slow(uuids):
+    """Work until a next user line joins the turn or an interrupt aborts it:
+    (uuids the result lists, its text), or (uuids, None) once aborted."""
+    while True:
+        if not select.select([sys.stdin], [], [], 0.1)[0]:
+            continue
+        frame = read_frame()
+        if frame is None:
+            sys.exit(0)
+        if frame.get("type") == "user":
+            u = frame.get("uuid")
+            emit(lifecycle(u, "queued"))
+            emit(lifecycle(u, "started"))  # folded in at the next tool boundary
+            return uuids + [u], "echo: " + " / ".join([frame["message"]["content"]])
+        if frame.get("type") == "control_request" and frame["request"].get("subtype") == "interrupt":
+            emit({"type": "control_response", "response": {"subtype": "success", "request_id": frame["request_id"],
+                                                           "response": {"still_queued": [], "cancelled": []}}})
+            emit({"type": "result", "subtype": "error_during_execution", "is_error": True,
+                  "terminal_reason": "aborted_tools", "num_turns": 1, "session_id": SESSION, "total_cost_usd": 0.0,
+                  "usage": {"input_tokens": 1, "output_tokens": 1}, "user_message_uuid": uuids[0],
+                  "user_message_uuids": uuids})
+            for u in uuids:
+                emit(lifecycle(u, "cancelled"))
+            return uuids, None
 
 
 def spawn_number():

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from typing import Any, Callable, Dict, List, Optional
 
+from harnessctl import registry
 from harnessctl.backend import Config, Host, Input
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -62,8 +64,11 @@ class FakeHost(Host):
         self.timers: List[tuple] = []
         self._runs = 0
         self._reqs = 0
+        self.tokens: Dict[str, Any] = {}  # request id -> the token the backend asked it with
 
     def spawn(self, argv, env, cwd):  # type: ignore[override]
+        if shutil.which(argv[0], path=env.get("PATH")) is None:  # as the real spawn (Popen) refuses it
+            raise FileNotFoundError(2, "No such file or directory", argv[0])
         child = FakeChild()
         self.children.append(child)
         self.spawned.append({"argv": list(argv), "env": dict(env), "cwd": cwd})
@@ -94,14 +99,19 @@ class FakeHost(Host):
     def message(self, run_id, message_id, text, role="assistant") -> None:  # type: ignore[override]
         self.calls.append(("message", run_id, message_id, text))
 
-    def request(self, run_id, kind, message, options=None, details=None) -> str:  # type: ignore[override]
+    def request(self, run_id, kind, message, options=None, details=None, token=None) -> str:  # type: ignore[override]
         self._reqs += 1
         req = "req-%d" % self._reqs
+        self.tokens[req] = req if token is None else token
         self.calls.append(("request", req, run_id, kind, message, options, details))
         return req
 
-    def request_closed(self, request_id) -> None:  # type: ignore[override]
-        self.calls.append(("request_closed", request_id))
+    def request_closed(self, token) -> None:  # type: ignore[override]
+        self.calls.append(("request_closed", next(r for r, t in self.tokens.items() if t == token)))
+
+    def token(self, request_id):
+        """What the runtime passes to Backend.answer for `request_id`."""
+        return self.tokens[request_id]
 
     def result(self, run_id, input_ids, status, output="", usage=None, cost_usd=None, error=None) -> None:  # type: ignore[override]
         self.calls.append(("result", run_id, list(input_ids), status,
@@ -136,7 +146,8 @@ def make_backend(tmp_path: str, env: Optional[Dict[str, str]] = None, model: Opt
     base = {"PATH": os.environ.get("PATH", ""), "HARNESSCTL_CLAUDE_BIN": "true"}
     base.update(env or {})
     host = FakeHost()
-    config = Config(cwd=str(tmp_path), model=model, sidecar=sidecar, env=base, debug=False)
+    config = Config(cwd=str(tmp_path), model=model, sidecar=sidecar, env=base, debug=False,
+                    harness=registry.manifest("claudecode")["harness"])
     return ClaudeCodeBackend(host, config), host
 
 
@@ -185,10 +196,10 @@ def replay(backend: Any, name: str, answers: Optional[List[Any]] = None,
                 backend.interrupt()
                 ids[data["request_id"]] = json.loads(host.children[-1].lines[-1])["request_id"]
             elif kind == "control_response":
-                pending = [c for c in host.named("request") if c[1] in backend._requests]
+                pending = [c for c in host.named("request") if host.token(c[1]) in backend._requests]
                 if pending:
                     value = answer_list.pop(0) if answer_list else "allow"
-                    backend.answer(pending[0][1], value)
+                    backend.answer(host.token(pending[0][1]), value)
         elif entry["src"] == "stdout" and isinstance(data, dict):
             if data.get("type") == "control_response":
                 rid = data["response"].get("request_id")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional
 
+from harnessctl import registry
 from harnessctl.backend import Config, Host
 
 
@@ -47,6 +48,7 @@ class FakeHost(Host):
         self.spawn_error: Optional[OSError] = None
         self._runs = 0
         self._requests = 0
+        self.tokens: Dict[str, Any] = {}  # request id -> the token the backend asked it with
 
     def spawn(self, argv, env, cwd):
         if self.spawn_error is not None:
@@ -80,14 +82,19 @@ class FakeHost(Host):
     def message(self, run_id, message_id, text, role="assistant") -> None:
         self.events.append(("message", run_id, message_id, text))
 
-    def request(self, run_id, kind, message, options=None, details=None) -> str:
+    def request(self, run_id, kind, message, options=None, details=None, token=None) -> str:
         self._requests += 1
         request_id = "req-%d" % self._requests
+        self.tokens[request_id] = request_id if token is None else token
         self.events.append(("request", request_id, run_id, kind, message, options, details))
         return request_id
 
-    def request_closed(self, request_id) -> None:
-        self.events.append(("request_closed", request_id))
+    def request_closed(self, token) -> None:
+        self.events.append(("request_closed", next(r for r, t in self.tokens.items() if t == token)))
+
+    def token(self, request_id):
+        """What the runtime passes to Backend.answer for `request_id`."""
+        return self.tokens[request_id]
 
     def result(self, run_id, input_ids, status, output="", usage=None, cost_usd=None, error=None) -> None:
         self.events.append(("result", run_id, list(input_ids), status, output, usage, error))
@@ -113,7 +120,8 @@ def make_config(tmp_path, model=None, env=None, debug=False) -> Config:
     cwd.mkdir(exist_ok=True)
     base = {"HARNESSCTL_CODEX_BIN": "/opt/codex", "PATH": "/usr/bin"}
     base.update(env or {})
-    return Config(cwd=str(cwd), model=model, sidecar=str(sidecar), env=base, debug=debug)
+    return Config(cwd=str(cwd), model=model, sidecar=str(sidecar), env=base, debug=debug,
+                  harness=registry.manifest("codex")["harness"])
 
 
 class Wire:

@@ -1,0 +1,136 @@
+"""The adapter conformance suite: every adapter (registry.names()), over its fake
+harness, keeps the same promises, black-box through the CLI.
+
+An adapter takes part by shipping `conformance.json` in its folder
+(docs/ADAPTERS.md): the environment that points it at its fake harness and
+the texts that make that harness answer at once, work until steered or
+cancelled, ask for a permission, or crash.  A new adapter is picked up with
+no edit here."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import schemacheck
+from cliutil import ROOT, cli_env, critical, events, of_type, ok, run, runtime_pids, wait_for, wait_results
+
+from harnessctl import registry
+
+ADAPTERS = registry.names()
+
+
+class Profile:
+    """One adapter as its conformance.json describes it, on one event file."""
+
+    def __init__(self, adapter: str, directory: str) -> None:
+        with open(os.path.join(registry.ADAPTERS_DIR, adapter, "conformance.json"), encoding="utf-8") as f:
+            data = json.load(f)
+        self.adapter = adapter
+        self.directory = directory
+        self.path = os.path.join(directory, "events.jsonl")
+        self.texts = data["texts"]
+        self.outputs = data["outputs"]
+        self.folder = os.path.join(registry.ADAPTERS_DIR, adapter)
+        self.harness_env = {k: self.fill(v) for k, v in data["env"].items()}
+
+    def fill(self, value: str, n: int = 0) -> str:
+        """{root}: the repository, {adapter}: the adapter's folder, {dir}: the test's, {n}: a number."""
+        for name, real in (("{root}", ROOT), ("{adapter}", self.folder), ("{dir}", self.directory), ("{n}", str(n))):
+            value = value.replace(name, real)
+        return value
+
+    def text(self, name: str, n: int) -> str:
+        return self.fill(self.texts[name], n)
+
+    def env(self, **extra: str):
+        return cli_env(**dict(self.harness_env, **extra))
+
+    def send(self, name: str, n: int, *flags: str, env=None):
+        return run("send", self.path, self.text(name, n), "--adapter", self.adapter, *flags,
+                   env=env or self.env())
+
+    def check_file(self) -> None:
+        """Every line is a valid event; every input accepted is covered by exactly one result."""
+        for event in events(self.path):
+            assert not schemacheck.check_event(event), event
+        covered = [i for r in of_type(self.path, "result") for i in r["input_ids"]]
+        accepted = {a["input_id"] for a in of_type(self.path, "accepted")}
+        assert sorted(covered) == sorted(accepted), critical(self.path)
+
+
+@pytest.fixture(params=ADAPTERS)
+def profile(request, workdir):
+    p = Profile(request.param, str(workdir))
+    yield p
+    p.check_file()
+
+
+def test_every_adapter_ships_a_conformance_profile():
+    for adapter in ADAPTERS:
+        assert os.path.isfile(os.path.join(registry.ADAPTERS_DIR, adapter, "conformance.json")), adapter
+
+
+def test_a_send_starts_a_run_whose_result_completes_with_the_answer(profile):
+    proc = profile.send("quick", 1, "--wait")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    (accepted,) = {a["input_id"]: a for a in of_type(profile.path, "accepted")}.values()
+    assert accepted["delivery"] == "start" and accepted["run_id"] == result["run_id"]
+    assert result["status"] == "completed" and profile.fill(profile.outputs["quick"], 1) in result["output"]
+    assert [m["run_id"] for m in of_type(profile.path, "message")][-1:] == [result["run_id"]]
+
+
+def test_a_send_into_a_busy_run_is_steered_or_queued_and_its_attribution_is_confirmed(profile):
+    ok("send", profile.path, profile.text("slow", 1), "--adapter", profile.adapter, env=profile.env())
+    proc = profile.send("quick", 2, "--print-id", "--wait")
+    assert proc.returncode == 0, proc.stderr
+    steer_id, line = proc.stdout.decode().splitlines()
+    result = json.loads(line)
+    assert steer_id in result["input_ids"]
+    first = [a for a in of_type(profile.path, "accepted") if a["input_id"] != steer_id][0]
+    steers = [a for a in of_type(profile.path, "accepted") if a["input_id"] == steer_id]
+    assert steers[0]["delivery"] in ("steer", "queued")
+    assert [a["run_id"] for a in steers if a["run_id"] is not None] in ([], [result["run_id"]])
+    if first["input_id"] in result["input_ids"]:  # joined the running run: one result covers both
+        assert result["run_id"] == first["run_id"]
+    wait_results(profile.path, 1)
+
+
+def test_cancel_ends_a_busy_run_cancelled(profile):
+    sent = run("send", profile.path, profile.text("slow", 1), "--adapter", profile.adapter, "--print-id",
+               env=profile.env())
+    input_id = sent.stdout.decode().strip()
+    ok("cancel", profile.path, env=profile.env())
+    proc = run("wait", profile.path, input_id)
+    assert proc.returncode == 8 and json.loads(proc.stdout)["status"] == "cancelled", (proc.stdout, proc.stderr)
+
+
+def test_a_permission_request_answered_by_reply_reaches_the_harness(profile):
+    proc = profile.send("request", 1, "--print-id", "--wait")
+    assert proc.returncode == 9, (proc.stdout, proc.stderr)
+    input_id, line = proc.stdout.decode().splitlines()
+    request = json.loads(line)
+    assert request["kind"] == "permission" and "allow" in request["options"] and "deny" in request["options"]
+    ok("reply", profile.path, request["request_id"], "allow", env=profile.env())
+    waited = run("wait", profile.path, input_id)
+    assert waited.returncode == 0, (waited.stdout, waited.stderr)
+    assert profile.outputs["allowed"] in json.loads(waited.stdout)["output"]
+
+
+def test_a_harness_crash_fails_the_run_and_the_next_send_restarts_it(profile):
+    proc = profile.send("crash", 1, "--wait")
+    assert proc.returncode == 7 and json.loads(proc.stdout)["status"] == "failed", (proc.stdout, proc.stderr)
+    again = profile.send("quick", 2, "--wait")
+    assert again.returncode == 0, again.stderr
+
+
+def test_after_an_idle_exit_the_next_send_resumes_the_conversation(profile):
+    env = profile.env(HARNESSCTL_IDLE_TIMEOUT="0.5")
+    assert profile.send("quick", 1, "--wait", env=env).returncode == 0
+    wait_for(lambda: not runtime_pids(profile.path), what="the runtime to idle out")
+    proc = profile.send("quick", 2, "--wait", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert profile.fill(profile.outputs["quick"], 2) in json.loads(proc.stdout)["output"]
+    assert len(of_type(profile.path, "result")) == 2
