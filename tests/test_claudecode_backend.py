@@ -34,11 +34,11 @@ def test_start_spawns_claude_with_the_forced_stream_json_flags(tmp_path):
     backend, host = make_backend(tmp_path, env={"HARNESSCTL_CLAUDE_ARGS": "--allowedTools 'Bash Edit'"},
                                  model="claude-sonnet-4-5")
     backend.start()
-    argv = host.spawned[0]["argv"]
+    argv = host.children[0].argv
     assert argv[1:10] == ["-p", "--input-format", "stream-json", "--output-format", "stream-json",
                           "--verbose", "--replay-user-messages", "--permission-prompt-tool", "stdio"]
     assert argv[10:] == ["--model", "claude-sonnet-4-5", "--allowedTools", "Bash Edit"]
-    assert host.spawned[0]["cwd"] == str(tmp_path)
+    assert host.children[0].cwd == str(tmp_path)
 
 
 def test_start_sends_initialize_and_is_ready_on_its_response_not_on_init(tmp_path):
@@ -54,9 +54,10 @@ def test_start_sends_initialize_and_is_ready_on_its_response_not_on_init(tmp_pat
 
 def test_start_fails_when_the_binary_is_missing(tmp_path):
     backend, host = make_backend(tmp_path, env={"HARNESSCTL_CLAUDE_BIN": "no-such-claude-binary"})
+    host.spawn_error = FileNotFoundError(2, "No such file or directory", "no-such-claude-binary")  # as Popen says
     backend.start()
     assert host.calls[0][0] == "start_failed" and "no-such-claude-binary" in host.calls[0][1]
-    assert host.spawned == []
+    assert host.children == []
 
 
 def test_resume_of_an_unknown_session_fails_start_with_claudes_reason(tmp_path):
@@ -77,7 +78,7 @@ def test_session_id_is_kept_in_the_sidecar_and_resumed_by_the_next_start(tmp_pat
     with open(os.path.join(backend.config.sidecar, "claude-session-id")) as fh:
         assert fh.read().strip() == "b008af47-9a3e-4a67-8da5-89cad43d99e5"
     backend.start()
-    argv = host.spawned[-1]["argv"]
+    argv = host.children[-1].argv
     assert argv[argv.index("--resume") + 1] == "b008af47-9a3e-4a67-8da5-89cad43d99e5"
 
 
@@ -348,7 +349,7 @@ def test_stop_mid_run_interrupts_before_closing_stdin(tmp_path):
     backend.send(Input("in-1", "go"))
     feed(backend, {"type": "command_lifecycle", "command_uuid": "in-1", "state": "queued"})
     backend.stop()
-    assert written(host)[-1]["request"]["subtype"] == "interrupt" and host.children[0].closed
+    assert written(host)[-1]["request"]["subtype"] == "interrupt" and host.children[0].stdin_closed
 
 
 def test_cancel_mid_tool_is_a_cancelled_result(tmp_path):
@@ -365,7 +366,7 @@ def test_after_claude_exits_the_next_start_resumes_the_session(tmp_path):
     replay(backend, "simple__plain")  # ends with Claude's exit
     assert host.calls[-1][0] == "result"  # nothing reported: the runtime fails open work itself
     backend.start()
-    assert "--resume" in host.spawned[-1]["argv"] and backend.ready is False
+    assert "--resume" in host.children[-1].argv and backend.ready is False
 
 
 def test_late_receipt_after_a_newer_send_is_still_accepted(tmp_path):

@@ -35,7 +35,7 @@ def ready(tmp_path, host):
     backend, wire = make(tmp_path, host)
     backend.start()
     wire.handshake()
-    assert host.of("ready")
+    assert host.named("ready")
     return backend, wire
 
 
@@ -63,14 +63,14 @@ def test_start_initializes_as_harnessctl_then_starts_thread_with_cwd_and_model(t
     backend.start()
     init = wire.last("initialize")
     assert init["params"]["clientInfo"]["name"] == "harnessctl"
-    assert not host.of("ready")
+    assert not host.named("ready")
     wire.respond("initialize", {"userAgent": "x"})
-    assert wire.child.lines[1] == {"method": "initialized"}
+    assert wire.child.frames()[1] == {"method": "initialized"}
     params = wire.last("thread/start")["params"]
     assert params == {"cwd": backend.config.cwd, "model": "gpt-5.5"}
     assert "approvalPolicy" not in params and "sandbox" not in params  # the user's config decides
     wire.respond("thread/start", {"thread": {"id": "thr-9"}})
-    assert host.events == [("ready",)]
+    assert host.reports() == [("ready",)]
 
 
 def test_thread_id_is_kept_in_sidecar_and_resumed_by_the_next_backend(tmp_path, host):
@@ -88,7 +88,7 @@ def test_thread_id_is_kept_in_sidecar_and_resumed_by_the_next_backend(tmp_path, 
     assert params["threadId"] == "thr-7" and params["excludeTurns"] is True
     assert not wire2.requests("thread/start")
     wire2.respond("thread/resume", {"thread": {"id": "thr-7"}})
-    assert host2.of("ready")
+    assert host2.named("ready")
 
 
 def test_resume_of_a_thread_without_history_starts_a_new_thread(tmp_path, host):
@@ -99,8 +99,8 @@ def test_resume_of_a_thread_without_history_starts_a_new_thread(tmp_path, host):
     wire.respond("initialize", {})
     wire.fail("thread/resume", "no rollout found for thread id thr-old")
     wire.respond("thread/start", {"thread": {"id": "thr-new"}})
-    assert host.of("ready")
-    assert any("thr-old" in entry["message"] for entry in host.logs_of("diagnostic"))
+    assert host.named("ready")
+    assert any("thr-old" in entry["message"] for entry in host.logged("diagnostic"))
     assert backend.thread_id == "thr-new"
 
 
@@ -111,7 +111,7 @@ def test_other_resume_errors_fail_the_start(tmp_path, host):
     backend.start()
     wire.respond("initialize", {})
     wire.fail("thread/resume", "rollout is corrupt")
-    assert host.of("start_failed") == [("start_failed", "codex refused the session: rollout is corrupt")]
+    assert host.named("start_failed") == [("start_failed", "codex refused the session: rollout is corrupt")]
     assert wire.child.killed
 
 
@@ -119,14 +119,14 @@ def test_missing_binary_fails_the_start_naming_the_binary_and_its_variable(tmp_p
     host.spawn_error = FileNotFoundError(2, "No such file or directory")
     backend, wire = make(tmp_path, host)
     backend.start()
-    (event,) = host.of("start_failed")
+    (event,) = host.named("start_failed")
     assert event[1] == "codex not found (/opt/codex): install Codex or set HARNESSCTL_CODEX_BIN"
 
 
 def test_unsplittable_extra_args_fail_the_start_with_a_clear_message(tmp_path, host):
     backend, wire = make(tmp_path, host, env={"HARNESSCTL_CODEX_ARGS": "-c 'unclosed"})
     backend.start()
-    (event,) = host.of("start_failed")
+    (event,) = host.named("start_failed")
     assert "HARNESSCTL_CODEX_ARGS" in event[1] and not host.children
 
 
@@ -134,8 +134,8 @@ def test_exit_during_start_is_left_to_the_runtime_and_logged(tmp_path, host):
     backend, wire = make(tmp_path, host)
     backend.start()
     backend.on_exit(1)
-    assert host.events == []  # the runtime fails the start and its waiting sends itself
-    assert host.logs_of("diagnostic")[-1]["level"] == "error"
+    assert host.reports() == []  # the runtime fails the start and its waiting sends itself
+    assert host.logged("diagnostic")[-1]["level"] == "error"
 
 
 def test_send_before_ready_waits_for_the_thread(tmp_path, host):
@@ -156,9 +156,9 @@ def test_idle_send_starts_a_turn_and_is_accepted_after_codex_names_it(ready, hos
     params = wire.last("turn/start")["params"]
     assert params == {"threadId": "thr-1", "clientUserMessageId": "in-1",
                       "input": [{"type": "text", "text": "Say hello.", "text_elements": []}]}
-    assert not host.of("accepted")
+    assert not host.named("accepted")
     wire.respond("turn/start", {"turn": wire.turn(T1)})
-    assert host.of("accepted") == [("accepted", "in-1", "start", "run-1")]
+    assert host.named("accepted") == [("accepted", "in-1", "start", "run-1")]
 
 
 def test_send_while_running_steers_the_active_turn_into_the_same_run(ready, host):
@@ -168,11 +168,12 @@ def test_send_while_running_steers_the_active_turn_into_the_same_run(ready, host
     params = wire.last("turn/steer")["params"]
     assert params["expectedTurnId"] == T1 and params["clientUserMessageId"] == "in-2"
     wire.respond("turn/steer", {"turnId": T1})
-    assert host.of("accepted")[-1] == ("accepted", "in-2", "steer", "run-1")
+    assert host.named("accepted")[-1] == ("accepted", "in-2", "steer", "run-1")
     wire.user_message(T1, "also bananas", "in-2")
     wire.agent_message(T1, "item_2_0", "Bananas.")
     wire.complete_turn(T1)
-    assert host.of("result") == [("result", "run-1", ["in-1", "in-2"], "completed", "Bananas.", None, None)]
+    assert host.results() == [("result", "run-1", ["in-1", "in-2"], "completed",
+                               {"output": "Bananas.", "usage": None, "cost_usd": None, "error": None})]
 
 
 @pytest.mark.parametrize("message", [
@@ -185,10 +186,10 @@ def test_steer_that_lost_the_race_with_turn_end_starts_a_new_run(ready, host, me
     backend.send(Input("in-2", "late"))
     wire.complete_turn(T1)  # the turn ends while the steer is on its way
     wire.fail("turn/steer", message)
-    assert host.of("result")[0][1:4] == ("run-1", ["in-1"], "completed")
+    assert host.named("result")[0][1:4] == ("run-1", ["in-1"], "completed")
     assert wire.last("turn/start")["params"]["clientUserMessageId"] == "in-2"
     wire.respond("turn/start", {"turn": wire.turn(T2)})
-    assert host.of("accepted")[-1] == ("accepted", "in-2", "start", "run-2")
+    assert host.named("accepted")[-1] == ("accepted", "in-2", "start", "run-2")
 
 
 def test_steer_refused_for_another_reason_fails_the_send_without_retry(ready, host):
@@ -196,7 +197,7 @@ def test_steer_refused_for_another_reason_fails_the_send_without_retry(ready, ho
     run_turn(backend, wire)
     backend.send(Input("in-2", "x"))
     wire.fail("turn/steer", "input must not be empty")
-    (failed,) = host.of("send_failed")
+    (failed,) = host.named("send_failed")
     assert failed[1] == "in-2" and "input must not be empty" in failed[2]
     assert len(wire.requests("turn/start")) == 1
 
@@ -207,10 +208,10 @@ def test_turn_end_racing_a_successful_steer_waits_so_the_result_covers_it(ready,
     backend.send(Input("in-2", "steer"))
     wire.user_message(T1, "steer", "in-2")  # codex consumed it ...
     wire.complete_turn(T1)  # ... and finished before its steer answer was read
-    assert not host.of("result")
+    assert not host.named("result")
     wire.respond("turn/steer", {"turnId": T1})
-    assert host.of("accepted")[-1] == ("accepted", "in-2", "steer", "run-1")
-    assert host.of("result")[0][2] == ["in-1", "in-2"]
+    assert host.named("accepted")[-1] == ("accepted", "in-2", "steer", "run-1")
+    assert host.named("result")[0][2] == ["in-1", "in-2"]
 
 
 def test_steer_accepted_after_its_turn_ended_is_attributed_when_codex_runs_it(ready, host):
@@ -219,13 +220,13 @@ def test_steer_accepted_after_its_turn_ended_is_attributed_when_codex_runs_it(re
     backend.send(Input("in-2", "steer"))
     wire.complete_turn(T1)
     wire.respond("turn/steer", {"turnId": T1})
-    assert host.of("result")[0][2] == ["in-1"]
-    assert host.of("accepted")[-1] == ("accepted", "in-2", "steer", None)
+    assert host.named("result")[0][2] == ["in-1"]
+    assert host.named("accepted")[-1] == ("accepted", "in-2", "steer", None)
     wire.notify("turn/started", {"threadId": "thr-1", "turn": wire.turn(T2)})
     wire.user_message(T2, "steer", "in-2")
-    assert host.of("attributed") == [("attributed", "in-2", "run-2")]
+    assert host.named("attributed") == [("attributed", "in-2", "run-2")]
     wire.complete_turn(T2)
-    assert host.of("result")[1][1:3] == ("run-2", ["in-2"])
+    assert host.named("result")[1][1:3] == ("run-2", ["in-2"])
 
 
 def test_cancel_ends_a_steer_codex_holds_without_a_turn(ready, host):
@@ -235,10 +236,10 @@ def test_cancel_ends_a_steer_codex_holds_without_a_turn(ready, host):
     wire.complete_turn(T1)
     wire.respond("turn/steer", {"turnId": T1})
     backend.interrupt()
-    assert host.of("result")[-1][1:4] == (None, ["in-2"], "cancelled")
+    assert host.named("result")[-1][1:4] == (None, ["in-2"], "cancelled")
     wire.notify("turn/started", {"threadId": "thr-1", "turn": wire.turn(T2)})
     wire.user_message(T2, "steer", "in-2")
-    assert not host.of("attributed")
+    assert not host.named("attributed")
 
 
 def test_notifications_before_the_turn_start_answer_wait_for_the_run_id(ready, host):
@@ -246,18 +247,18 @@ def test_notifications_before_the_turn_start_answer_wait_for_the_run_id(ready, h
     backend.send(Input("in-1", "hi"))
     wire.notify("turn/started", {"threadId": "thr-1", "turn": wire.turn(T1)})
     wire.agent_message(T1, "item_1_0", "early")
-    assert not host.of("message")
+    assert not host.named("message")
     wire.respond("turn/start", {"turn": wire.turn(T1)})
-    assert [e[0] for e in host.events[-2:]] == ["accepted", "message"]
-    assert host.of("message")[0][1] == "run-1"
-    assert len(host.of("accepted")) == 1  # no second run was adopted
+    assert [e[0] for e in host.reports()[-2:]] == ["accepted", "message"]
+    assert host.named("message")[0][1] == "run-1"
+    assert len(host.named("accepted")) == 1  # no second run was adopted
 
 
 def test_refused_turn_start_fails_the_send_as_unavailable(ready, host):
     backend, wire = ready
     backend.send(Input("in-1", "hi"))
     wire.fail("turn/start", "thread not found: thr-1")
-    (failed,) = host.of("send_failed")
+    (failed,) = host.named("send_failed")
     assert failed[1] == "in-1" and failed[3] is True and "thread not found" in failed[2]
 
 
@@ -268,8 +269,8 @@ def test_completed_agent_message_is_a_message_and_deltas_only_logs(ready, host):
     backend, wire = ready
     run_turn(backend, wire)
     wire.agent_message(T1, "item_1_0", "Hello from the mock.")
-    assert host.of("message") == [("message", "run-1", "turn-1:item_1_0", "Hello from the mock.")]
-    (delta,) = host.logs_of("text.delta")
+    assert host.named("message") == [("message", "run-1", "turn-1:item_1_0", "Hello from the mock.")]
+    (delta,) = host.logged("text.delta")
     assert delta["delta"] == "Hello from the mock." and delta["run_id"] == "run-1"
     assert delta["message_id"] == "turn-1:item_1_0"
 
@@ -280,8 +281,8 @@ def test_dangling_streamed_message_never_becomes_a_message(ready, host):
     wire.agent_message(T1, "item_1_0", "word0 w", complete=False)  # steer / interrupt cut it
     wire.agent_message(T1, "item_2_0", "Acknowledged the steer.")
     wire.complete_turn(T1)
-    assert [e[3] for e in host.of("message")] == ["Acknowledged the steer."]
-    assert host.of("result")[0][4] == "Acknowledged the steer."
+    assert [e[3] for e in host.named("message")] == ["Acknowledged the steer."]
+    assert host.results()[0][4]["output"] == "Acknowledged the steer."
 
 
 def test_result_usage_sums_the_turns_model_responses_and_ignores_other_turns(ready, host):
@@ -291,7 +292,7 @@ def test_result_usage_sums_the_turns_model_responses_and_ignores_other_turns(rea
     wire.usage(T1, 6)
     wire.usage(T1, 7)
     wire.complete_turn(T1)
-    usage = host.of("result")[0][5]
+    usage = host.results()[0][4]["usage"]
     assert usage == {"input_tokens": 200, "cached_input_tokens": 40, "output_tokens": 20,
                      "reasoning_output_tokens": 6, "total_tokens": 220}
 
@@ -304,9 +305,9 @@ def test_failed_turn_result_carries_codex_error_message(ready, host):
              "additionalDetails": None}
     wire.notify("error", {"error": error, "willRetry": False, "threadId": "thr-1", "turnId": T1})
     wire.complete_turn(T1, status="failed", error=error)
-    (result,) = host.of("result")
-    assert result[3] == "failed" and result[6] == error["message"]
-    (logged,) = [e for e in host.logs_of("native") if e["method"] == "error"]
+    (result,) = host.named("result")
+    assert result[3] == "failed" and result[4]["error"] == error["message"]
+    (logged,) = [e for e in host.logged("native") if e["method"] == "error"]
     assert logged["level"] == "error" and logged["will_retry"] is False
 
 
@@ -315,10 +316,10 @@ def test_retrying_errors_are_logged_as_warnings_and_the_run_stays_open(ready, ho
     run_turn(backend, wire)
     error = {"message": "Reconnecting... waiting for network", "additionalDetails": "Connection failed"}
     wire.notify("error", {"error": error, "willRetry": True, "threadId": "thr-1", "turnId": T1})
-    (logged,) = [e for e in host.logs_of("native") if e["method"] == "error"]
+    (logged,) = [e for e in host.logged("native") if e["method"] == "error"]
     assert logged["level"] == "warning" and logged["will_retry"] is True and logged["run_id"] == "run-1"
     assert "Connection failed" in logged["error"]
-    assert not host.of("result")
+    assert not host.named("result")
 
 
 def test_command_execution_is_logged_as_tool_events(ready, host):
@@ -331,10 +332,10 @@ def test_command_execution_is_logged_as_tool_events(ready, host):
                                                       "itemId": "call_sleep", "delta": "slept\n"})
     done = dict(item, status="completed", aggregatedOutput="slept\n", exitCode=0)
     wire.notify("item/completed", {"item": done, "threadId": "thr-1", "turnId": T1})
-    started, = host.logs_of("tool.started")
+    started, = host.logged("tool.started")
     assert started["tool"] == "command" and started["command"] == "/bin/bash -c 'echo slept'"
-    assert host.logs_of("tool.output")[0]["delta"] == "slept\n"
-    completed, = host.logs_of("tool.completed")
+    assert host.logged("tool.output")[0]["delta"] == "slept\n"
+    completed, = host.logged("tool.completed")
     assert completed["exit_code"] == 0 and completed["status"] == "completed"
 
 
@@ -349,8 +350,9 @@ def test_cancel_interrupts_the_active_turn_and_the_result_is_cancelled(ready, ho
     assert wire.last("turn/interrupt")["params"] == {"threadId": "thr-1", "turnId": T1}
     wire.respond("turn/interrupt", {})
     wire.complete_turn(T1, status="interrupted")
-    assert host.of("result") == [("result", "run-1", ["in-1"], "cancelled", "", None, None)]
-    assert not host.of("message")
+    assert host.results() == [("result", "run-1", ["in-1"], "cancelled",
+                               {"output": "", "usage": None, "cost_usd": None, "error": None})]
+    assert not host.named("message")
 
 
 def test_cancel_before_the_turn_id_is_known_interrupts_once_it_is(ready, host):
@@ -359,7 +361,7 @@ def test_cancel_before_the_turn_id_is_known_interrupts_once_it_is(ready, host):
     backend.interrupt()
     assert not wire.requests("turn/interrupt")
     wire.respond("turn/start", {"turn": wire.turn(T1)})
-    assert host.of("accepted") == [("accepted", "in-1", "start", "run-1")]
+    assert host.named("accepted") == [("accepted", "in-1", "start", "run-1")]
     assert wire.last("turn/interrupt")["params"]["turnId"] == T1
 
 
@@ -369,7 +371,7 @@ def test_cancel_after_turn_ended_is_harmless(ready, host):
     backend.interrupt()
     wire.complete_turn(T1)
     wire.fail("turn/interrupt", "no active turn to interrupt")
-    assert host.of("result")[0][3] == "completed"
+    assert host.named("result")[0][3] == "completed"
 
 
 def test_cancel_while_a_steer_is_in_flight_drops_it_if_the_turn_ended(ready, host):
@@ -380,8 +382,8 @@ def test_cancel_while_a_steer_is_in_flight_drops_it_if_the_turn_ended(ready, hos
     wire.complete_turn(T1, status="interrupted")
     wire.fail("turn/steer", "no active turn to steer")
     assert len(wire.requests("turn/start")) == 1  # not restarted
-    assert host.of("accepted")[-1] == ("accepted", "in-2", "queued", None)
-    assert host.of("result")[-1][1:4] == (None, ["in-2"], "cancelled")
+    assert host.named("accepted")[-1] == ("accepted", "in-2", "queued", None)
+    assert host.named("result")[-1][1:4] == (None, ["in-2"], "cancelled")
 
 
 # -- approvals and questions ---------------------------------------------------------
@@ -401,7 +403,7 @@ def test_command_approval_is_a_permission_request_and_reply_maps_to_decision(rea
     backend, wire = ready
     run_turn(backend, wire)
     wire.ask(0, "item/commandExecution/requestApproval", COMMAND_APPROVAL)
-    (request,) = host.of("request")
+    (request,) = host.named("request")
     _, request_id, run_id, kind, message, options, details = request
     assert (run_id, kind) == ("run-1", "permission")
     assert options == ["allow", "deny", "allow-session", "cancel"]
@@ -410,7 +412,7 @@ def test_command_approval_is_a_permission_request_and_reply_maps_to_decision(rea
     backend.answer(host.token(request_id), reply)
     assert wire.replies()[-1] == {"id": 0, "result": {"decision": decision}}
     wire.notify("serverRequest/resolved", {"threadId": "thr-1", "requestId": 0})
-    assert not host.of("request_closed")
+    assert not host.named("request_closed")
 
 
 def test_file_change_approval_carries_the_diff_remembered_from_item_started(ready, host):
@@ -422,7 +424,7 @@ def test_file_change_approval_carries_the_diff_remembered_from_item_started(read
     wire.ask(0, "item/fileChange/requestApproval", {"threadId": "thr-1", "turnId": T1,
                                                      "itemId": "call_patch", "reason": None,
                                                      "grantRoot": None})
-    (request,) = host.of("request")
+    (request,) = host.named("request")
     assert "/w/patched.txt" in request[4]
     assert request[6]["tool"] == "file_change"
     assert request[6]["input"]["changes"] == [{"path": "/w/patched.txt", "kind": "add",
@@ -436,7 +438,7 @@ def test_request_withdrawn_by_codex_is_closed(ready, host):
     run_turn(backend, wire)
     wire.ask(0, "item/commandExecution/requestApproval", COMMAND_APPROVAL)
     wire.notify("serverRequest/resolved", {"threadId": "thr-1", "requestId": 0})
-    assert host.of("request_closed") == [("request_closed", "req-1")]
+    assert host.named("request_closed") == [("request_closed", "req-1")]
 
 
 def test_pending_request_is_left_to_the_result_when_the_turn_ends(ready, host):
@@ -446,8 +448,8 @@ def test_pending_request_is_left_to_the_result_when_the_turn_ends(ready, host):
     backend.interrupt()
     wire.complete_turn(T1, status="interrupted")
     wire.notify("serverRequest/resolved", {"threadId": "thr-1", "requestId": 0})  # after turn/completed
-    assert host.of("result")[0][3] == "cancelled"
-    assert not host.of("request_closed")  # the result already expired it
+    assert host.named("result")[0][3] == "cancelled"
+    assert not host.named("request_closed")  # the result already expired it
     backend.answer(host.token("req-1"), "allow")  # a late reply reaches nobody
     assert not wire.replies()
 
@@ -460,7 +462,7 @@ def test_question_lists_questions_with_option_labels_and_reply_maps_to_answers(r
         "questions": [{"id": "color", "header": "Color", "question": "Which color?", "isOther": True,
                        "isSecret": False, "options": [{"label": "Red (Recommended)", "description": "warm"},
                                                       {"label": "Blue", "description": "cool"}]}]})
-    (request,) = host.of("request")
+    (request,) = host.named("request")
     assert request[3] == "question" and request[4] == "Which color?" and request[5] is None
     (question,) = request[6]["questions"]
     assert question["id"] == "color" and question["options"] == ["Red (Recommended)", "Blue"]
@@ -474,7 +476,7 @@ def test_unknown_server_request_is_refused_so_codex_does_not_wait(ready, host):
     wire.ask(3, "mcpServer/elicitation/request", {"threadId": "thr-1", "turnId": T1})
     reply = wire.replies()[-1]
     assert reply["id"] == 3 and reply["error"]["code"] == -32601
-    assert not host.of("request")
+    assert not host.named("request")
 
 
 # -- robustness ------------------------------------------------------------------------
@@ -485,7 +487,7 @@ def test_malformed_or_unexpected_lines_are_logged_not_fatal(ready, host, line):
     backend, wire = ready
     backend.on_line(line)
     run_turn(backend, wire)
-    assert host.of("accepted")
+    assert host.named("accepted")
 
 
 def test_a_message_that_breaks_a_handler_is_logged_and_the_next_one_works(ready, host):
@@ -494,15 +496,15 @@ def test_a_message_that_breaks_a_handler_is_logged_and_the_next_one_works(ready,
     wire.notify("item/completed", {"item": "not-a-dict", "threadId": "thr-1", "turnId": T1})
     wire.notify("turn/completed", {"threadId": "thr-1", "turn": 5})
     wire.agent_message(T1, "item_1_0", "still fine")
-    assert host.of("message")
+    assert host.named("message")
 
 
 def test_app_server_exit_resets_and_the_next_start_resumes_the_thread(ready, host):
     backend, wire = ready
     run_turn(backend, wire)
     backend.on_exit(-9)
-    assert any(e["level"] == "error" for e in host.logs_of("diagnostic"))
-    assert not host.of("result")  # the runtime fails open runs itself
+    assert any(e["level"] == "error" for e in host.logged("diagnostic"))
+    assert not host.named("result")  # the runtime fails open runs itself
     backend.start()
     wire.respond("initialize", {})
     assert wire.last("thread/resume")["params"]["threadId"] == "thr-1"

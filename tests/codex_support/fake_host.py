@@ -1,7 +1,7 @@
-"""An in-process stand-in for the runtime, to unit-test the Codex backend.
+"""The app-server's side of the Codex backend's unit tests.
 
-`FakeHost` records every report the backend makes; `FakeChild` records every
-JSON-RPC line the backend writes.  `Wire` plays the app-server's side: it
+The backend runs against the tests' one FakeHost (tests/fakehost.py), which
+records every report and every JSON-RPC line it writes.  `Wire` plays the app-server's side: it
 answers the backend's requests and pushes notifications and server requests,
 using the shapes recorded from the real codex 0.171.0.  Everything runs on
 the test's thread, so races are scripted exactly.
@@ -12,105 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional
 
+from fakehost import FakeChild, FakeHost
+
 from harnessctl import registry
-from harnessctl.backend import Config, Host
-
-
-class FakeChild:
-    def __init__(self, argv, env, cwd) -> None:
-        self.argv, self.env, self.cwd = list(argv), dict(env), cwd
-        self.pid = 4242
-        self.lines: List[Dict[str, Any]] = []
-        self.stdin_closed = False
-        self.killed = False
-
-    def write_line(self, text: str) -> None:
-        assert "\n" not in text
-        self.lines.append(json.loads(text))
-
-    def close_stdin(self) -> None:
-        self.stdin_closed = True
-
-    def kill(self) -> None:
-        self.killed = True
-
-    def wait(self, timeout: float) -> Optional[int]:
-        return 0 if (self.stdin_closed or self.killed) else None
-
-
-class FakeHost(Host):
-    def __init__(self) -> None:
-        self.events: List[tuple] = []  # business reports, in order
-        self.logs: List[Dict[str, Any]] = []
-        self.debugs: List[str] = []
-        self.children: List[FakeChild] = []
-        self.timers: List[tuple] = []
-        self.spawn_error: Optional[OSError] = None
-        self._runs = 0
-        self._requests = 0
-        self.tokens: Dict[str, Any] = {}  # request id -> the token the backend asked it with
-
-    def spawn(self, argv, env, cwd):
-        if self.spawn_error is not None:
-            raise self.spawn_error
-        child = FakeChild(argv, env, cwd)
-        self.children.append(child)
-        return child
-
-    def call_later(self, seconds, callback) -> None:
-        self.timers.append((seconds, callback))
-
-    def ready(self) -> None:
-        self.events.append(("ready",))
-
-    def start_failed(self, message) -> None:
-        self.events.append(("start_failed", message))
-
-    def new_run(self) -> str:
-        self._runs += 1
-        return "run-%d" % self._runs
-
-    def accepted(self, input_id, delivery, run_id) -> None:
-        self.events.append(("accepted", input_id, delivery, run_id))
-
-    def attributed(self, input_id, run_id) -> None:
-        self.events.append(("attributed", input_id, run_id))
-
-    def send_failed(self, input_id, message, unavailable=False) -> None:
-        self.events.append(("send_failed", input_id, message, unavailable))
-
-    def message(self, run_id, message_id, text, role="assistant") -> None:
-        self.events.append(("message", run_id, message_id, text))
-
-    def request(self, run_id, kind, message, options=None, details=None, token=None) -> str:
-        self._requests += 1
-        request_id = "req-%d" % self._requests
-        self.tokens[request_id] = request_id if token is None else token
-        self.events.append(("request", request_id, run_id, kind, message, options, details))
-        return request_id
-
-    def request_closed(self, token) -> None:
-        self.events.append(("request_closed", next(r for r, t in self.tokens.items() if t == token)))
-
-    def token(self, request_id):
-        """What the runtime passes to Backend.answer for `request_id`."""
-        return self.tokens[request_id]
-
-    def result(self, run_id, input_ids, status, output="", usage=None, cost_usd=None, error=None) -> None:
-        self.events.append(("result", run_id, list(input_ids), status, output, usage, error))
-
-    def log(self, kind, level="info", run_id=None, **fields) -> None:
-        self.logs.append(dict(fields, kind=kind, level=level, run_id=run_id))
-
-    def debug(self, text) -> None:
-        self.debugs.append(text)
-
-    # -- helpers for assertions
-    def of(self, name: str) -> List[tuple]:
-        return [e for e in self.events if e[0] == name]
-
-    def logs_of(self, kind: str) -> List[Dict[str, Any]]:
-        return [entry for entry in self.logs if entry["kind"] == kind]
+from harnessctl.backend import Config
 
 
 def make_config(tmp_path, model=None, env=None, debug=False) -> Config:
@@ -138,16 +43,16 @@ class Wire:
         return self.host.children[-1]
 
     def requests(self, method: str) -> List[Dict[str, Any]]:
-        return [m for m in self.child.lines if m.get("method") == method and "id" in m]
+        return [m for m in self.child.frames() if m.get("method") == method and "id" in m]
 
     def last(self, method: str) -> Dict[str, Any]:
         found = self.requests(method)
-        assert found, "backend never sent %s; sent %s" % (method, [m.get("method") for m in self.child.lines])
+        assert found, "backend never sent %s; sent %s" % (method, [m.get("method") for m in self.child.frames()])
         return found[-1]
 
     def replies(self) -> List[Dict[str, Any]]:
         """What the backend answered to server requests."""
-        return [m for m in self.child.lines if "method" not in m]
+        return [m for m in self.child.frames() if "method" not in m]
 
     def _pending(self, method: str) -> Dict[str, Any]:
         for msg in self.requests(method):
