@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
-import shutil
 
 from . import private
 from .backend import Backend
@@ -50,6 +48,8 @@ class ChildBackend(Backend):
         """[binary] + args + the extra arguments of the manifest's `args_env`
         variable; None (the start reported failed, naming the variable) when
         they cannot be split."""
+        import shlex  # here, not at start-up: a harness with its own argv (the mock's) never needs it
+
         harness, env = self.config.harness, self.config.env
         variable = harness.get("binary_env")
         binary = (env.get(variable) if variable else None) or self.name
@@ -64,11 +64,15 @@ class ChildBackend(Backend):
         """Start the child; False (the start reported failed) if it cannot: a
         binary that is not found is said so, with the variable that names it."""
         if self.config.debug:
-            self.host.debug("%s: spawn %s" % (self.name, " ".join(shlex.quote(a) for a in argv)))
+            from shlex import quote
+
+            self.host.debug("%s: spawn %s" % (self.name, " ".join(quote(a) for a in argv)))
         env = dict(self.config.env)
         try:
             self.child = self.host.spawn(argv, env, self.config.cwd)
         except OSError as exc:
+            import shutil  # only here: it would cost every runtime start 1.5 ms
+
             harness = self.config.harness
             if shutil.which(argv[0], path=env.get("PATH", os.defpath)) is None:
                 variable = harness.get("binary_env")
