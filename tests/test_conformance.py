@@ -134,3 +134,16 @@ def test_after_an_idle_exit_the_next_send_resumes_the_conversation(profile):
     assert proc.returncode == 0, proc.stderr
     assert profile.fill(profile.outputs["quick"], 2) in json.loads(proc.stdout)["output"]
     assert len(of_type(profile.path, "result")) == 2
+
+
+def test_an_answer_the_request_does_not_offer_is_refused_and_the_request_stays_pending(profile):
+    proc = profile.send("request", 1, "--print-id", "--wait")
+    assert proc.returncode == 9, (proc.stdout, proc.stderr)
+    input_id, line = proc.stdout.decode().splitlines()
+    request = json.loads(line)
+    refused = run("reply", profile.path, request["request_id"], "perhaps", env=profile.env())
+    assert refused.returncode == 2 and b"perhaps" in refused.stderr
+    status = json.loads(ok("status", profile.path, env=profile.env()).stdout)
+    assert [r["request_id"] for r in status["requests"]] == [request["request_id"]]
+    ok("reply", profile.path, request["request_id"], "deny", env=profile.env())
+    assert run("wait", profile.path, input_id).returncode in (0, 7)  # denied: the run ends either way
