@@ -1,0 +1,176 @@
+"""Starting a file's runtime: the first send binds the file and spawns the
+detached runtime, exactly one however many sends race (the spawn lock), and
+takes back what it made when the runtime cannot be set up."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from . import ipc
+from .address import Address, check_binding, make_sidecar, read_binding, write_binding
+from .errors import HarnessctlError, OutcomeUnknownError, UnavailableError, from_code
+
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional, Tuple
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from harnessctl.runtime import main; sys.exit(main())"
+
+
+def starting_or_exiting(addr: Address, deadline: float) -> bool:
+    """True (after a short pause) while a runtime holds this sidecar's lock but
+    does not listen: it is starting (it listens in a moment) or exiting (it
+    lets go in a moment).  Then the command asks again instead of spawning."""
+    from . import locks, private
+
+    if not os.path.isdir(addr.sidecar):
+        return False
+    private.check_dir(addr.sidecar)
+    if not locks.is_held(addr.runtime_lock):
+        return False
+    if time.monotonic() >= deadline:
+        raise UnavailableError("timed out waiting for the runtime of %s to start or exit (nothing was sent); see %s"
+                               % (addr.path, addr.runtime_log))
+    time.sleep(0.01)
+    return True
+
+
+def ensure_runtime(addr: Address, binding: Dict[str, Any], deadline: float) -> None:
+    """Start the runtime unless someone else did meanwhile.  Serialized by the
+    spawn lock so that concurrent first sends start exactly one runtime.  What
+    a first send created is taken back when it cannot be set up (disk full),
+    still under the spawn lock, so no other first send is setting up then."""
+    from . import knobs, locks, private
+
+    knobs.seconds(os.environ, "HARNESSCTL_IDLE_TIMEOUT", 60.0)  # refused here, not by the runtime it would start
+    created = make_sidecar(addr)
+    spawn = None
+    try:
+        try:
+            spawn = locks.wait_lock(addr.spawn_lock, deadline)
+            if spawn is None:
+                raise OutcomeUnknownError("timed out waiting for another command to start the runtime")
+            needed = _prepare_spawn(addr, binding)
+        except OSError as e:
+            _take_back(addr, *created)
+            raise private.cannot("set up the session for", addr.path, e) from None
+        except BaseException:
+            _take_back(addr, *created)
+            raise
+        refusal = _spawn_runtime(addr, deadline) if needed else None
+        if refusal is not None:  # the runtime said why (also in its log, kept in the sidecar) and exited
+            _take_back(addr, False, created[1])
+            raise refusal
+    finally:
+        locks.unlock(spawn)
+
+
+def _prepare_spawn(addr: Address, binding: Dict[str, Any]) -> bool:
+    """Bind the file if it is new; True if a runtime must be spawned (none
+    listens, none is starting or exiting)."""
+    from . import locks
+
+    if _listening(addr):
+        return False
+    current = read_binding(addr)
+    if current is None or os.path.getsize(addr.path) == 0:
+        # A file with no event yet may still be re-bound (its first send failed).
+        write_binding(addr, _merge(current, binding))
+    else:
+        check_binding(current, binding)
+    return not locks.is_held(addr.runtime_lock)  # held: a runtime is starting or exiting; ask it again
+
+
+# What a first send itself puts into a new sidecar before a runtime starts.
+FIRST_SEND_FILES = ("binding.json", "spawn.lock", "runtime.lock")
+
+
+def _take_back(addr: Address, made_sidecar: bool, made_file: Optional[Tuple[int, int]]) -> None:
+    """Remove what a failed first send made: the event file it created, if it
+    is still that file and empty, and the sidecar it created, if it holds
+    nothing but what the send put there."""
+    try:
+        st = os.stat(addr.path)
+        if made_file == (st.st_dev, st.st_ino) and st.st_size == 0:
+            os.unlink(addr.path)
+        if made_sidecar:
+            for name in os.listdir(addr.sidecar):
+                if name in FIRST_SEND_FILES or name.endswith(".tmp"):
+                    os.unlink(os.path.join(addr.sidecar, name))
+            os.rmdir(addr.sidecar)  # fails, as it should, if anything else is there
+    except OSError:
+        pass
+
+
+def _merge(current: Optional[Dict[str, Any]], binding: Dict[str, Any]) -> Dict[str, Any]:
+    merged = dict(current or {})
+    merged.update({k: v for k, v in binding.items() if v is not None})
+    merged.setdefault("model", None)
+    return merged
+
+
+def _listening(addr: Address) -> bool:
+    try:
+        ipc.connect(addr.socket, 1.0).close()
+    except OSError:
+        return False
+    return True
+
+
+def _spawn_runtime(addr: Address, deadline: float) -> Optional[HarnessctlError]:
+    """Start the detached runtime and wait for its "ok" on a pipe (no polling);
+    the error it refused to start with, if it did.
+
+    posix_spawn with setsid gives it its own session and no controlling
+    terminal, with /dev/null for its std streams, so a shell or cron job that
+    exits does not take it along.  (subprocess would cost every first send an import.)"""
+    read_fd, write_fd = os.pipe()
+    os.set_inheritable(write_fd, True)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        os.posix_spawn(
+            sys.executable,
+            [sys.executable, "-I", "-S", "-c", BOOT, ROOT, addr.path, str(write_fd), repr(deadline)],
+            os.environ,
+            file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1),
+                          (os.POSIX_SPAWN_DUP2, devnull, 2), (os.POSIX_SPAWN_CLOSE, devnull)],
+            setsid=True,
+        )
+    except OSError as e:
+        raise UnavailableError("cannot start the runtime (%s): %s" % (sys.executable, e.strerror)) from None
+    finally:
+        os.close(write_fd)
+        os.close(devnull)
+    try:
+        word = _read_ready(read_fd, deadline)
+    finally:
+        os.close(read_fd)
+    if word == "ok":
+        return None
+    if word == "busy":
+        return None  # another runtime holds the lock: the next exchange finds it
+    if word is None:
+        raise UnavailableError("timed out waiting for the runtime to start (nothing was sent); see %s"
+                               % addr.runtime_log)
+    code, _, message = word.partition(" ")
+    if code.isdigit() and message:
+        return from_code(int(code), message)
+    raise UnavailableError("the runtime failed to start: %s (see %s)" % (word or "it exited", addr.runtime_log))
+
+
+def _read_ready(fd: int, deadline: float) -> Optional[str]:
+    import select
+
+    data = b""
+    while not data.endswith(b"\n"):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            return None
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode("utf-8", "replace").strip()
