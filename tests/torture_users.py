@@ -268,7 +268,8 @@ def core_files() -> List[str]:
 
 
 def adapter_files() -> List[str]:
-    """Every `os.path.join(self.config.sidecar, NAME)` in adapters/*/backend.py,
+    """Every sidecar file adapters/*/backend.py names: `os.path.join(self.config.sidecar,
+    NAME)` or a resume id `self.load_resume(NAME)` / `self.save_resume(NAME, ...)`,
     NAME a string literal or a module-level constant."""
     names = []
     adapters = os.path.join(ROOT, "adapters")
@@ -286,15 +287,21 @@ def _sidecar_joins(module: ast.Module) -> List[str]:
                  for target in node.targets if isinstance(target, ast.Name)}
     names = []
     for node in ast.walk(module):
-        if (isinstance(node, ast.Call) and ast.unparse(node.func) == "os.path.join" and len(node.args) == 2
-                and ast.unparse(node.args[0]) == "self.config.sidecar"):
+        if not isinstance(node, ast.Call):
+            continue
+        function = ast.unparse(node.func)
+        if function == "os.path.join" and len(node.args) == 2 and ast.unparse(node.args[0]) == "self.config.sidecar":
             arg = node.args[1]
-            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                names.append(arg.value)
-            elif isinstance(arg, ast.Name) and arg.id in constants:
-                names.append(constants[arg.id])
-            else:
-                raise AssertionError("cannot tell which sidecar file %s names" % ast.unparse(arg))
+        elif function in ("self.load_resume", "self.save_resume") and node.args:
+            arg = node.args[0]
+        else:
+            continue
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            names.append(arg.value)
+        elif isinstance(arg, ast.Name) and arg.id in constants:
+            names.append(constants[arg.id])
+        else:
+            raise AssertionError("cannot tell which sidecar file %s names" % ast.unparse(arg))
     return names
 
 
