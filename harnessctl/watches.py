@@ -11,13 +11,14 @@ pending request line of the input's run, `status` and the status line, or
 from __future__ import annotations
 
 from .eventlog import encode
-from .state import Conversation, status_line
+from .state import status_line
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Tuple
 
     from .server import Waiter
+    from .state import Conversation
     from .writer import EventWriter
 
 # The latest results, kept for a `wait` that arrives just after its input's
