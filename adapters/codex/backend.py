@@ -295,7 +295,7 @@ class CodexBackend(ChildBackend):
             result = wire.question_answer(answer)
         else:
             result = {"decision": wire.DECISIONS.get(answer, "decline")}
-        self._write({"id": token, "result": result})
+        self.write_json({"id": token, "result": result})
 
     # ------------------------------------------------------------------ harness output
 
@@ -468,7 +468,7 @@ class CodexBackend(ChildBackend):
         else:
             self.host.log("diagnostic", "warning", run_id=run_id,
                           message="codex asked %s, which harnessctl does not handle; refused" % method)
-            self._write({"id": native_id, "error": {"code": -32601,
+            self.write_json({"id": native_id, "error": {"code": -32601,
                                                     "message": "harnessctl does not handle %s" % method}})
             return
         self.host.request(run_id, kind, info["message"], options, info["details"], token=native_id)
@@ -479,13 +479,10 @@ class CodexBackend(ChildBackend):
     def _call(self, method: str, params: Dict[str, Any], callback: Callback) -> None:
         request_id, self.next_id = self.next_id, self.next_id + 1
         self.pending[request_id] = callback
-        self._write({"id": request_id, "method": method, "params": params})
+        self.write_json({"id": request_id, "method": method, "params": params})
 
     def _notify(self, method: str) -> None:
-        self._write({"method": method})
-
-    def _write(self, msg: Dict[str, Any]) -> None:
-        self.write_json(msg)
+        self.write_json({"method": method})
 
     # ------------------------------------------------------------------ sidecar
 
