@@ -44,8 +44,6 @@ if TYPE_CHECKING:
 # file's next writer does not wait for it.
 REACHABLE_CHECK = 1.0
 
-__all__ = ["Runtime", "main", "new_id"]
-
 
 class Runtime:
     def __init__(self, addr: Address, binding: Dict[str, Any], env: Dict[str, str], log_fd: int,

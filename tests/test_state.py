@@ -93,6 +93,6 @@ def test_the_fold_survives_a_round_trip_through_its_snapshot():
 def test_runtime_ids_are_version_4_uuids():
     import uuid
 
-    from harnessctl.runtime import new_id
+    from harnessctl.host import new_id
 
     assert uuid.UUID(new_id()).version == 4 and new_id() != new_id()
