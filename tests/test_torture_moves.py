@@ -103,6 +103,19 @@ def test_a_sidecar_removed_during_a_run_stops_its_runtime_and_the_next_send_star
     after_the_cut(a, old, "/sleep 1.5\nfirst", e)
 
 
+def successor_serves(path, old, e):
+    """A new runtime, not one of `old`, serves `path`: it holds the pending request
+    of the second send, takes its reply and a third send, and the file settles."""
+    successor = runtime_pids(path)
+    assert successor and not set(successor) & set(old)
+    report = status_of(path, e)
+    assert report["runtime"] == "alive" and report["state"] == "awaiting_reply", report
+    ok("reply", path, report["requests"][0]["request_id"], "allow", env=e)
+    ok("send", path, "third", env=e)
+    assert runtime_pids(path) == successor
+    settle(path, env=e)
+
+
 def test_a_stale_runtime_whose_sidecar_was_removed_leaves_its_successors_socket_alone(workdir):
     a, e = str(workdir / "a.jsonl"), env(idle="30")  # the successor stays for every command below
     ok("send", a, "/sleep 1\nfirst", *MOCK, env=e)
@@ -110,15 +123,8 @@ def test_a_stale_runtime_whose_sidecar_was_removed_leaves_its_successors_socket_
     remove_tree(a + ".d")
     ok("send", a, "/permission may I?\nsecond", *MOCK, env=e)
     gone(old)
-    successor = runtime_pids(a)
-    assert successor and not set(successor) & set(old)
     assert os.path.exists(os.path.join(a + ".d", "runtime.sock"))
-    report = status_of(a, e)
-    assert report["runtime"] == "alive" and report["state"] == "awaiting_reply", report
-    ok("reply", a, report["requests"][0]["request_id"], "allow", env=e)
-    ok("send", a, "third", env=e)
-    assert runtime_pids(a) == successor
-    settle(a, env=e)
+    successor_serves(a, old, e)
     check(a)
     assert "permission: allow" in ended_once(a, "/permission may I?\nsecond")["output"]
 
@@ -136,14 +142,7 @@ def test_a_stale_runtime_whose_sidecar_moved_away_leaves_the_socket_of_a_new_ses
     ok("send", a, "/permission may I?\nsecond", *MOCK, env=e)  # a new file and session under the old name
     ok("status", b, env=e)
     gone(old)
-    successor = runtime_pids(a)
-    assert successor and not set(successor) & set(old)
-    report = status_of(a, e)
-    assert report["runtime"] == "alive" and report["state"] == "awaiting_reply", report
-    ok("reply", a, report["requests"][0]["request_id"], "allow", env=e)
-    ok("send", a, "third", env=e)
-    assert runtime_pids(a) == successor
-    settle(a, env=e)
+    successor_serves(a, old, e)
     settle(b, env=e)
     check(a)
     check(b)
