@@ -41,6 +41,8 @@ adapter gets exposes the calls below and nothing of the runtime.
 
 from __future__ import annotations
 
+from .activity import Activity
+
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Sequence
@@ -161,14 +163,19 @@ class Host:
         usage: Optional[Dict[str, Any]] = None,
         cost_usd: Optional[float] = None,
         error: Optional[str] = None,
+        error_class: Optional[str] = None,
     ) -> None:
         """The run ended: status completed, cancelled or failed.  Pending
         requests of the run expire.  `run_id` is None only for inputs no run
-        ever consumed (e.g. a queued input dropped by a cancel)."""
+        ever consumed (e.g. a queued input dropped by a cancel).  `error_class`
+        is the harness's own typed name of the error, when it has one."""
         raise NotImplementedError
 
     def log(self, kind: str, level: str = "info", run_id: Optional[str] = None, **fields: Any) -> None:
-        """A droppable `log` event (text.delta, reasoning.delta, tool.*, native, diagnostic ...)."""
+        """A droppable `log` event.  The activity vocabulary (text.delta, tool.*,
+        file.changed, plan, usage, session, warning ...) goes through the
+        backend's `activity` (activity.py), which spells each kind's fields;
+        call this directly only for `native` (level debug) and `diagnostic`."""
         raise NotImplementedError
 
     def debug(self, text: str) -> None:
@@ -203,6 +210,7 @@ class Backend:
     def __init__(self, host: Host, config: Config) -> None:
         self.host = host
         self.config = config
+        self.activity = Activity(host)  # the log vocabulary (activity.py): what the agent did
 
     def start(self) -> None:
         """Spawn (or resume) the harness; report host.ready() or host.start_failed()."""

@@ -21,6 +21,8 @@ MAX_MERGED_TEXT = 16384
 # Log lines held back before the oldest are dropped (the harness must never block on us).
 MAX_BUFFERED_LOGS = 512
 MERGEABLE_KINDS = ("text.delta", "reasoning.delta", "tool.output")
+# Fragments merge only when they belong to the same stream: one message, one tool, one form.
+MERGE_KEYS = ("run_id", "message_id", "tool_id", "form", "parent_tool_id")
 
 
 def timestamp(now: Optional[float] = None) -> str:
@@ -73,13 +75,13 @@ class EventLog:
         return full
 
     def log(self, event: Dict[str, Any]) -> None:
-        """Buffer a `log` event; consecutive deltas of one run merge into one line."""
+        """Buffer a `log` event; consecutive deltas of one stream merge into one line."""
         last = self._logs[-1] if self._logs else None
         if (
             last is not None
             and event.get("kind") in MERGEABLE_KINDS
             and last.get("kind") == event.get("kind")
-            and last.get("run_id") == event.get("run_id")
+            and all(last.get(k) == event.get(k) for k in MERGE_KEYS)
             and isinstance(last.get("text"), str)
             and isinstance(event.get("text"), str)
             and len(last["text"]) < MAX_MERGED_TEXT

@@ -118,7 +118,7 @@ class AdapterHost(Host):
 
     def result(self, run_id: Optional[str], input_ids: Sequence[str], status: str, output: str = "",
                usage: Optional[Dict[str, Any]] = None, cost_usd: Optional[float] = None,
-               error: Optional[str] = None) -> None:
+               error: Optional[str] = None, error_class: Optional[str] = None) -> None:
         conv, writer = self._runtime.conv, self._runtime.writer
         if status not in RESULT_STATUSES:
             self._broken_contract("result() with status %r (allowed: %s)" % (status, ", ".join(RESULT_STATUSES)))
@@ -135,7 +135,10 @@ class AdapterHost(Host):
         for request in [r for r in conv.pending.values() if r.get("run_id") in (run_id, None)]:
             self._tokens.pop(request["request_id"], None)
             writer.write(dict(request, state="expired"))
-        writer.write(result_event(run_id, covered, status, output, usage, cost_usd, error))
+        event = result_event(run_id, covered, status, output, usage, cost_usd, error)
+        if error_class is not None:
+            event["error_class"] = error_class
+        writer.write(event)
         self._runtime.settled()
 
     def log(self, kind: str, level: str = "info", run_id: Optional[str] = None, **fields: Any) -> None:

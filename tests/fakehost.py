@@ -95,9 +95,11 @@ class FakeHost(Host):
         self.calls.append(("request_closed", next(r for r, t in self.tokens.items() if t == token)))
 
     def result(self, run_id, input_ids, status, output="", usage=None, cost_usd=None,
-               error=None) -> None:
-        self.calls.append(("result", run_id, list(input_ids), status,
-                           {"output": output, "usage": usage, "cost_usd": cost_usd, "error": error}))
+               error=None, error_class=None) -> None:
+        details = {"output": output, "usage": usage, "cost_usd": cost_usd, "error": error}
+        if error_class is not None:
+            details["error_class"] = error_class
+        self.calls.append(("result", run_id, list(input_ids), status, details))
 
     def log(self, kind, level="info", run_id=None, **fields) -> None:
         self.calls.append(("log", kind, level, run_id, fields))
@@ -124,6 +126,24 @@ class FakeHost(Host):
 
     def results(self) -> List[tuple]:
         return self.named("result")
+
+    def log_events(self) -> List[Dict[str, Any]]:
+        """Every log call as the line it would become in the event file."""
+        out = []
+        for n, call in enumerate(c for c in self.calls if c[0] == "log"):
+            event: Dict[str, Any] = {"type": "log", "ts": "2026-12-03T00:00:00.000Z", "seq": n + 1,
+                                     "level": call[2], "kind": call[1]}
+            if call[3] is not None:
+                event["run_id"] = call[3]
+            event.update(call[4])
+            out.append(event)
+        return out
+
+    def vocabulary_problems(self) -> List[str]:
+        """What schema/events.schema.json finds wrong in the log lines so far."""
+        import schemacheck
+
+        return ["%s: %s" % (e["kind"], p) for e in self.log_events() for p in schemacheck.check_event(e)]
 
     def logs(self, kind: str) -> List[tuple]:
         return [c for c in self.calls if c[0] == "log" and c[1] == kind]

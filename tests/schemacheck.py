@@ -1,6 +1,6 @@
 """A tiny JSON Schema checker: exactly the keywords schema/events.schema.json
-uses (type, const, enum, required, properties, items, oneOf, $ref, pattern,
-minimum, minLength).  Stdlib only, for tests."""
+uses (type, const, enum, required, properties, additionalProperties: false,
+items, oneOf, not, $ref, pattern, minimum, minLength, maxLength).  Stdlib only, for tests."""
 
 from __future__ import annotations
 
@@ -43,10 +43,16 @@ def errors(value: Any, schema: Dict[str, Any], root: Dict[str, Any], where: str 
         found.append("%s: %r does not match %s" % (where, value, schema["pattern"]))
     if "minLength" in schema and isinstance(value, str) and len(value) < schema["minLength"]:
         found.append("%s: too short" % where)
+    if "maxLength" in schema and isinstance(value, str) and len(value) > schema["maxLength"]:
+        found.append("%s: too long" % where)
+    if "not" in schema and not errors(value, schema["not"], root, where):
+        found.append("%s: %r matches what is not allowed" % (where, value))
     if "minimum" in schema and isinstance(value, (int, float)) and value < schema["minimum"]:
         found.append("%s: below minimum" % where)
     if isinstance(value, dict):
         found += ["%s: missing %s" % (where, k) for k in schema.get("required", []) if k not in value]
+        if schema.get("additionalProperties") is False:
+            found += ["%s: unexpected field %s" % (where, k) for k in value if k not in schema.get("properties", {})]
         for key, sub in schema.get("properties", {}).items():
             if key in value:
                 found += errors(value[key], sub, root, "%s.%s" % (where, key))

@@ -6,6 +6,7 @@ import os
 import sys
 
 from harnessctl import private
+from harnessctl.activity import unified_diff
 from harnessctl.backend import Input
 from harnessctl.childbackend import ChildBackend
 
@@ -19,7 +20,8 @@ STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standin.py")
 class MockBackend(ChildBackend):
     KEY = "ev"
     HANDLERS = {"ready": "_on_ready", "received": "_on_received", "delta": "_on_delta", "request": "_on_request",
-                "message": "_on_message", "done": "_on_done"}
+                "message": "_on_message", "done": "_on_done", "tool": "_on_tool", "edit": "_on_edit",
+                "plan": "_on_plan"}
 
     def start(self) -> None:
         self.runs: Dict[int, str] = {}  # stand-in turn number -> our run id
@@ -43,6 +45,7 @@ class MockBackend(ChildBackend):
         if event.get("resumed_turns"):
             self.host.log("diagnostic", message="resumed the stand-in conversation",
                           resumed_turns=event["resumed_turns"])
+        self.activity.session(None, "mock", version=self.config.harness.get("version"), model=self.config.model)
         self.host.ready()
 
     def _on_received(self, event: Dict[str, Any]) -> None:
@@ -50,8 +53,28 @@ class MockBackend(ChildBackend):
             self.runs[event["turn"]] = self.host.new_run()
         self.host.accepted(event["id"], event["delivery"], self._run(event))
 
+    def _message_id(self, event: Dict[str, Any]) -> str:
+        return "%s-msg-%s" % (self._run(event), event["turn"])
+
     def _on_delta(self, event: Dict[str, Any]) -> None:
-        self.host.log("text.delta", run_id=self._run(event), text=event["text"])
+        self.activity.text(self._run(event), self._message_id(event), event["text"])
+
+    def _on_tool(self, event: Dict[str, Any]) -> None:
+        run_id, command, code = self._run(event), event["command"], event["exit_code"]
+        self.activity.tool_started(run_id, event["id"], "command", "shell", command, {"command": command})
+        output = "mock output of: %s\n" % command
+        self.activity.tool_output(run_id, event["id"], output)
+        self.activity.tool_completed(run_id, event["id"], "completed" if code == 0 else "failed", code, output)
+
+    def _on_edit(self, event: Dict[str, Any]) -> None:
+        run_id, path = self._run(event), event["path"]
+        self.activity.tool_started(run_id, event["id"], "file_change", "edit", path, {"path": path})
+        diff = unified_diff(path, None, "written by the mock\n")
+        self.activity.file_changed(run_id, event["id"], path, "add", diff)
+        self.activity.tool_completed(run_id, event["id"], "completed")
+
+    def _on_plan(self, event: Dict[str, Any]) -> None:
+        self.activity.plan(self._run(event), [(text, status) for text, status in event["steps"]])
 
     def _on_request(self, event: Dict[str, Any]) -> None:
         if event["kind"] == "permission":
@@ -63,7 +86,7 @@ class MockBackend(ChildBackend):
                               token=event["request"])
 
     def _on_message(self, event: Dict[str, Any]) -> None:
-        self.host.message(self._run(event), "%s-%s" % (self._run(event), event["id"]), event["text"])
+        self.host.message(self._run(event), self._message_id(event), event["text"])
 
     def _on_done(self, event: Dict[str, Any]) -> None:
         run_id = self.runs.pop(event["turn"], None)

@@ -4,7 +4,8 @@ stdio, so the runtime drives it exactly like a real harness (docs/PROTOCOL.md se
 stdin:  {"op": "input", "id", "text"} | {"op": "interrupt"} | {"op": "answer", "request", "answer"}
 stdout: {"ev": "ready", "resumed_turns"} | {"ev": "received", "id", "turn", "delivery"}
         | {"ev": "delta", "turn", "text"} | {"ev": "request", "turn", "request", "kind", "message"}
-        | {"ev": "message", "turn", "id", "text"}
+        | {"ev": "message", "turn", "id", "text"} | {"ev": "tool", "turn", "id", "command", "exit_code"}
+        | {"ev": "edit", "turn", "id", "path"} | {"ev": "plan", "turn", "steps": [[text, status]]}
         | {"ev": "done", "turn", "status", "inputs", "output", "error"}
 
 Usage: standin.py TRANSCRIPT   (a JSONL file of finished turns; resumed on start)
@@ -49,7 +50,7 @@ def steps_of(input_id, text):
                 continue
             except ValueError:
                 pass
-        if name in ("/permission", "/question", "/fail"):
+        if name in ("/permission", "/question", "/fail", "/tool", "/edit", "/plan"):
             steps.append((name[1:], arg))
         elif line.strip() == "/crash":
             steps.append(("crash", ""))
@@ -166,11 +167,35 @@ class StandIn:
                 self.requests += 1
                 turn.request = ("r%d" % self.requests, kind)
                 emit(ev="request", turn=turn.number, request=turn.request[0], kind=kind, message=arg)
+            elif kind in ("tool", "edit", "plan"):
+                self.activity(turn, kind, arg)
             elif kind == "fail":
                 self.finish("failed", error=arg)
                 return
             elif kind == "crash":
                 os._exit(3)
+
+    def activity(self, turn, kind, arg):
+        """Simulated work, for callers testing what reads the log: nothing runs
+        and no file is written.  `/tool [exit=N] CMD`, `/edit PATH`,
+        `/plan x done | > doing | to do` (x: completed, >: in progress)."""
+        self.requests += 1
+        tool_id = "tool-%d" % self.requests
+        if kind == "tool":
+            exit_code, command = 0, arg
+            first, _, rest = arg.partition(" ")
+            if first.startswith("exit=") and first[5:].lstrip("-").isdigit():
+                exit_code, command = int(first[5:]), rest
+            emit(ev="tool", turn=turn.number, id=tool_id, command=command, exit_code=exit_code)
+        elif kind == "edit":
+            emit(ev="edit", turn=turn.number, id=tool_id, path=arg.strip())
+        else:
+            marks = {"x": "completed", ">": "in_progress"}
+            steps = []
+            for step in arg.split("|"):
+                mark, _, text = step.strip().partition(" ")
+                steps.append([text.strip(), marks[mark]] if mark in marks else [step.strip(), "pending"])
+            emit(ev="plan", turn=turn.number, steps=steps)
 
     def finish(self, status, error=None):
         turn, self.turn = self.turn, None
