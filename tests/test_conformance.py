@@ -136,6 +136,18 @@ def test_after_an_idle_exit_the_next_send_resumes_the_conversation(profile):
     assert len(of_type(profile.path, "result")) == 2
 
 
+def test_a_shell_command_the_harness_runs_is_logged_in_the_shared_vocabulary(profile):
+    proc = profile.send("tool", 1, "--wait")
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    logs = of_type(profile.path, "log")
+    started = [e for e in logs if e["kind"] == "tool.started"]
+    completed = [e for e in logs if e["kind"] == "tool.completed"]
+    assert [e["tool"] for e in started] == ["command"], logs
+    assert [(e["tool_id"], e["tool"], e["status"]) for e in completed] == [(started[0]["tool_id"], "command",
+                                                                            "completed")]
+    assert isinstance(completed[0]["exit_code"], int) and started[0]["title"]
+
+
 def test_an_answer_the_request_does_not_offer_is_refused_and_the_request_stays_pending(profile):
     proc = profile.send("request", 1, "--print-id", "--wait")
     assert proc.returncode == 9, (proc.stdout, proc.stderr)

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 class TinyBackend(ChildBackend):
     KEY = "ev"
-    HANDLERS = {"took": "_on_took", "ask": "_on_ask", "end": "_on_end"}
+    HANDLERS = {"took": "_on_took", "ask": "_on_ask", "ran": "_on_ran", "end": "_on_end"}
 
     def start(self) -> None:
         self.runs: Dict[int, str] = {}  # harness turn -> our run id
@@ -37,6 +37,11 @@ class TinyBackend(ChildBackend):
     def _on_ask(self, msg: Dict[str, Any]) -> None:
         self.host.request(self.runs.get(msg["turn"]), "permission", msg["what"], options=["allow", "deny"],
                           token=msg["ask"])
+
+    def _on_ran(self, msg: Dict[str, Any]) -> None:
+        run_id, tool_id = self.runs.get(msg["turn"]), "cmd-%d" % msg["turn"]
+        self.activity.tool_started(run_id, tool_id, "command", "shell", msg["command"], {"command": msg["command"]})
+        self.activity.tool_completed(run_id, tool_id, "completed", exit_code=msg["code"])
 
     def _on_end(self, msg: Dict[str, Any]) -> None:
         run_id = self.runs.pop(msg["turn"], None)

@@ -4,10 +4,12 @@
 in:  {"op": "prompt", "id": ID, "text": T} | {"op": "cancel"} | {"op": "allow" | "deny", "ask": N}
 out: {"ev": "took", "id": ID, "turn": N, "joined": bool}   the prompt is in turn N
      {"ev": "ask", "ask": N, "turn": N, "what": TEXT}       a permission prompt
+     {"ev": "ran", "turn": N, "command": C, "code": 0}       a shell command it ran (well, says it did)
      {"ev": "end", "turn": N, "ids": [...], "status": S, "text": T}
 
 A prompt starting /slow works until a next prompt joins it or a cancel ends
-it; /approve asks first; /crash dies; anything else is answered at once."""
+it; /approve asks first; /crash dies; /tool CMD reports a command first;
+anything else is answered at once."""
 
 from __future__ import annotations
 
@@ -39,6 +41,8 @@ def main() -> None:
                 os._exit(3)
             if text.startswith("/slow"):
                 continue  # works until a next prompt joins it or a cancel ends it
+            if text.startswith("/tool "):
+                out(ev="ran", turn=turn, command=text[6:], code=0)
             if text.startswith("/approve"):
                 asked = turn
                 out(ev="ask", ask=turn, turn=turn, what="may I? " + text)
