@@ -126,7 +126,8 @@ class Activity:
         unknown = set(counts) - set(USAGE_FIELDS)
         if unknown:
             raise ValueError("unknown usage fields: %s" % ", ".join(sorted(unknown)))
-        self.host.log("usage", run_id=run_id, **{k: counts.get(k) for k in USAGE_FIELDS})
+        fields: Dict[str, Any] = {k: counts.get(k) for k in USAGE_FIELDS}
+        self.host.log("usage", "info", run_id, **fields)
 
     def session(self, session_id: Optional[str], harness: str, version: Optional[str] = None,
                 model: Optional[str] = None, approval_policy: Optional[str] = None, sandbox: Optional[str] = None,
