@@ -35,9 +35,10 @@ def test_start_spawns_claude_with_the_forced_stream_json_flags(tmp_path):
                                  model="claude-sonnet-4-5")
     backend.start()
     argv = host.children[0].argv
-    assert argv[1:10] == ["-p", "--input-format", "stream-json", "--output-format", "stream-json",
-                          "--verbose", "--replay-user-messages", "--permission-prompt-tool", "stdio"]
-    assert argv[10:] == ["--model", "claude-sonnet-4-5", "--allowedTools", "Bash Edit"]
+    assert argv[1:11] == ["-p", "--input-format", "stream-json", "--output-format", "stream-json",
+                          "--verbose", "--replay-user-messages", "--permission-prompt-tool", "stdio",
+                          "--include-partial-messages"]
+    assert argv[11:] == ["--model", "claude-sonnet-4-5", "--allowedTools", "Bash Edit"]
     assert host.children[0].cwd == str(tmp_path)
 
 
@@ -199,24 +200,26 @@ def test_usage_and_per_turn_cost_come_from_the_result(tmp_path):
     assert second[4]["cost_usd"] == 0.00014  # total_cost_usd is per process: 0.000772
 
 
-def test_api_retry_frames_are_logged(tmp_path):
+def test_api_retry_frames_are_warnings(tmp_path):
     backend, host = started(tmp_path)
     replay(backend, "errors__500_then_ok")
-    [retry] = host.logs("api.retry")
-    assert retry[2] == "warning" and retry[4]["error_status"] == 500
+    [retry] = host.logged("warning")
+    assert retry["level"] == "warning" and retry["source"] == "api_retry"
+    assert retry["message"] == "API request failed (HTTP 500, server_error); retry 1 of 10 in 515 ms"
     assert host.results()[0][3] == "completed"
 
 
 def test_tools_and_thinking_go_to_the_log(tmp_path):
     backend, host = started(tmp_path)
     replay(backend, "midturn__during_tool__none__0")
-    [tool] = host.logs("tool.started")
-    assert tool[4]["tool"] == "Bash" and "step1-done" in tool[4]["input"]["command"]
-    [done] = host.logs("tool.completed")
-    assert done[4]["output"] == "step1-done" and done[4]["is_error"] is False
+    [tool] = host.logged("tool.started")
+    assert tool["tool"] == "command" and tool["name"] == "Bash" and "step1-done" in tool["input"]["command"]
+    [done] = host.logged("tool.completed")
+    assert done["output"] == "step1-done" and done["status"] == "completed" and done["exit_code"] == 0
     backend2, host2 = started(tmp_path)
     replay(backend2, "misc__thinking")
-    assert host2.logs("reasoning.delta")[0][4]["text"] == "Let me think about this."
+    assert host2.logged("reasoning.delta")[0]["text"] == "Let me think about this."
+    assert host.vocabulary_problems() == [] and host2.vocabulary_problems() == []
 
 
 def test_text_blocks_of_one_assistant_message_make_one_message_snapshot(tmp_path):

@@ -16,12 +16,31 @@ Messages API mock):
 * an `interrupt` control request with `cancel_queued` aborts the turn and
   drops queued inputs (listed in the response's `cancelled`);
 * one malformed stdin line kills the process, so every line is validated.
+
+What the agent did becomes the activity vocabulary (harnessctl/activity.py);
+the shapes behind each mapping (recorded the same way, transcripts activity__*):
+
+* `--include-partial-messages` adds `stream_event` frames whose `api_message_id`
+  is the id of the assistant message they build: text and thinking deltas are
+  logged from them, so the whole frames that follow (one per content block)
+  log only what was not streamed (a sub-agent's text comes whole);
+* a Bash tool_result carries no exit code when it succeeds, and starts with
+  "Exit code N" (is_error) when the command failed: that N is the exit code;
+* Write / Edit results carry `tool_use_result` with `filePath`,
+  `structuredPatch` hunks, `originalFile` and (Write) `type` create | update;
+* a tool refused by our deny or by Claude's policy has a `tool_result_meta`
+  entry whose `permission_decision.decision` is `reject`;
+* `model_usage_since_last_result` is the turn's usage per model, sub-agents
+  included (`result.usage` leaves them out), with the model's `contextWindow`.
 """
 
 from __future__ import annotations
 
 import json
 
+import re
+
+from harnessctl.activity import unified_diff
 from harnessctl.backend import Config, Host, Input
 from harnessctl.childbackend import ChildBackend
 
@@ -36,12 +55,32 @@ FORCED_ARGS = [
     "--verbose",
     "--replay-user-messages",
     "--permission-prompt-tool", "stdio",
+    "--include-partial-messages",
 ]
 SESSION_FILE = "claude-session-id"
 DENY_MESSAGE = "The user denied this action."
-TOOL_OUTPUT_LIMIT = 4000
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+MODEL_USAGE_KEYS = {"inputTokens": "input_tokens", "outputTokens": "output_tokens",
+                    "cacheCreationInputTokens": "cache_creation_input_tokens",
+                    "cacheReadInputTokens": "cache_read_input_tokens"}
 QUESTION_TOOL = "AskUserQuestion"
+HARNESS = "claude"
+
+# Claude's tool names -> the vocabulary's tool kinds (activity.TOOL_KINDS); others are "other"
+TOOL_KINDS = {
+    "Bash": "command",
+    "Edit": "file_change", "MultiEdit": "file_change", "Write": "file_change", "NotebookEdit": "file_change",
+    "Read": "read",
+    "Grep": "search", "Glob": "search", "LS": "search",
+    "WebSearch": "web_search", "WebFetch": "web_search",
+    "Task": "subagent", "Agent": "subagent",
+}
+FILE_TOOLS = ("Edit", "MultiEdit", "Write")  # their tool_use_result holds the change
+PLAN_TOOL = "TodoWrite"
+PLAN_STATUSES = ("pending", "in_progress", "completed")
+EXIT_CODE = re.compile(r"Exit code (-?\d+)")  # how a failed Bash tool_result begins (recorded)
+INTERRUPT_NOTICE = "[Request interrupted"  # Claude's own user-side notice of an interrupt
+SEEN_TOOLS_LIMIT = 256  # tool names remembered until their result (an interrupted tool never has one)
 
 
 class Run:
@@ -51,7 +90,10 @@ class Run:
         self.run_id = run_id
         self.inputs: List[str] = []
         self.texts: Dict[str, List[str]] = {}  # assistant message id -> text blocks
+        self.streamed: Set[Tuple[str, str]] = set()  # (block type, message id) already logged as deltas
         self.api_error: Optional[str] = None
+        self.error_class: Optional[str] = None
+        self.context_used: Optional[int] = None  # prompt tokens of the last main-thread API call
 
 
 class Pending:
@@ -73,6 +115,7 @@ class ClaudeCodeBackend(ChildBackend):
         "assistant": "_on_assistant",
         "user": "_on_user",
         "result": "_on_result",
+        "stream_event": "_on_stream_event",
         "control_request": "_on_control_request",
         "control_cancel_request": "_on_control_cancel_request",
         "control_response": "_on_control_response",
@@ -98,6 +141,10 @@ class ClaudeCodeBackend(ChildBackend):
         self._requests: Dict[str, Dict[str, Any]] = {}  # Claude's request id -> what answering it needs
         self._last_total_cost = 0.0
         self._start_error: Optional[str] = None
+        self._session_logged = False
+        self._model: Optional[str] = None
+        self._tools: Dict[str, Tuple[str, Dict[str, Any]]] = {}  # open tool_use id -> (name, input)
+        self._declined: Set[str] = set()  # tool_use ids refused (our deny, Claude's policy)
 
     # -- Backend API ---------------------------------------------------------------
 
@@ -152,6 +199,8 @@ class ClaudeCodeBackend(ChildBackend):
             response = {"behavior": "allow", "updatedInput": dict(tool_input, answers=answers)}
         elif answer == "deny":
             response = {"behavior": "deny", "message": DENY_MESSAGE}
+            if request["tool_use_id"]:
+                self._declined.add(request["tool_use_id"])
         else:
             response = {"behavior": "allow", "updatedInput": tool_input}
             if answer == "allow-session" and request["suggestions"]:
@@ -179,7 +228,7 @@ class ClaudeCodeBackend(ChildBackend):
     # -- Claude's output ----------------------------------------------------------
 
     def on_unhandled(self, frame: Dict[str, Any]) -> None:
-        if frame.get("type") not in ("keep_alive", "stream_event"):  # stream_event: --include-partial-messages
+        if frame.get("type") != "keep_alive":
             self.host.log("native", level="debug", frame=_slim(frame))
 
     def _on_command_lifecycle(self, frame: Dict[str, Any]) -> None:
@@ -246,23 +295,69 @@ class ClaudeCodeBackend(ChildBackend):
         if subtype == "init":
             for uuid in frame.get("user_message_uuids") or []:
                 self._on_started(uuid)
-            if "msg_lifecycle_v1" not in (frame.get("capabilities") or ["msg_lifecycle_v1"]):
-                self.host.log("diagnostic", level="warning",
-                              message="this Claude Code lacks msg_lifecycle_v1: attribution may stay unknown")
+            self._on_init(frame)
         elif subtype == "api_retry":
-            self.host.log("api.retry", level="warning", run_id=self._active_id(),
-                          attempt=frame.get("attempt"), max_retries=frame.get("max_retries"),
-                          retry_delay_ms=frame.get("retry_delay_ms"), error_status=frame.get("error_status"),
-                          error=frame.get("error"))
-        elif subtype in ("task_started", "task_notification", "task_progress"):
-            keys = ("task_id", "tool_use_id", "description", "status", "summary")
-            fields: Dict[str, Any] = {k: frame.get(k) for k in keys if frame.get(k) is not None}
-            self.host.log("task." + subtype[5:], run_id=self._active_id(), **fields)
+            self.activity.warning(self._active_id(), _retry_message(frame), source="api_retry")
+        elif subtype in ("task_started", "task_notification", "task_progress", "task_updated"):
+            self._on_task(subtype[5:], frame)
         elif subtype == "permission_denied":
-            self.host.log("diagnostic", level="warning", run_id=self._active_id(),
-                          message=frame.get("message"), tool=frame.get("tool_name"))
+            if isinstance(frame.get("tool_use_id"), str):
+                self._declined.add(frame["tool_use_id"])
+            message = "%s refused by Claude's permission rules: %s" % (frame.get("tool_name") or "a tool",
+                                                                        frame.get("message") or "no reason given")
+            self.activity.warning(self._active_id(), message, source="permission_denied")
         else:
             self.host.log("native", level="debug", run_id=self._active_id(), frame=_slim(frame))
+
+    def _on_init(self, frame: Dict[str, Any]) -> None:
+        """Each turn's init: the session line once per harness start."""
+        if isinstance(frame.get("model"), str):
+            self._model = frame["model"]
+        if "msg_lifecycle_v1" not in (frame.get("capabilities") or ["msg_lifecycle_v1"]):
+            self.host.log("diagnostic", level="warning",
+                          message="this Claude Code lacks msg_lifecycle_v1: attribution may stay unknown")
+        if self._session_logged:
+            return
+        self._session_logged = True
+        sandbox = frame.get("sandbox_enabled")
+        self.activity.session(_text_or_none(frame.get("session_id")), HARNESS,
+                              version=_text_or_none(frame.get("claude_code_version")), model=self._model,
+                              approval_policy=_text_or_none(frame.get("permissionMode")),
+                              sandbox=None if not isinstance(sandbox, bool) else "enabled" if sandbox else "disabled")
+
+    def _on_task(self, what: str, frame: Dict[str, Any]) -> None:
+        """Background work Claude tracks (a sub-agent, a shell): its own kinds,
+        `task.started` / `task.progress` / `task.updated` / `task.notification`,
+        tied to the tool that spawned it by `tool_id` when Claude names it."""
+        keys = ("task_id", "task_type", "description", "status", "summary")
+        fields: Dict[str, Any] = {k: frame.get(k) for k in keys if frame.get(k) is not None}
+        if isinstance(frame.get("tool_use_id"), str):
+            fields["tool_id"] = frame["tool_use_id"]
+        if isinstance(frame.get("patch"), dict) and frame["patch"].get("status") is not None:
+            fields["status"] = frame["patch"]["status"]
+        self.host.log("task." + what, run_id=self._active_id(), **fields)
+
+    def _on_stream_event(self, frame: Dict[str, Any]) -> None:
+        """--include-partial-messages: text and thinking deltas as they stream,
+        under the id of the assistant message they build (`api_message_id`)."""
+        event = _object(frame.get("event"))
+        if event.get("type") == "message_start":
+            for uuid in frame.get("user_message_uuids") or []:
+                self._on_started(uuid)
+        run = self._active
+        delta = _object(event.get("delta"))
+        if run is None or event.get("type") != "content_block_delta":
+            return
+        message_id = _text_or_none(frame.get("api_message_id"))
+        if message_id is None:
+            return
+        if delta.get("type") == "text_delta":
+            run.streamed.add(("text", message_id))
+            self.activity.text(run.run_id, message_id, str(delta.get("text") or ""),
+                               parent_tool_id=_text_or_none(frame.get("parent_tool_use_id")))
+        elif delta.get("type") == "thinking_delta":
+            run.streamed.add(("thinking", message_id))
+            self.activity.reasoning(run.run_id, str(delta.get("thinking") or ""), form="raw")
 
     def _on_assistant(self, frame: Dict[str, Any]) -> None:
         for uuid in frame.get("user_message_uuids") or []:
@@ -274,38 +369,82 @@ class ClaudeCodeBackend(ChildBackend):
             return
         if frame.get("is_api_error_message") or message.get("model") == "<synthetic>":
             run.api_error = _join_text(message.get("content"))
-            self.host.log("diagnostic", level="error", run_id=run.run_id, message=run.api_error,
-                          error_status=frame.get("api_error_status"))
+            run.error_class = _error_class(frame)
+            self.host.log("native", level="debug", run_id=run.run_id, frame=_slim(frame))
             return
         message_id = str(message.get("id") or frame.get("uuid"))
+        parent = _text_or_none(frame.get("parent_tool_use_id"))
+        if parent is None:
+            run.context_used = _prompt_tokens(message.get("usage")) or run.context_used
         for block in message.get("content") or []:
             kind = block.get("type")
-            if kind == "text" and (frame.get("aborted") or frame.get("parent_tool_use_id")):
+            if kind == "text" and (frame.get("aborted") or parent):
                 # cut off by an interrupt (a fragment, EVENT.md), or a sub-agent's: log only
-                self.host.log("text.delta", run_id=run.run_id, message_id=message_id, text=block.get("text", ""),
-                              parent_tool_use_id=frame.get("parent_tool_use_id"))
+                if ("text", message_id) not in run.streamed:
+                    self.activity.text(run.run_id, message_id, str(block.get("text") or ""), parent_tool_id=parent)
             elif kind == "text":
                 texts = run.texts.setdefault(message_id, [])
                 texts.append(block.get("text", ""))
                 self.host.message(run.run_id, message_id, "\n\n".join(t for t in texts if t))
-            elif kind == "tool_use":
-                self.host.log("tool.started", run_id=run.run_id, tool=block.get("name"),
-                              tool_use_id=block.get("id"), input=block.get("input"))
-            elif kind in ("thinking", "redacted_thinking"):
-                self.host.log("reasoning.delta", run_id=run.run_id, text=block.get("thinking", ""))
+            elif kind == "tool_use" and isinstance(block.get("id"), str):
+                self._tool_started(run, block, parent)
+            elif kind == "thinking" and ("thinking", message_id) not in run.streamed:
+                self.activity.reasoning(run.run_id, str(block.get("thinking") or ""), form="raw")
+            elif kind == "redacted_thinking":
+                self.activity.reasoning(run.run_id, "", form="redacted")
+
+    def _tool_started(self, run: Run, block: Dict[str, Any], parent: Optional[str]) -> None:
+        name = str(block.get("name") or "tool")
+        tool_input = _object(block.get("input"))
+        kind, title = tool_kind(name, tool_input)
+        if len(self._tools) >= SEEN_TOOLS_LIMIT:
+            self._tools.pop(next(iter(self._tools)))
+        self._tools[block["id"]] = (name, tool_input)
+        if name == PLAN_TOOL:
+            entries = plan_entries(tool_input)
+            if entries is not None:
+                self.activity.plan(run.run_id, entries)
+        self.activity.tool_started(run.run_id, block["id"], kind, name, title, input=block.get("input"),
+                                   parent_tool_id=parent)
 
     def _on_user(self, frame: Dict[str, Any]) -> None:
-        """Tool results go to the log; replays of our own inputs are noise."""
+        """Tool results become tool.completed (and file.changed); replays of our
+        own inputs are noise; Claude's interrupt notices are warnings."""
         if frame.get("isReplay"):
             return
         content = (frame.get("message") or {}).get("content")
-        for block in content if isinstance(content, list) else []:
-            if block.get("type") == "tool_result":
-                output = _join_text(block.get("content"))
-                self.host.log("tool.completed", run_id=self._active_id(), tool_use_id=block.get("tool_use_id"),
-                              is_error=bool(block.get("is_error")), output=output[:TOOL_OUTPUT_LIMIT])
-            elif block.get("type") == "text":
-                self.host.log("diagnostic", run_id=self._active_id(), message=block.get("text"))
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        results = [b for b in blocks if b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str)]
+        for block in results:
+            # the frame's tool_use_result belongs to its tool_result when there is only one
+            detail = frame.get("tool_use_result") if len(results) == 1 else None
+            self._tool_completed(block, detail, frame.get("tool_result_meta"))
+        for block in blocks:
+            text = block.get("text")
+            if block.get("type") != "text" or not isinstance(text, str):
+                continue
+            if text.startswith(INTERRUPT_NOTICE):
+                self.activity.warning(self._active_id(), text, source="interrupt")
+            else:
+                self.host.log("native", level="debug", run_id=self._active_id(), frame=_slim(frame))
+
+    def _tool_completed(self, block: Dict[str, Any], detail: Any, meta: Any) -> None:
+        tool_id = block["tool_use_id"]
+        name, tool_input = self._tools.pop(tool_id, ("", {}))
+        output = _join_text(block.get("content"))
+        if tool_id in self._declined or _rejected(tool_id, meta):
+            self._declined.discard(tool_id)
+            status = "declined"
+        else:
+            status = "failed" if block.get("is_error") else "completed"
+        exit_code = bash_exit_code(status, output, detail) if name == "Bash" else None
+        run_id = self._active_id()
+        self.activity.tool_completed(run_id, tool_id, status, exit_code=exit_code, output=output)
+        if status == "completed" and name in FILE_TOOLS and isinstance(detail, dict):
+            change = file_change(detail, tool_input)
+            if change is not None:
+                path, kind, diff = change
+                self.activity.file_changed(run_id, tool_id, path, kind, diff=diff)
 
     def _on_result(self, frame: Dict[str, Any]) -> None:
         self._remember_session(frame, persist=bool(frame.get("num_turns")))
@@ -328,8 +467,23 @@ class ClaudeCodeBackend(ChildBackend):
         if run is self._next:
             self._next = None
         status, output, error = _outcome(frame, run)
-        self.host.result(run.run_id, covered, status, output=output, usage=_usage(frame.get("usage")),
-                         cost_usd=self._turn_cost(frame), error=error)
+        turn = _turn_usage(frame)
+        if turn:
+            self._log_usage(run, frame, turn)
+        error_class = (_error_class(frame) or run.error_class or _terminal_class(frame)) if status == "failed" else None
+        self.host.result(run.run_id, covered, status, output=output, usage=turn or _usage(frame.get("usage")),
+                         cost_usd=self._turn_cost(frame), error=error, error_class=error_class)
+
+    def _log_usage(self, run: Run, frame: Dict[str, Any], turn: Dict[str, int]) -> None:
+        """The run's tokens in the vocabulary: input counts every prompt token
+        (cache reads and writes included, as in the other harnesses), cached
+        the cache reads among them; Claude reports no separate reasoning count
+        (thinking is part of output)."""
+        cache_read = turn.get("cache_read_input_tokens", 0)
+        prompt = turn.get("input_tokens", 0) + cache_read + turn.get("cache_creation_input_tokens", 0)
+        self.activity.usage(run.run_id, input_tokens=prompt, cached_input_tokens=cache_read,
+                            output_tokens=turn.get("output_tokens"), reasoning_tokens=None,
+                            context_window=_context_window(frame, self._model), context_used=run.context_used)
 
     def _result_run(self, uuids: List[str]) -> Optional[Run]:
         for uuid in uuids:
@@ -350,7 +504,8 @@ class ClaudeCodeBackend(ChildBackend):
         tool = request.get("tool_name") or "tool"
         tool_input = _object(request.get("input"))
         entry: Dict[str, Any] = {"claude_id": claude_id, "input": tool_input, "kind": "permission",
-                 "suggestions": request.get("permission_suggestions") or [], "questions": []}
+                                 "suggestions": request.get("permission_suggestions") or [], "questions": [],
+                                 "tool_use_id": _text_or_none(request.get("tool_use_id"))}
         if tool == QUESTION_TOOL and isinstance(tool_input.get("questions"), list):
             entry["kind"] = "question"
             entry["questions"] = _questions(tool_input["questions"])
@@ -358,6 +513,8 @@ class ClaudeCodeBackend(ChildBackend):
                               details={"tool": tool, "questions": entry["questions"]}, token=claude_id)
         else:
             entry["suggestions"] = _session_rules(entry["suggestions"])
+            if request.get("suppress_always_allow_rule") or request.get("requires_user_interaction"):
+                entry["suggestions"] = []  # Claude must not offer "don't ask again" for this ask
             options = ["allow", "deny"] + (["allow-session"] if entry["suggestions"] else [])
             details = {"tool": tool, "input": tool_input}
             for key in ("description", "blocked_path", "decision_reason", "tool_use_id"):
@@ -477,6 +634,148 @@ def _slim(frame: Dict[str, Any]) -> Dict[str, Any]:
     bulky = ("tools", "slash_commands", "skills", "plugins", "agents", "mcp_servers", "capabilities",
              "modelUsage", "model_usage_since_last_result", "subagent_stats")
     return {k: v for k, v in frame.items() if k not in bulky}
+
+
+def _text_or_none(value: Any) -> Optional[str]:
+    return value if isinstance(value, str) and value else None
+
+
+def tool_kind(name: str, tool_input: Dict[str, Any]) -> Tuple[str, str]:
+    """(vocabulary kind, title) of a Claude tool call: the command, the path,
+    the pattern, the query, server.tool, or the tool's name."""
+    if name.startswith("mcp__") and name.count("__") >= 2:
+        _, server, tool = name.split("__", 2)
+        return "mcp", "%s.%s" % (server, tool)
+    kind = TOOL_KINDS.get(name, "other")
+    keys = {"command": ("command",), "file_change": ("file_path", "notebook_path"), "read": ("file_path",),
+            "search": ("pattern", "path"), "web_search": ("query", "url"), "subagent": ("description", "prompt")}
+    for key in keys.get(kind, ()):
+        value = tool_input.get(key)
+        if isinstance(value, str) and value.strip():
+            return kind, value
+    return kind, name
+
+
+def plan_entries(tool_input: Dict[str, Any]) -> Optional[List[Tuple[str, str]]]:
+    """TodoWrite's todos as plan entries (content, status); activeForm, the
+    present-tense wording of the same item, is left out."""
+    todos = tool_input.get("todos")
+    if not isinstance(todos, list):
+        return None
+    entries = []
+    for todo in todos:
+        if isinstance(todo, dict) and isinstance(todo.get("content"), str):
+            status = todo.get("status")
+            entries.append((todo["content"], status if status in PLAN_STATUSES else "pending"))
+    return entries
+
+
+def bash_exit_code(status: str, output: str, detail: Any) -> Optional[int]:
+    """A Bash call's exit code as far as Claude tells it: 0 when it succeeded
+    in the foreground, N when the failed result begins "Exit code N", else None
+    (refused, interrupted, sent to the background, or killed without a code)."""
+    if status == "completed":
+        if isinstance(detail, dict) and (detail.get("backgroundTaskId") or detail.get("interrupted")):
+            return None
+        return 0
+    if status == "failed":
+        found = EXIT_CODE.match(output.lstrip())
+        if found:
+            return int(found.group(1))
+    return None
+
+
+def file_change(detail: Dict[str, Any], tool_input: Dict[str, Any]) -> Optional[Tuple[str, str, str]]:
+    """(path, add | update, unified diff) of an Edit / MultiEdit / Write result."""
+    path = detail.get("filePath") or tool_input.get("file_path")
+    if not isinstance(path, str) or not path:
+        return None
+    original = detail.get("originalFile")
+    created = detail.get("type") == "create" or (original is None and detail.get("type") is not None)
+    hunks = detail.get("structuredPatch")
+    if isinstance(hunks, list) and hunks:
+        diff = _patch_diff(path, hunks, created)
+    else:
+        content = detail.get("content")
+        diff = unified_diff(path, None if created else str(original or ""),
+                            content if isinstance(content, str) else "")
+    return path, "add" if created else "update", diff
+
+
+def _patch_diff(path: str, hunks: List[Any], created: bool) -> str:
+    """A unified diff from Claude's structuredPatch hunks (jsdiff's shape)."""
+    name = path.lstrip("/")
+    out = ["--- %s\n" % ("/dev/null" if created else "a/" + name), "+++ b/%s\n" % name]
+    for hunk in hunks:
+        if not isinstance(hunk, dict):
+            continue
+        out.append("@@ -%s,%s +%s,%s @@\n" % (hunk.get("oldStart"), hunk.get("oldLines"),
+                                             hunk.get("newStart"), hunk.get("newLines")))
+        out.extend("%s\n" % line for line in hunk.get("lines") or [] if isinstance(line, str))
+    return "".join(out)
+
+
+def _rejected(tool_id: str, meta: Any) -> bool:
+    """Whether tool_result_meta says a permission decision refused the tool."""
+    for item in meta if isinstance(meta, list) else []:
+        if isinstance(item, dict) and item.get("id") == tool_id:
+            return _object(item.get("permission_decision")).get("decision") == "reject"
+    return False
+
+
+def _retry_message(frame: Dict[str, Any]) -> str:
+    status = frame.get("error_status")
+    return "API request failed (%s%s); retry %s of %s in %s ms" % (
+        "HTTP %s, " % status if status is not None else "", frame.get("error") or "unknown error",
+        frame.get("attempt"), frame.get("max_retries"), frame.get("retry_delay_ms"))
+
+
+def _prompt_tokens(usage: Any) -> Optional[int]:
+    """Tokens of one API call's prompt: how much of the context it filled."""
+    if not isinstance(usage, dict):
+        return None
+    counts = [usage.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
+    return sum(c for c in counts if isinstance(c, int)) or None
+
+
+def _turn_usage(frame: Dict[str, Any]) -> Optional[Dict[str, int]]:
+    """The turn's tokens summed over models from model_usage_since_last_result
+    (sub-agents included; costUSD comes from the same entries)."""
+    since = frame.get("model_usage_since_last_result")
+    if not isinstance(since, dict):
+        return None
+    totals = {key: 0 for key in MODEL_USAGE_KEYS.values()}
+    for entry in since.values():
+        for source, key in MODEL_USAGE_KEYS.items():
+            value = entry.get(source) if isinstance(entry, dict) else None
+            if isinstance(value, int):
+                totals[key] += value
+    return totals
+
+
+def _context_window(frame: Dict[str, Any], model: Optional[str]) -> Optional[int]:
+    """The main model's context window (modelUsage), else the largest listed."""
+    usage = _object(frame.get("modelUsage") or frame.get("model_usage_since_last_result"))
+    entry = usage.get(model) if model else None
+    entries = [entry] if isinstance(entry, dict) else [e for e in usage.values() if isinstance(e, dict)]
+    windows = [int(e["contextWindow"]) for e in entries if isinstance(e.get("contextWindow"), int)]
+    return max(windows) if windows else None
+
+
+def _error_class(frame: Dict[str, Any]) -> Optional[str]:
+    """The typed name of an API failure: the API's own error type (e.g.
+    overloaded_error, authentication_error), else Claude's class of it
+    (e.g. connection_failed)."""
+    for key in ("api_error_type", "api_error"):
+        if isinstance(frame.get(key), str) and frame[key]:
+            return str(frame[key])
+    return None
+
+
+def _terminal_class(frame: Dict[str, Any]) -> Optional[str]:
+    """Claude's terminal_reason of a failed turn that was not an API error."""
+    reason = frame.get("terminal_reason")
+    return reason if isinstance(reason, str) and reason not in ("completed", "api_error") else None
 
 
 def _usage(usage: Any) -> Optional[Dict[str, int]]:

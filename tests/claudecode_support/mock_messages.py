@@ -40,6 +40,11 @@ def thinking(value: str) -> Dict[str, Any]:
     return {"type": "thinking", "thinking": value}
 
 
+def redacted_thinking(data: str = "cmVkYWN0ZWQ=") -> Dict[str, Any]:
+    """A redacted_thinking block: the API withholds the thinking, only opaque data."""
+    return {"type": "redacted_thinking", "data": data}
+
+
 def tool_use(name: str, tool_input: Dict[str, Any]) -> Dict[str, Any]:
     """A tool_use content block; the id is filled in when it is served."""
     return {"type": "tool_use", "name": name, "input": tool_input}
@@ -397,6 +402,8 @@ def _stream_block(event: Any, index: int, block: Dict[str, Any], delay: float) -
                                           "delta": {"type": "thinking_delta", "thinking": part}})
         event("content_block_delta", {"type": "content_block_delta", "index": index,
                                       "delta": {"type": "signature_delta", "signature": block["signature"]}})
+    elif kind == "redacted_thinking":
+        event("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})
     elif kind == "tool_use":
         event("content_block_start", {"type": "content_block_start", "index": index, "content_block": {
             "type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}})
