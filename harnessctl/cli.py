@@ -1,6 +1,6 @@
 """Command line: parse, run, map errors and outcomes to exit codes (the only place that does).
 
-The parser is hand-written on purpose: the grammar is five fixed commands, and
+The parser is hand-written on purpose: the grammar is six fixed commands, and
 every command is a fresh process whose start-up time is the product's latency.
 """
 
@@ -95,6 +95,8 @@ def run(argv: List[str], fixed_adapter: Optional[str]) -> int:
         emit("harnessctl %s" % __version__ + (" (%s adapter)" % fixed_adapter if fixed_adapter else ""))
         return 0
     command, args, options = parse(argv)
+    if command == "log":
+        return log(args, options)
     from . import client
 
     if command == "send":
@@ -130,6 +132,26 @@ def send(args: List[str], options: Dict[str, str], fixed_adapter: Optional[str])
     return outcome(client.wait(args[0], input_id, wait_timeout))
 
 
+def log(args: List[str], options: Dict[str, str]) -> int:
+    """`log`: reads the event file only (follow.py), never the runtime."""
+    since, runs = count(options, "--since"), count(options, "--runs")
+    if since is not None and runs is not None:
+        raise UsageError("--since and --runs both say where to start: give one")
+    from .follow import show
+
+    return show(args[0], "--follow" in options, since, runs, "--json" in options, "--diff" in options)
+
+
+def count(options: Dict[str, str], name: str) -> Optional[int]:
+    """A whole number >= 1 (--since SEQ, --runs N)."""
+    text = options.get(name)
+    if text is None:
+        return None
+    if not (text.isascii() and text.isdigit() and int(text) >= 1):
+        raise UsageError("%s must be a whole number, 1 or more (got %r)" % (name, text))
+    return int(text)
+
+
 # What `--wait` and `wait` exit with, by what they waited for (the status line: 0).
 OUTCOME_CODES = {"completed": 0, "status": 0, "failed": 7, "cancelled": 8, "request": 9, "timeout": 10}
 
@@ -158,10 +180,11 @@ def timeout(options: Dict[str, str]) -> Optional[float]:
 # Per command: the names of its arguments (those after the first optional one
 # may be omitted), its options that take a value, and its flags.
 NAMES = {"send": ("FILE", "TEXT"), "wait": ("FILE", "INPUT_ID"), "status": ("FILE",), "cancel": ("FILE",),
-         "reply": ("FILE", "REQUEST_ID", "ANSWER")}
-POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, 1), "cancel": (1, 1), "reply": (2, 3)}
-OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--timeout"), "wait": ("--timeout",)}
-FLAGS = {"send": ("--print-id", "--wait")}
+         "reply": ("FILE", "REQUEST_ID", "ANSWER"), "log": ("FILE",)}
+POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, 1), "cancel": (1, 1), "reply": (2, 3), "log": (1, 1)}
+OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--timeout"), "wait": ("--timeout",),
+           "log": ("--since", "--runs")}
+FLAGS = {"send": ("--print-id", "--wait"), "log": ("--follow", "--json", "--diff")}
 
 
 def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str]]:

@@ -16,6 +16,7 @@ SYNOPSIS = {
     "status": "harnessctl status FILE",
     "reply": "harnessctl reply  FILE REQUEST_ID [ANSWER]",
     "cancel": "harnessctl cancel FILE",
+    "log": "harnessctl log    FILE [--follow] [--since SEQ | --runs N] [--json] [--diff]",
 }
 
 OVERVIEW = """\
@@ -24,12 +25,13 @@ usage: {send}
        {status}
        {reply}
        {cancel}
+       {log}
        harnessctl COMMAND --help | --help | --version
 
 FILE is the event file: its path is the session.  TEXT and ANSWER are read
 from stdin (all of it, UTF-8) when omitted.  send, reply and cancel print
 nothing and exit 0 on success; status prints one JSON line; --wait and wait
-print the line they waited for.
+print the line they waited for; log prints the session for people to read.
 
 Exit codes: 0 ok, 1 internal error, 2 usage or input error, 3 refused by state,
 4 event file does not exist, 5 harness unavailable, 6 outcome unknown (timed
@@ -158,6 +160,35 @@ knobs: HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_DEBUG
 exit codes:
   0   done (or nothing was running)
 {common}""",
+    "log": """\
+usage: {synopsis}
+
+Print the session as a person reads it: each input with its delivery and
+run, the assistant's messages, each tool as one line (title, exit code,
+duration) with its output folded, file changes as +N -M PATH, plans as
+checklists, requests (a pending one with the `harnessctl reply` commands that
+answer it), results with status, tokens and cost.  Reads only FILE: works on
+any adapter's file, also after the runtime is gone, and starts nothing.
+Colour only on a terminal, and not when NO_COLOR is set.
+
+arguments:
+  FILE            the event file
+
+options:
+  --since SEQ     start at the first line whose seq is SEQ or more (--since 1: everything)
+  --runs N        start at the last N runs (default: the last 20 runs found in
+                  the file's last 8 MiB, so a long file's tail is quick)
+  --follow        then print what is appended until Ctrl-C, like tail -F
+  --json          one JSON object per entry instead of text (docs/PROTOCOL.md section 16)
+  --diff          show the unified diff under each file change
+
+knobs: NO_COLOR, HARNESSCTL_DEBUG
+
+exit codes:
+  0   printed
+  2   usage or input error (bad flags, FILE is not an event file)
+  4   FILE does not exist (no send created it)
+  130 --follow ended by Ctrl-C (or the output was interrupted)""",
 }
 
 

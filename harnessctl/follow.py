@@ -1,0 +1,318 @@
+"""`harnessctl log`: find the part of the event file to show, fold it, print
+it, and with --follow keep printing what is appended (docs/PROTOCOL.md section 16).
+
+Read-only: only the event file is read, never the sidecar or the runtime, so
+it works on any adapter's file and after the runtime is gone.  A long file is
+never read whole unless asked (`--since 1`): `--since SEQ` bisects on byte
+offsets (seq grows with the offset), `--runs N` and the default read
+backwards from the end, the default at most WINDOW bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from .address import HEAD, Address, is_event_line, open_event_file, require_exists, resolve
+from .errors import UsageError
+from .render import Style, render, reply_commands
+from .transcript import Transcript
+
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
+
+DEFAULT_RUNS = 20  # without --since / --runs: the last 20 runs ...
+WINDOW = 8 * 1024 * 1024  # ... found within the last 8 MiB (more runs than fit start mid-way)
+POLL = 0.2  # seconds between looks at a followed file
+CHUNK = 65536
+BISECT_SCAN = 64 * 1024  # below this span, --since reads forward instead of bisecting further
+ACCEPTED = b'{"type":"accepted",'
+STARTED = b'"delivery":"start"'
+
+
+def show(file: str, follow: bool, since: Optional[int], runs: Optional[int], as_json: bool, diff: bool) -> int:
+    """The `log` command: print FILE's transcript, then follow it if asked."""
+    addr = resolve(file)
+    require_exists(addr)
+    f = _open(addr)
+    colour = not as_json and _terminal() and not os.environ.get("NO_COLOR")
+    out = Printer(Transcript(), Style(colour, file, diff), as_json)
+    try:
+        size = os.fstat(f.fileno()).st_size
+        start = window(f, size, since, runs)
+        if start > 0 and not as_json:
+            out.note("--- earlier lines not shown (from byte %d; --since 1 shows everything)" % start)
+        offset = out.feed(f, start)
+        out.flush(list(out.transcript.entries))
+        if follow:
+            tail(addr.path, f, offset, out)
+    finally:
+        f.close()
+    return 0
+
+
+def _terminal() -> bool:
+    try:
+        return sys.stdout is not None and sys.stdout.isatty()
+    except (OSError, ValueError):
+        return False
+
+
+def _open(addr: Address) -> BinaryIO:
+    """The event file for reading; refused (exit 2) when it is not one."""
+    try:
+        f = os.fdopen(open_event_file(addr, os.O_RDONLY), "rb")
+    except FileNotFoundError:
+        require_exists(addr)  # gone since: exit 4
+        raise
+    head = f.readline(HEAD)
+    if head and not is_event_line(head):
+        f.close()
+        raise UsageError("not a harnessctl event file: %s" % addr.path)
+    return f
+
+
+# -- which part to read ---------------------------------------------------------------
+
+
+def window(f: BinaryIO, size: int, since: Optional[int], runs: Optional[int]) -> int:
+    """The byte offset of the first line to show."""
+    if since is not None:
+        return since_offset(f, size, since)
+    if runs is not None:
+        return runs_offset(f, size, runs, None)
+    return runs_offset(f, size, DEFAULT_RUNS, WINDOW)
+
+
+def since_offset(f: BinaryIO, size: int, target: int) -> int:
+    """The offset of the first line whose seq is >= target, found by bisecting
+    on offsets: lines before `low` all have a smaller seq (or none)."""
+    low, high = 0, size
+    while high - low > BISECT_SCAN:
+        middle = (low + high) // 2
+        found = _next_seq(f, middle, high)
+        if found is None:
+            high = middle  # nothing readable there: look before it (the scan below walks on past)
+            continue
+        start, end, seq = found
+        if seq < target:
+            low = end
+        else:
+            high = start
+    f.seek(low)
+    pos = low
+    for line in _complete(f):
+        at = _seq(line)
+        if at is not None and at >= target:
+            return pos
+        pos += len(line)
+    return pos
+
+
+def _next_seq(f: BinaryIO, offset: int, limit: int) -> Optional[Tuple[int, int, int]]:
+    """(start, end, seq) of the first line starting after `offset` (and before
+    `limit`) that has a seq; torn lines are stepped over."""
+    f.seek(offset)
+    pos = offset
+    if offset > 0:
+        pos += len(f.readline())  # the rest of the line `offset` fell into
+    while pos < limit:
+        line = f.readline()
+        if not line.endswith(b"\n"):
+            return None
+        seq = _seq(line)
+        if seq is not None:
+            return pos, pos + len(line), seq
+        pos += len(line)
+    return None
+
+
+def _seq(line: bytes) -> Optional[int]:
+    """A line's seq: read from our own encoding's start, else by parsing it."""
+    at = line.find(b'"seq":', 0, 200)
+    if line.startswith(b'{"type":"') and at > 0:
+        end = at + 6
+        while end < len(line) and 48 <= line[end] <= 57:
+            end += 1
+        if end > at + 6:
+            return int(line[at + 6:end])
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    seq = event.get("seq") if isinstance(event, dict) else None
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+
+
+def runs_offset(f: BinaryIO, size: int, count: int, limit: Optional[int]) -> int:
+    """The offset of the `accepted` line that started the count-th run from
+    the end, read backwards; 0 when the file has fewer runs.  With `limit`,
+    at most that many bytes are read: the first line after them then."""
+    runs: Dict[Any, int] = {}
+    for offset, line in _backwards(f, size):
+        if limit is not None and size - offset > limit:
+            return _line_start(f, size - limit)
+        if not (line.startswith(ACCEPTED) and STARTED in line):
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        run_id = event.get("run_id") if isinstance(event, dict) else None
+        runs[run_id if isinstance(run_id, str) else offset] = offset
+        if len(runs) >= count:
+            return min(runs.values())
+    return 0
+
+
+def _line_start(f: BinaryIO, offset: int) -> int:
+    """The first line start at or after `offset`."""
+    f.seek(offset - 1)
+    if f.read(1) == b"\n":
+        return offset
+    return offset + len(f.readline())
+
+
+def _backwards(f: BinaryIO, size: int) -> Iterator[Tuple[int, bytes]]:
+    """(offset, line) of the complete lines, last first.  Only the lines that
+    may be an `accepted` are cut out: the rest of a chunk is skipped unsplit."""
+    end = size
+    head = b""  # the start of the earliest line seen: its beginning is in an earlier chunk
+    while end > 0:
+        start = max(0, end - CHUNK)
+        f.seek(start)
+        data = f.read(end - start) + head
+        first = data.find(b"\n") + 1 if start > 0 else 0  # lines before `first` are not complete yet
+        if start > 0 and first == 0:
+            head, end = data, start  # one line longer than a chunk
+            yield start, b""
+            continue
+        at = len(data)
+        while True:
+            hit = data.rfind(ACCEPTED, first, at)
+            if hit < 0:
+                break
+            line_start = data.rfind(b"\n", 0, hit) + 1
+            line_end = data.find(b"\n", hit)
+            if line_start >= first and line_end >= 0:
+                yield start + line_start, data[line_start:line_end + 1]
+            at = line_start
+        yield start + first, b""  # progress, for the byte limit
+        head, end = data[:first], start
+
+
+def _complete(f: BinaryIO) -> Iterator[bytes]:
+    """Complete lines from the current position (a line still being written is not one)."""
+    for line in f:
+        if not line.endswith(b"\n"):
+            return
+        yield line
+
+
+# -- printing -------------------------------------------------------------------------
+
+
+class Printer:
+    """Folds lines into the transcript and prints each entry when it is new or
+    changed (a follower sees a tool line again once it completed)."""
+
+    def __init__(self, transcript: Transcript, style: Style, as_json: bool) -> None:
+        self.transcript = transcript
+        self.style = style
+        self.as_json = as_json
+        self.printed: Dict[str, str] = {}
+        self.last_seq: Optional[int] = None
+
+    def feed(self, f: BinaryIO, offset: int, keys: Optional[List[str]] = None) -> int:
+        """Fold the complete lines from `offset`; returns the offset after them.
+        The keys of the entries that changed are added to `keys`."""
+        f.seek(offset)
+        for line in _complete(f):
+            changed = self.line(line, offset)
+            if keys is not None:
+                keys.extend(changed)
+            offset += len(line)
+        return offset
+
+    def line(self, line: bytes, offset: int) -> List[str]:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return self.transcript.unreadable(self.last_seq, offset, len(line), "not JSON")
+        if not isinstance(event, dict):
+            return self.transcript.unreadable(self.last_seq, offset, len(line), "not an event (not an object)")
+        seq = event.get("seq")
+        if isinstance(seq, int):
+            self.last_seq = seq
+        return self.transcript.add(event, offset, len(line))
+
+    def flush(self, keys: List[str]) -> None:
+        """Print the entries among `keys` that are shown and changed since printed."""
+        seen = set()
+        for key in keys:
+            entry = self.transcript.entries.get(key)
+            if key in seen or entry is None or not self.transcript.shown(entry):
+                continue
+            seen.add(key)
+            if self.as_json:
+                shown = dict(entry, id=key)
+                if entry["entry"] == "request" and entry.get("state") == "pending":
+                    shown["reply"] = reply_commands(entry, self.style.file)
+                text = json.dumps(shown, ensure_ascii=False, separators=(",", ":"))
+            else:
+                text = "\n".join(render(entry, self.style))
+            if self.printed.get(key) != text:
+                self.printed[key] = text
+                write(text)
+
+    def note(self, text: str) -> None:
+        write(self.style.paint(text, "dim"))
+
+
+def write(text: str) -> None:
+    """One piece of output, UTF-8 whatever the locale (the file is UTF-8)."""
+    if sys.stdout is None:
+        raise UsageError("cannot write to stdout: stdout is closed")
+    try:
+        sys.stdout.buffer.write(text.encode("utf-8", "replace") + b"\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as e:
+        raise UsageError("cannot write to stdout: %s" % (getattr(e, "strerror", None) or e)) from None
+
+
+# -- following ------------------------------------------------------------------------
+
+
+def tail(path: str, f: BinaryIO, offset: int, out: Printer) -> None:
+    """Print what is appended, like `tail -F`: a path that names a new file or
+    a file that shrank is read again from its start.  Ends with Ctrl-C."""
+    identity = _identity(f)
+    while True:
+        time.sleep(POLL)
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue  # gone for now (being replaced): look again
+        if (st.st_dev, st.st_ino) != identity or st.st_size < offset:
+            try:
+                fresh = os.fdopen(open_event_file(resolve(path), os.O_RDONLY), "rb")
+            except (OSError, UsageError):
+                continue
+            f.close()
+            f, identity, offset = fresh, _identity(fresh), 0
+            out.transcript, out.printed = Transcript(), {}
+            out.note("--- %s was replaced or truncated: reading it from the start" % path)
+        if st.st_size > offset:
+            keys: List[str] = []
+            offset = out.feed(f, offset, keys)
+            out.flush([k for k in keys if out.transcript.settled(out.transcript.entries[k])])
+
+
+def _identity(f: BinaryIO) -> Tuple[int, int]:
+    st = os.fstat(f.fileno())
+    return st.st_dev, st.st_ino

@@ -1,0 +1,285 @@
+"""Transcript entries -> text for a person (`harnessctl log`).
+
+Functions of one entry each; `Style` says whether to colour and what FILE to
+put into the `harnessctl reply` commands.  Every piece of text that came from
+the harness or the user has its control characters made visible first, so a
+tool's output cannot move the cursor or retitle the terminal.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional
+
+    Entry = Dict[str, Any]
+
+FOLD_HEAD = 3  # lines of a tool's output shown from its start ...
+FOLD_TAIL = 5  # ... and from its end; the middle is folded away
+LINE_LIMIT = 240  # characters of one output line shown
+TOOL_MARKS = {"command": "$", "file_change": "edit", "mcp": "mcp", "web_search": "web", "read": "read",
+              "search": "search", "subagent": "agent", "other": "tool"}
+PLAN_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+COLOURS = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35",
+           "cyan": "36"}
+
+
+class Style:
+    """How to write: colour or not, and the FILE a reply command names
+    (shell-quoted, as the user spelled it)."""
+
+    def __init__(self, colour: bool, file: str, diff: bool = False) -> None:
+        from shlex import quote
+
+        self.colour = colour
+        self.file = quote(file)
+        self.diff = diff
+
+    def paint(self, text: str, *names: str) -> str:
+        if not self.colour or not text:
+            return text
+        return "\033[%sm%s\033[0m" % (";".join(COLOURS[n] for n in names), text)
+
+
+def render(entry: Entry, style: Style) -> List[str]:
+    """The lines of one entry (without newlines)."""
+    return RENDERERS.get(entry["entry"], _unknown)(entry, style)
+
+
+def short_id(value: Optional[str]) -> str:
+    """The first 8 characters of a run id: enough to tell runs apart on screen."""
+    return (value or "-")[:8]
+
+
+def clean(text: str) -> str:
+    """Control characters (but newline and tab) shown as \\xNN, never obeyed."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in "\n\t" or ord(c) > 0x9f else "\\x%02x" % ord(c) for c in text)
+
+
+def indented(text: str, prefix: str = "  ") -> List[str]:
+    return [prefix + line for line in clean(text).rstrip("\n").split("\n")] if text.strip() else []
+
+
+def _input(e: Entry, style: Style) -> List[str]:
+    how = e.get("delivery") or "?"
+    run = "run %s" % short_id(e.get("run_id")) if e.get("run_id") else "run not known yet"
+    head = style.paint(">>> input", "bold", "blue") + style.paint(" (%s, %s)" % (how, run), "dim")
+    return [head] + indented(e.get("text") or "", "    ")
+
+
+def _message(e: Entry, style: Style) -> List[str]:
+    return [style.paint("<<< %s" % (e.get("role") or "assistant"), "bold", "green")] + indented(e["text"], "    ")
+
+
+def _stream(e: Entry, style: Style) -> List[str]:
+    text = e.get("text") or ""
+    if e.get("omitted"):
+        half = len(text) // 2
+        text = text[:half] + "\n[... %d characters not shown ...]\n" % e["omitted"] + text[half:]
+    state = "cut off" if e.get("cut_off") else "still streaming"
+    note = style.paint(" (%s: streamed text, no complete message)" % state, "yellow")
+    return [style.paint("<<< assistant", "bold", "green") + note] + indented(text, "    ")
+
+
+def _reasoning(e: Entry, style: Style) -> List[str]:
+    if e.get("form") == "redacted" or not (e.get("text") or "").strip():
+        return [style.paint("  ~ (thinking withheld)", "dim")]
+    first = clean(e["text"].strip().split("\n", 1)[0])
+    if len(first) > 100:
+        first = first[:99] + "…"
+    return [style.paint("  ~ " + first, "dim")]
+
+
+def _tool(e: Entry, style: Style) -> List[str]:
+    mark = TOOL_MARKS.get(e.get("tool") or "other", "tool")
+    title = clean(e.get("title") or e.get("name") or "")
+    status = e.get("status")
+    facts = []
+    if e.get("exit_code") is not None:
+        facts.append("exit %d" % e["exit_code"])
+    if e.get("duration_ms") is not None:
+        facts.append(_duration(e["duration_ms"]))
+    if status == "running":
+        outcome = style.paint("... running", "yellow")
+    elif status == "completed":
+        outcome = style.paint("ok", "green")
+    else:
+        outcome = style.paint(status or "?", "red")
+    line = "  %s %s  %s" % (style.paint(mark, "bold", "cyan"), title, outcome)
+    if facts:
+        line += style.paint(" (%s)" % ", ".join(facts), "dim")
+    if status == "running":
+        return [line]
+    return [line] + [style.paint(x, "dim") for x in fold(e.get("output") or "")]
+
+
+def fold(output: str) -> List[str]:
+    """A tool's output, indented: its first and last lines, the middle folded."""
+    lines = [line if len(line) <= LINE_LIMIT else line[:LINE_LIMIT - 1] + "…"
+             for line in clean(output).rstrip("\n").split("\n")] if output.strip() else []
+    if len(lines) > FOLD_HEAD + FOLD_TAIL + 1:
+        lines = lines[:FOLD_HEAD] + ["... %d more lines ..." % (len(lines) - FOLD_HEAD - FOLD_TAIL)] \
+            + lines[-FOLD_TAIL:]
+    return ["      " + line for line in lines]
+
+
+def _duration(ms: int) -> str:
+    if ms < 1000:
+        return "%d ms" % ms
+    if ms < 60000:
+        return "%.1f s" % (ms / 1000)
+    return "%dm%02ds" % (ms // 60000, ms // 1000 % 60)
+
+
+def _file(e: Entry, style: Style) -> List[str]:
+    path = clean(e.get("path") or "?")
+    if e.get("move_path"):
+        path = "%s -> %s" % (path, clean(e["move_path"]))
+    change = e.get("change")
+    note = {"add": " (new)", "delete": " (deleted)"}.get(change or "", "")
+    counts = style.paint("+%d" % (e.get("added") or 0), "green") + " " + style.paint("-%d" % (e.get("removed") or 0),
+                                                                                     "red")
+    lines = ["    %s %s%s" % (counts, path, style.paint(note, "dim"))]
+    if style.diff and e.get("diff"):
+        for line in clean(e["diff"]).rstrip("\n").split("\n"):
+            colour = "green" if line.startswith("+") else "red" if line.startswith("-") else \
+                "cyan" if line.startswith("@@") else "dim"
+            lines.append("      " + style.paint(line, colour))
+    return lines
+
+
+def _plan(e: Entry, style: Style) -> List[str]:
+    lines = [style.paint("  plan", "bold", "magenta")]
+    if e.get("explanation"):
+        lines += indented(e["explanation"], "    ")
+    for step in e.get("steps") or ():
+        mark = PLAN_MARKS.get(step.get("status"), "[?]")
+        text = "    %s %s" % (mark, clean(step.get("text") or ""))
+        lines.append(style.paint(text, "bold") if step.get("status") == "in_progress" else text)
+    return lines
+
+
+def _request(e: Entry, style: Style) -> List[str]:
+    state = e.get("state") or "?"
+    head = "%s %s %s: %s" % (style.paint("???", "bold", "yellow"), e.get("request_id"), e.get("kind") or "request",
+                             clean((e.get("message") or "").strip().split("\n", 1)[0]))
+    if state == "replied":
+        return [head + style.paint("  -> %s" % clean(_answer(e.get("answer"))), "green")]
+    if state != "pending":
+        return [head + style.paint("  (%s)" % state, "dim")]
+    lines = [head + style.paint("  (pending: reply with)", "yellow")]
+    for question in e.get("questions") or ():
+        options = [str(o) for o in question.get("options") or () if isinstance(o, (str, int, float))]
+        lines.append("    %s: %s%s" % (clean(str(question.get("id"))), clean(str(question.get("question") or "")),
+                                       " (%s)" % " | ".join(clean(o) for o in options) if options else ""))
+    lines += ["      " + style.paint(command, "bold") for command in reply_commands(e, style.file)]
+    return lines
+
+
+def reply_commands(e: Entry, file: str) -> List[str]:
+    """The exact commands that answer a pending request (FILE already quoted)."""
+    from shlex import quote
+
+    base = "harnessctl reply %s %s " % (file, quote(str(e.get("request_id"))))
+    if e.get("kind") == "question":
+        import json
+
+        questions = e.get("questions") or [{"id": "q1"}]
+        answer = {str(q.get("id")): _first_option(q) for q in questions}
+        return [base + quote(json.dumps(answer, ensure_ascii=False))]
+    return [base + quote(option) for option in e.get("options") or ("allow", "deny")]
+
+
+def _first_option(question: Dict[str, Any]) -> str:
+    options = question.get("options")
+    if isinstance(options, list) and options and isinstance(options[0], str):
+        return options[0]
+    return "..."
+
+
+def _answer(answer: Any) -> str:
+    if isinstance(answer, str):
+        return answer
+    import json
+
+    return json.dumps(answer, ensure_ascii=False)
+
+
+def _result(e: Entry, style: Style) -> List[str]:
+    status = e.get("status") or "?"
+    colour = {"completed": "green", "failed": "red"}.get(status, "yellow")
+    facts = [usage_summary(e.get("usage"))] if e.get("usage") else []
+    if e.get("cost_usd") is not None:
+        facts.append("$%.4f" % e["cost_usd"])
+    line = "%s %s" % (style.paint("=== result", "bold"), style.paint(status, "bold", colour))
+    line += style.paint(" (run %s%s)" % (short_id(e.get("run_id")), "".join(", " + f for f in facts if f)), "dim")
+    lines = [line]
+    if e.get("error"):
+        error = clean(e["error"])
+        if e.get("error_class"):
+            error = "[%s] %s" % (clean(e["error_class"]), error)
+        lines += [style.paint(x, "red") for x in indented(error, "    ")]
+    return lines
+
+
+def usage_summary(usage: Any) -> str:
+    """`1234 in (1000 cached), 56 out, context 20000/200000`: what the harness reported."""
+    if not isinstance(usage, dict):
+        return ""
+    number = {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
+    parts = []
+    if "input_tokens" in number:
+        cached = number.get("cached_input_tokens") or number.get("cache_read_input_tokens")
+        parts.append("%d in" % number["input_tokens"] + (" (%d cached)" % cached if cached else ""))
+    if "output_tokens" in number:
+        parts.append("%d out" % number["output_tokens"] + (" (%d reasoning)" % number["reasoning_tokens"]
+                                                            if number.get("reasoning_tokens") else ""))
+    if "context_used" in number:
+        parts.append("context %d" % number["context_used"] + ("/%d" % number["context_window"]
+                                                               if "context_window" in number else ""))
+    return ", ".join(parts) + (" tokens" if parts else "")
+
+
+def _session(e: Entry, style: Style) -> List[str]:
+    parts = [e.get("harness") or "?"]
+    if e.get("version"):
+        parts[0] += " " + e["version"]
+    for field, label in (("model", "model"), ("approval_policy", "approval"), ("sandbox", "sandbox")):
+        if e.get(field):
+            parts.append("%s %s" % (label, e[field]))
+    return [style.paint("--- session: " + clean(", ".join(parts)), "dim")]
+
+
+def _warning(e: Entry, style: Style) -> List[str]:
+    source = " (%s)" % e["source"] if e.get("source") else ""
+    return [style.paint("  ! warning%s: %s" % (clean(source), clean(e.get("message") or "")), "yellow")]
+
+
+def _log(e: Entry, style: Style) -> List[str]:
+    import json
+
+    fields = []
+    for key, value in (e.get("fields") or {}).items():
+        text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+        fields.append("%s=%s" % (key, text if len(text) <= 60 else text[:59] + "…"))
+    text = "  ! %s %s%s%s" % (e.get("level"), e.get("kind"), ": " + e["message"] if e.get("message") else "",
+                              " (%s)" % ", ".join(fields) if fields else "")
+    return [style.paint(clean(text), "red" if e.get("level") == "error" else "yellow")]
+
+
+def _unreadable(e: Entry, style: Style) -> List[str]:
+    return [style.paint("? byte %d: %s (%d bytes)" % (e.get("offset") or 0, clean(e.get("reason") or ""),
+                                                      e.get("bytes") or 0), "dim")]
+
+
+def _unknown(e: Entry, style: Style) -> List[str]:
+    return ["? %s" % clean(str(e.get("entry")))]
+
+
+RENDERERS: Dict[str, Callable[[Entry, Style], List[str]]] = {
+    "input": _input, "message": _message, "stream": _stream, "reasoning": _reasoning, "tool": _tool,
+    "file": _file, "plan": _plan, "request": _request, "result": _result, "session": _session,
+    "warning": _warning, "log": _log, "unreadable": _unreadable,
+}
