@@ -21,7 +21,11 @@ T1, T2 = "turn-1", "turn-2"
 
 @pytest.fixture
 def host():
-    return FakeHost()
+    """The fake runtime; every log line the test made the backend write must
+    fit the activity vocabulary of schema/events.schema.json."""
+    fake = FakeHost()
+    yield fake
+    assert fake.vocabulary_problems() == []
 
 
 def make(tmp_path, host, **kw):
@@ -271,7 +275,7 @@ def test_completed_agent_message_is_a_message_and_deltas_only_logs(ready, host):
     wire.agent_message(T1, "item_1_0", "Hello from the mock.")
     assert host.named("message") == [("message", "run-1", "turn-1:item_1_0", "Hello from the mock.")]
     (delta,) = host.logged("text.delta")
-    assert delta["delta"] == "Hello from the mock." and delta["run_id"] == "run-1"
+    assert delta["text"] == "Hello from the mock." and delta["run_id"] == "run-1"
     assert delta["message_id"] == "turn-1:item_1_0"
 
 
@@ -297,7 +301,7 @@ def test_result_usage_sums_the_turns_model_responses_and_ignores_other_turns(rea
                      "reasoning_output_tokens": 6, "total_tokens": 220}
 
 
-def test_failed_turn_result_carries_codex_error_message(ready, host):
+def test_failed_turn_result_carries_codex_error_message_and_class(ready, host):
     backend, wire = ready
     run_turn(backend, wire)
     error = {"message": "unexpected status 401 Unauthorized: Incorrect API key provided: sk-mock",
@@ -307,18 +311,18 @@ def test_failed_turn_result_carries_codex_error_message(ready, host):
     wire.complete_turn(T1, status="failed", error=error)
     (result,) = host.named("result")
     assert result[3] == "failed" and result[4]["error"] == error["message"]
-    (logged,) = [e for e in host.logged("native") if e["method"] == "error"]
-    assert logged["level"] == "error" and logged["will_retry"] is False
+    assert result[4]["error_class"] == "httpConnectionFailed"
+    assert not host.logged("warning")
 
 
-def test_retrying_errors_are_logged_as_warnings_and_the_run_stays_open(ready, host):
+def test_retrying_errors_are_warnings_and_the_run_stays_open(ready, host):
     backend, wire = ready
     run_turn(backend, wire)
     error = {"message": "Reconnecting... waiting for network", "additionalDetails": "Connection failed"}
     wire.notify("error", {"error": error, "willRetry": True, "threadId": "thr-1", "turnId": T1})
-    (logged,) = [e for e in host.logged("native") if e["method"] == "error"]
-    assert logged["level"] == "warning" and logged["will_retry"] is True and logged["run_id"] == "run-1"
-    assert "Connection failed" in logged["error"]
+    (logged,) = host.logged("warning")
+    assert logged["level"] == "warning" and logged["source"] == "error" and logged["run_id"] == "run-1"
+    assert "Reconnecting" in logged["message"] and "Connection failed" in logged["message"]
     assert not host.named("result")
 
 
@@ -333,10 +337,14 @@ def test_command_execution_is_logged_as_tool_events(ready, host):
     done = dict(item, status="completed", aggregatedOutput="slept\n", exitCode=0)
     wire.notify("item/completed", {"item": done, "threadId": "thr-1", "turnId": T1})
     started, = host.logged("tool.started")
-    assert started["tool"] == "command" and started["command"] == "/bin/bash -c 'echo slept'"
-    assert host.logged("tool.output")[0]["delta"] == "slept\n"
+    assert (started["tool"], started["name"], started["title"]) == ("command", "commandExecution", "echo slept")
+    assert started["input"] == {"command": "/bin/bash -c 'echo slept'", "cwd": "/w"}
+    assert started["tool_id"] == "turn-1:call_sleep"
+    assert [(e["tool_id"], e["text"]) for e in host.logged("tool.output")] == [("turn-1:call_sleep", "slept\n")]
     completed, = host.logged("tool.completed")
-    assert completed["exit_code"] == 0 and completed["status"] == "completed"
+    assert (completed["tool_id"], completed["tool"], completed["title"]) == ("turn-1:call_sleep", "command",
+                                                                            "echo slept")
+    assert completed["exit_code"] == 0 and completed["status"] == "completed" and completed["output"] == "slept\n"
 
 
 # -- cancel -------------------------------------------------------------------------
@@ -388,27 +396,32 @@ def test_cancel_while_a_steer_is_in_flight_drops_it_if_the_turn_ended(ready, hos
 
 # -- approvals and questions ---------------------------------------------------------
 
-COMMAND_APPROVAL = {
+COMMAND_APPROVAL = {  # as recorded from codex 0.171.0 (availableDecisions included)
     "kind": "command", "threadId": "thr-1", "turnId": T1, "itemId": "call_touch",
     "command": "/bin/bash -c 'touch approved.txt'", "cwd": "/w", "reason": "need to write",
     "commandActions": [{"type": "unknown", "command": "touch approved.txt"}],
-    "availableDecisions": ["accept", "cancel"],
+    "proposedExecpolicyAmendment": ["touch", "approved.txt"],
+    "availableDecisions": ["accept", {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": ["touch",
+                                                                                                  "approved.txt"]}},
+                           "cancel"],
 }
+AMENDMENT = {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": ["touch", "approved.txt"]}}
 
 
 @pytest.mark.parametrize("reply,decision", [
-    ("allow", "accept"), ("deny", "decline"), ("allow-session", "acceptForSession"), ("cancel", "cancel"),
+    ("allow", "accept"), ("deny", "decline"), ("allow-always", AMENDMENT), ("cancel", "cancel"),
 ])
-def test_command_approval_is_a_permission_request_and_reply_maps_to_decision(ready, host, reply, decision):
+def test_command_approval_offers_codexs_decisions_and_reply_maps_to_decision(ready, host, reply, decision):
     backend, wire = ready
     run_turn(backend, wire)
     wire.ask(0, "item/commandExecution/requestApproval", COMMAND_APPROVAL)
     (request,) = host.named("request")
     _, request_id, run_id, kind, message, options, details = request
     assert (run_id, kind) == ("run-1", "permission")
-    assert options == ["allow", "deny", "allow-session", "cancel"]
+    assert options == ["allow", "allow-always", "deny", "cancel"]
     assert "touch approved.txt" in message and "need to write" in message
     assert details["tool"] == "command" and details["input"]["cwd"] == "/w"
+    assert details["approval_kind"] == "command" and len(details["option_descriptions"]) == 4
     backend.answer(host.token(request_id), reply)
     assert wire.replies()[-1] == {"id": 0, "result": {"decision": decision}}
     wire.notify("serverRequest/resolved", {"threadId": "thr-1", "requestId": 0})
@@ -473,7 +486,7 @@ def test_question_lists_questions_with_option_labels_and_reply_maps_to_answers(r
 def test_unknown_server_request_is_refused_so_codex_does_not_wait(ready, host):
     backend, wire = ready
     run_turn(backend, wire)
-    wire.ask(3, "mcpServer/elicitation/request", {"threadId": "thr-1", "turnId": T1})
+    wire.ask(3, "item/tool/call", {"threadId": "thr-1", "turnId": T1, "callId": "c", "tool": "t"})
     reply = wire.replies()[-1]
     assert reply["id"] == 3 and reply["error"]["code"] == -32601
     assert not host.named("request")

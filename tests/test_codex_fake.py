@@ -100,8 +100,8 @@ def test_cancel_mid_turn_gives_a_cancelled_result(fake_codex):
 def test_endless_retry_loop_stays_visible_and_cancellable(fake_codex):
     s = fake_codex()
     s.send("/retry", first=True)
-    warning = s.wait_log(lambda e: e.get("kind") == "native" and e.get("will_retry") is True)
-    assert warning["level"] == "warning" and "waiting for network" in warning["error"]
+    warning = s.wait_log(lambda e: e.get("kind") == "warning" and e.get("source") == "error")
+    assert warning["level"] == "warning" and "waiting for network" in warning["message"]
     report = status(s.path, env=s.env)
     assert report["state"] == "running" and recent(report["last_activity"], warning["ts"])
     assert s.cmd("cancel", s.path).returncode == 0
@@ -135,12 +135,48 @@ def test_approval_answered_by_reply_from_another_process(fake_codex):
     s = fake_codex()
     s.send("/approve", first=True)
     (request,) = s.wait("request", state="pending")
-    assert request["kind"] == "permission" and request["options"] == ["allow", "deny", "allow-session", "cancel"]
+    assert request["kind"] == "permission" and request["options"] == ["allow", "allow-always", "deny", "cancel"]
     assert request["tool"] == "command" and "touch x" in request["message"]
     assert status(s.path, env=s.env)["state"] == "awaiting_reply"
-    assert s.cmd("reply", s.path, request["request_id"], "allow-session").returncode == 0
+    assert s.cmd("reply", s.path, request["request_id"], "allow-always").returncode == 0
     (result,) = s.wait("result")
-    assert result["output"] == "decision: acceptForSession"
+    assert result["output"] == 'decision: {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": ["touch", "x"]}}'
+
+
+def test_a_shell_command_is_one_tool_started_output_and_completed_with_its_exit_code(fake_codex):
+    s = fake_codex()
+    s.send("/tool ls /nonexistent-harnessctl-dir", first=True)
+    s.wait("result")
+    (started,) = s.events("log", kind="tool.started")
+    assert (started["tool"], started["title"]) == ("command", "ls /nonexistent-harnessctl-dir")
+    (output,) = s.events("log", kind="tool.output")
+    (completed,) = s.events("log", kind="tool.completed")
+    assert output["tool_id"] == completed["tool_id"] == started["tool_id"]
+    assert completed["status"] == "failed" and completed["exit_code"] == 2
+    assert "nonexistent-harnessctl-dir" in completed["output"]
+
+
+def test_a_file_change_is_logged_with_the_diff_of_its_latest_patch(fake_codex):
+    s = fake_codex()
+    s.send("/edit notes.txt", first=True)
+    s.wait("result")
+    (changed,) = s.events("log", kind="file.changed")
+    assert changed["path"].endswith("/notes.txt") and changed["change"] == "add"
+    assert "+hello\n+world\n" in changed["diff"] and (changed["added"], changed["removed"]) == (2, 0)
+    (plan,) = s.events("log", kind="plan")
+    assert plan["entries"] == [{"text": "write the file", "status": "in_progress"}]
+    (warning,) = s.events("log", kind="warning")
+    assert warning["source"] == "warning" and warning["message"] == "the fake wrote nothing"
+
+
+def test_the_session_line_names_thread_version_model_and_policies(fake_codex):
+    s = fake_codex()
+    s.send("hello", first=True)
+    s.wait("result")
+    (session,) = s.events("log", kind="session")
+    thread_id = [m for m in fake_requests(fake_codex.home) if m.get("method") == "turn/start"][0]["params"]["threadId"]
+    assert (session["session_id"], session["harness"], session["version"]) == (thread_id, "codex", "0.171.0")
+    assert (session["model"], session["approval_policy"], session["sandbox"]) == ("mock-model", "never", "readOnly")
 
 
 def test_idle_exit_then_send_resumes_the_same_thread(fake_codex):

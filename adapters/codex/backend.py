@@ -40,6 +40,8 @@ class Run:
         self.usage: Optional[Dict[str, int]] = None
         self.output = ""
         self.client_ids: Set[str] = set()  # our input ids codex showed as userMessage items
+        self.error: Optional[Dict[str, Any]] = None  # the last `error` notification's TurnError
+        self.steerable = True  # False once codex said its turn takes no steer (review / compact)
         self.final: Optional[Dict[str, Any]] = None  # turn/completed's turn, once seen
         self.steering = 0  # turn/steer requests in flight for this turn
         self.interrupting = False
@@ -56,14 +58,23 @@ class CodexBackend(ChildBackend):
         "item/started": "_on_item_started",
         "item/completed": "_on_item_completed",
         "item/agentMessage/delta": "_on_text_delta",
-        "item/reasoning/summaryTextDelta": "_on_reasoning_delta",
-        "item/reasoning/textDelta": "_on_reasoning_delta",
+        "item/reasoning/summaryTextDelta": "_on_reasoning_summary",
+        "item/reasoning/textDelta": "_on_reasoning_raw",
         "item/commandExecution/outputDelta": "_on_tool_output",
-        "item/fileChange/outputDelta": "_on_tool_output",
+        "item/fileChange/outputDelta": "_on_tool_output",  # deprecated: codex 0.171.0 no longer sends it
+        "item/fileChange/patchUpdated": "_on_patch_updated",
+        "turn/plan/updated": "_on_plan",
         "thread/tokenUsage/updated": "_on_token_usage",
+        "warning": "_on_warning",
+        "configWarning": "_on_warning",
+        "deprecationNotice": "_on_warning",
+        "guardianWarning": "_on_warning",
         "error": "_on_error",
         "serverRequest/resolved": "_on_request_resolved",
     }
+    # turn/diff/updated, item/plan/delta and everything else: `native` at debug
+    # (file.changed already carries each file's diff; a plan item's text is the
+    # model's proposal, its steps arrive as turn/plan/updated)
 
     def __init__(self, host: Host, config: Config) -> None:
         super().__init__(host, config)
@@ -84,8 +95,10 @@ class CodexBackend(ChildBackend):
         self.cancel_pending = False  # cancel asked while the turn id was unknown
         self.drop_inflight = False  # cancel asked while a steer was in flight
         self.limbo: Set[str] = set()  # accepted steers codex has not yet shown in a turn
-        self.file_changes: Dict[str, List[Dict[str, Any]]] = {}
-        self.requests: Dict[Any, Dict[str, Any]] = {}  # codex request id -> its kind and turn
+        self.file_changes: Dict[str, List[Dict[str, Any]]] = {}  # "turn:item" -> its latest changes
+        self.tools: Set[str] = set()  # tool ids whose tool.started was written and not yet completed
+        self.requests: Dict[Any, Dict[str, Any]] = {}  # codex request id -> its kind, turn, replies
+        self.version: Optional[str] = None  # codex's, from initialize's userAgent
 
     # ------------------------------------------------------------------ start / stop
 
@@ -95,7 +108,7 @@ class CodexBackend(ChildBackend):
         if argv is None or not self.spawn_harness(argv):
             return
         self.phase = "starting"
-        params = {
+        params: Dict[str, Any] = {
             "clientInfo": {"name": "harnessctl", "title": "harnessctl", "version": CLIENT_VERSION},
         }
         self._call("initialize", params, self._on_initialize)
@@ -104,6 +117,7 @@ class CodexBackend(ChildBackend):
         if error is not None:
             self._start_failed("codex app-server refused to initialize: %s" % wire.rpc_error_text(error))
             return
+        self.version = wire.version_of((result or {}).get("userAgent"))
         self._notify("initialized")
         if self.thread_id:
             params = {"threadId": self.thread_id, "cwd": self.config.cwd, "excludeTurns": True}
@@ -144,6 +158,10 @@ class CodexBackend(ChildBackend):
                 self._save_thread_id(thread_id)
             except OSError as exc:  # the run can go on; only a later resume would miss it
                 self.host.log("diagnostic", "warning", message="cannot keep the codex thread id: %s" % exc)
+        thread = (result or {}).get("thread") or {}
+        self.activity.session(thread_id, "codex", thread.get("cliVersion") or self.version,
+                              (result or {}).get("model"), wire.policy_name((result or {}).get("approvalPolicy")),
+                              wire.policy_name((result or {}).get("sandbox")))
         self.phase = "ready"
         self.host.ready()
         self._pump()
@@ -169,16 +187,16 @@ class CodexBackend(ChildBackend):
         self._pump()
 
     def _pump(self) -> None:
-        """Deliver held sends one at a time, each once the previous one was confirmed."""
+        """Deliver held sends one at a time, each once the previous one was
+        confirmed; none while the open turn refuses steers (it ends first)."""
         while self.phase == "ready" and self.inflight is None and self.waiting:
-            self._deliver(self.waiting.pop(0))
-
-    def _deliver(self, item: Input) -> None:
-        run = self._open_run()
-        if run is None:
-            self._turn_start(item)
-        else:
-            self._turn_steer(run, item)
+            run = self._open_run()
+            if run is None:
+                self._turn_start(self.waiting.pop(0))
+            elif run.steerable:
+                self._turn_steer(run, self.waiting.pop(0))
+            else:
+                return
 
     def _open_run(self) -> Optional[Run]:
         for run in self.runs.values():
@@ -227,12 +245,17 @@ class CodexBackend(ChildBackend):
         run.steering -= 1
         dropped, self.drop_inflight = self.drop_inflight, False
         if error is not None:
-            text = wire.rpc_error_text(error)
+            refusal = wire.steer_refusal(error)
             self._finish_if_done(run)
-            if not any(marker in text for marker in wire.STEER_RACE_ERRORS):
-                self.host.send_failed(item.input_id, "codex refused the steer: %s" % text, unavailable=True)
+            if refusal == "refused":
+                self.host.send_failed(item.input_id, "codex refused the steer: %s" % wire.rpc_error_text(error),
+                                      unavailable=True)
             elif dropped:
                 self._drop(item)
+            elif refusal == "not_steerable" and run.final is None:
+                # a review or compact turn takes no steer: the input waits for its end, then starts a run
+                run.steerable = False
+                self.waiting.insert(0, item)
             else:
                 self._turn_start(item)  # the turn ended first: the input starts a new run
                 return
@@ -291,10 +314,12 @@ class CodexBackend(ChildBackend):
         if entry is None:
             self.host.debug("codex: reply to request %s, which codex no longer waits for" % token)
             return
-        if entry["kind"] == "question":
+        if "fields" in entry:
+            result = wire.elicitation_answer(entry["fields"], answer)
+        elif entry["kind"] == "question":
             result = wire.question_answer(answer)
-        else:
-            result = {"decision": wire.DECISIONS.get(answer, "decline")}
+        else:  # the runtime let only the request's own options through
+            result = entry["replies"].get(answer) or entry["replies"]["deny"]
         self.write_json({"id": token, "result": result})
 
     # ------------------------------------------------------------------ harness output
@@ -326,7 +351,7 @@ class CodexBackend(ChildBackend):
         turn = params.get("turn")
         return params.get("turnId") or (turn.get("id") if isinstance(turn, dict) else None)
 
-    def _native(self, msg: Dict[str, Any], run: Optional[Run], level: str = "info", **fields: Any) -> None:
+    def _native(self, msg: Dict[str, Any], run: Optional[Run], level: str = "debug", **fields: Any) -> None:
         """The wire message itself, as a droppable `native` log line."""
         self.host.log("native", level, run_id=run.run_id if run else None,
                       method=msg.get("method"), data=msg, **fields)
@@ -368,10 +393,13 @@ class CodexBackend(ChildBackend):
         turn = run.final
         native: Any = turn.get("status")  # any JSON value: one we do not know means failed
         status = {"completed": "completed", "interrupted": "cancelled"}.get(native, "failed")
-        error = None
+        error = error_class = None
         if status == "failed":
-            error = wire.error_text(turn.get("error")) if turn.get("error") else \
-                "codex ended the turn with status %s" % native
+            failure = turn.get("error") if isinstance(turn.get("error"), dict) else run.error
+            error = wire.error_text(failure) if failure else "codex ended the turn with status %s" % native
+            error_class = wire.error_class((failure or {}).get("codexErrorInfo"))
+            if error_class is None and run.error:
+                error_class = wire.error_class(run.error.get("codexErrorInfo"))
         output = run.output
         if not output:
             for item in turn.get("items") or []:
@@ -379,13 +407,14 @@ class CodexBackend(ChildBackend):
                     output = item.get("text") or output
         for native_id in [k for k, v in self.requests.items() if v["turn_id"] == run.turn_id]:
             del self.requests[native_id]  # the runtime expires them with the result
-        if not self.runs:
-            self.file_changes.clear()  # items an interrupt cut never complete
-        self.host.result(run.run_id, run.input_ids, status, output or "", run.usage, None, error)
+        prefix = run.turn_id + ":"
+        for key in [k for k in self.file_changes if k.startswith(prefix)]:
+            del self.file_changes[key]  # items an interrupt cut never complete
+        self.tools = {t for t in self.tools if not t.startswith(prefix)}
+        self.host.result(run.run_id, run.input_ids, status, output or "", run.usage, None, error, error_class)
 
     def _on_item_started(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
         item = _object(params.get("item"))
-        run_id = run.run_id if run else None
         if item.get("type") == "userMessage":
             client_id = item.get("clientId")
             if run is not None and client_id:
@@ -395,11 +424,24 @@ class CodexBackend(ChildBackend):
                     run.input_ids.append(client_id)
                     self.host.attributed(client_id, run.run_id)
             return
+        tool_id = self._tool_id(params, item.get("id"))
         if item.get("type") == "fileChange":
-            self.file_changes[str(item.get("id"))] = item.get("changes") or []
-        fields = wire.tool_started(item)
-        if fields is not None:
-            self.host.log("tool.started", "info", run_id=run_id, **fields)
+            self.file_changes[tool_id] = [c for c in item.get("changes") or [] if isinstance(c, dict)]
+        self._tool_started(run, tool_id, item)  # other items say all they have on completion
+
+    def _tool_id(self, params: Dict[str, Any], item_id: Any) -> str:
+        # codex item ids come from the model and are only unique within a turn
+        return "%s:%s" % (params.get("turnId"), item_id)
+
+    def _tool_started(self, run: Optional[Run], tool_id: str, item: Dict[str, Any]) -> bool:
+        """tool.started for a tool-like item (once); False for any other item."""
+        info = wire.tool_info(item)
+        if info is None:
+            return False
+        if tool_id not in self.tools:
+            self.tools.add(tool_id)
+            self.activity.tool_started(run.run_id if run else None, tool_id, *info)
+        return True
 
     def _on_item_completed(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
         item = _object(params.get("item"))
@@ -412,28 +454,57 @@ class CodexBackend(ChildBackend):
             run.output = text
             self.host.message(run.run_id, self._message_id(run, item), text)
             return
+        tool_id = self._tool_id(params, item.get("id"))
+        if not self._tool_started(run, tool_id, item):  # completion-only items get their start too
+            self._native(msg, run)
+            return
+        run_id = run.run_id if run else None
+        status = wire.tool_status(item)
         if kind == "fileChange":
-            self.file_changes.pop(str(item.get("id")), None)
-        fields = wire.tool_completed(item)
-        if fields is not None:
-            self.host.log("tool.completed", "info", run_id=run.run_id if run else None, **fields)
+            remembered = self.file_changes.pop(tool_id, [])
+            changes = [c for c in item.get("changes") or [] if isinstance(c, dict)] or remembered
+            if status == "completed":
+                for change in changes:
+                    mapped = wire.file_change(change)
+                    if mapped is not None:
+                        path, how, move_path, diff = mapped
+                        self.activity.file_changed(run_id, tool_id, path, how, diff, move_path)
+        self.tools.discard(tool_id)
+        exit_code = item.get("exitCode")
+        self.activity.tool_completed(run_id, tool_id, status, exit_code if isinstance(exit_code, int) else None,
+                                     wire.tool_output(item), _int(item.get("durationMs")))
 
     def _message_id(self, run: Run, item: Dict[str, Any]) -> str:
         # codex item ids come from the model and are only unique within a turn
         return "%s:%s" % (run.turn_id, item.get("id"))
 
     def _on_text_delta(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
-        self.host.log("text.delta", "info", run_id=run.run_id if run else None,
-                      message_id="%s:%s" % (params.get("turnId"), params.get("itemId")),
-                      delta=params.get("delta", ""))
+        self.activity.text(run.run_id if run else None, "%s:%s" % (params.get("turnId"), params.get("itemId")),
+                           str(params.get("delta") or ""))
 
-    def _on_reasoning_delta(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
-        self.host.log("reasoning.delta", "info", run_id=run.run_id if run else None,
-                      item_id=params.get("itemId"), delta=params.get("delta", ""))
+    def _on_reasoning_summary(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
+        self.activity.reasoning(run.run_id if run else None, str(params.get("delta") or ""), "summary")
+
+    def _on_reasoning_raw(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
+        self.activity.reasoning(run.run_id if run else None, str(params.get("delta") or ""), "raw")
 
     def _on_tool_output(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
-        self.host.log("tool.output", "info", run_id=run.run_id if run else None,
-                      item_id=params.get("itemId"), delta=params.get("delta", ""))
+        self.activity.tool_output(run.run_id if run else None, self._tool_id(params, params.get("itemId")),
+                                  str(params.get("delta") or ""))
+
+    def _on_patch_updated(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
+        """The patch of a file change as it now stands: what an approval shows and
+        what file.changed reports if item/completed carries no changes."""
+        changes = params.get("changes")
+        if isinstance(changes, list):
+            self.file_changes[self._tool_id(params, params.get("itemId"))] = \
+                [c for c in changes if isinstance(c, dict)]
+        self._native(msg, run)
+
+    def _on_plan(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
+        explanation = params.get("explanation")
+        self.activity.plan(run.run_id if run else None, wire.plan_entries(params.get("plan")),
+                           str(explanation) if explanation else None)
 
     def _on_token_usage(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
         usage = _object(params.get("tokenUsage"))
@@ -441,11 +512,24 @@ class CodexBackend(ChildBackend):
         # after thread/resume codex repeats the previous turn's usage: only count our open turns
         if run is not None and run.final is None and isinstance(last, dict):
             run.usage = wire.add_usage(run.usage, last)
+            self.activity.usage(run.run_id, **wire.usage_fields(run.usage, usage))
+        else:
+            self._native(msg, run)
+
+    def _on_warning(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
+        method = str(msg.get("method"))
+        self.activity.warning(run.run_id if run else None, wire.warning_text(method, params), method)
 
     def _on_error(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
-        retry = bool(params.get("willRetry"))
-        self._native(msg, run, "warning" if retry else "error",
-                     error=wire.error_text(params.get("error")), will_retry=retry)
+        """A retry is a warning; the final error is kept for the result (its
+        turn/completed usually repeats it)."""
+        error = params.get("error")
+        if params.get("willRetry"):
+            self.activity.warning(run.run_id if run else None, wire.error_text(error), "error")
+            return
+        if run is not None and isinstance(error, dict):
+            run.error = error
+        self._native(msg, run)
 
     def _on_request_resolved(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
         native_id = params.get("requestId")
@@ -458,21 +542,36 @@ class CodexBackend(ChildBackend):
         method, native_id = msg.get("method"), msg.get("id")
         turn_id = params.get("turnId")
         run_id = self._run_id(turn_id)
+        entry: Dict[str, Any] = {"turn_id": turn_id}
+        info: Optional[Dict[str, Any]]
         if method == "item/commandExecution/requestApproval":
-            info, kind, options = wire.command_request(params), "permission", wire.PERMISSION_OPTIONS
+            info = wire.command_request(params)
         elif method == "item/fileChange/requestApproval":
-            changes = self.file_changes.get(str(params.get("itemId")))
-            info, kind, options = wire.file_change_request(params, changes), "permission", wire.PERMISSION_OPTIONS
+            info = wire.file_change_request(params, self.file_changes.get(self._tool_id(params, params.get("itemId"))))
+        elif method == "item/permissions/requestApproval":
+            info = wire.permissions_request(params)
         elif method == "item/tool/requestUserInput":
-            info, kind, options = wire.question_request(params), "question", None
+            info = dict(wire.question_request(params), kind="question", options=None)
+        elif method == "mcpServer/elicitation/request":
+            info = wire.elicitation_request(params)
+            if info is None:  # e.g. a device-signed user verification: nobody here can sign it
+                self.host.log("diagnostic", "warning", run_id=run_id,
+                              message="codex relayed an MCP %s request harnessctl cannot answer; declined"
+                              % params.get("mode"))
+                self.write_json({"id": native_id, "result": {"action": "decline", "content": None}})
+                return
         else:
             self.host.log("diagnostic", "warning", run_id=run_id,
                           message="codex asked %s, which harnessctl does not handle; refused" % method)
             self.write_json({"id": native_id, "error": {"code": -32601,
                                                     "message": "harnessctl does not handle %s" % method}})
             return
-        self.host.request(run_id, kind, info["message"], options, info["details"], token=native_id)
-        self.requests[native_id] = {"kind": kind, "turn_id": turn_id}
+        kind = info.get("kind", "permission")
+        entry.update(kind=kind, replies=info.get("replies") or {})
+        if "fields" in info:
+            entry["fields"] = info["fields"]
+        self.host.request(run_id, kind, info["message"], info.get("options"), info["details"], token=native_id)
+        self.requests[native_id] = entry
 
     # ------------------------------------------------------------------ JSON-RPC plumbing
 
@@ -495,6 +594,10 @@ class CodexBackend(ChildBackend):
 
     def _save_thread_id(self, thread_id: str) -> None:
         self.save_resume(THREAD_FILE, json.dumps({"thread_id": thread_id}))
+
+
+def _int(value: Any) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _object(value: Any) -> Dict[str, Any]:

@@ -1,27 +1,33 @@
 """Pure helpers that turn codex app-server wire shapes into harnessctl shapes.
 
 Kept apart from the backend's state machine so each mapping is a small
-function of its input (every shape as recorded from codex 0.171.0).
+function of its input (every shape as recorded from codex 0.171.0, and the
+app-server JSON schema that binary generates).
 """
 
 from __future__ import annotations
 
 import json
+import re
+
+from harnessctl.activity import unified_diff
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional
+    from typing import Any, Dict, List, Optional, Tuple
 
-# reply option -> codex decision (approvals)
-DECISIONS = {
-    "allow": "accept",
-    "deny": "decline",
-    "allow-session": "acceptForSession",
+# codex approval decision (a string) -> our reply option
+DECISION_OPTIONS = {
+    "accept": "allow",
+    "acceptForSession": "allow-session",
+    "decline": "deny",
     "cancel": "cancel",
 }
-PERMISSION_OPTIONS = list(DECISIONS)
+# the options of an approval that lists no `availableDecisions` (file changes, older servers)
+DEFAULT_DECISIONS = ["accept", "decline", "acceptForSession", "cancel"]
 
-# turn/steer errors that mean "the turn already ended", so the input starts a new run
+# turn/steer errors that mean "the turn already ended", so the input starts a new run.
+# codex 0.171.0 sends them as a bare -32600 with this text and no typed data (as recorded).
 STEER_RACE_ERRORS = ("no active turn to steer", "expected active turn id")
 
 USAGE_FIELDS = (
@@ -31,6 +37,19 @@ USAGE_FIELDS = (
     ("reasoningOutputTokens", "reasoning_output_tokens"),
     ("totalTokens", "total_tokens"),
 )
+
+# ThreadItem types that are no tool: messages, reasoning, plan text and turn markers
+NOT_TOOLS = ("userMessage", "agentMessage", "reasoning", "plan", "hookPrompt", "enteredReviewMode",
+             "exitedReviewMode", "contextCompaction")
+
+# codex item status -> tool.completed status (anything else: completed)
+TOOL_STATUSES = {"completed": "completed", "failed": "failed", "declined": "declined", "interrupted": "failed",
+                 "errored": "failed"}
+
+PLAN_STATUSES = {"pending": "pending", "inProgress": "in_progress", "completed": "completed"}
+
+# `/bin/bash -c 'CMD'` (also sh/zsh, -lc): codex's wrapper around the model's command
+SHELL_WRAPPER = re.compile(r"^(?:/usr)?(?:/bin/)?(?:ba|z)?sh -l?c '([^']*)'$")
 
 
 def text_input(text: str) -> List[Dict[str, Any]]:
@@ -51,6 +70,26 @@ def add_usage(total: Optional[Dict[str, int]], last: Dict[str, Any]) -> Dict[str
     return out
 
 
+def usage_fields(run_usage: Dict[str, int], token_usage: Dict[str, Any]) -> Dict[str, Optional[int]]:
+    """The `usage` log line's counts: the run's sums so far, the model's context
+    window, and the context the last response filled (its `totalTokens`: what
+    codex itself counts as in the context window)."""
+    last = token_usage.get("last")
+    used = last.get("totalTokens") if isinstance(last, dict) else None
+    window = token_usage.get("modelContextWindow")
+    return {
+        "input_tokens": run_usage.get("input_tokens"),
+        "cached_input_tokens": run_usage.get("cached_input_tokens"),
+        "output_tokens": run_usage.get("output_tokens"),
+        "reasoning_tokens": run_usage.get("reasoning_output_tokens"),
+        "context_window": window if isinstance(window, int) else None,
+        "context_used": used if isinstance(used, int) else None,
+    }
+
+
+# -- errors ----------------------------------------------------------------------------
+
+
 def error_text(error: Any) -> str:
     """The human text of a codex turn error / error notification."""
     if not isinstance(error, dict):
@@ -62,68 +101,310 @@ def error_text(error: Any) -> str:
     return message
 
 
+def error_class(info: Any) -> Optional[str]:
+    """A `codexErrorInfo` as its variant name: "usageLimitExceeded" as is,
+    {"httpConnectionFailed": {...}} as "httpConnectionFailed"."""
+    if isinstance(info, str) and info:
+        return info
+    if isinstance(info, dict) and len(info) == 1:
+        return str(next(iter(info)))
+    return None
+
+
 def rpc_error_text(error: Any) -> str:
     if isinstance(error, dict):
         return str(error.get("message") or json.dumps(error))
     return str(error)
 
 
+def rpc_error_class(error: Any) -> Optional[str]:
+    """The typed class a JSON-RPC error carries in `data.codexErrorInfo`, if any."""
+    data = error.get("data") if isinstance(error, dict) else None
+    return error_class(data.get("codexErrorInfo")) if isinstance(data, dict) else None
+
+
+def steer_refusal(error: Any) -> str:
+    """Why codex refused a turn/steer: "not_steerable" (typed
+    `activeTurnNotSteerable`: a review or compact turn runs and takes no steer),
+    "ended" (the turn ended before the steer arrived: codex says so only in
+    text), or "refused" (anything else)."""
+    if rpc_error_class(error) == "activeTurnNotSteerable":
+        return "not_steerable"
+    text = rpc_error_text(error)
+    return "ended" if any(marker in text for marker in STEER_RACE_ERRORS) else "refused"
+
+
+# -- approvals ---------------------------------------------------------------------------
+
+
+def decision_option(decision: Any) -> Optional[Tuple[str, str]]:
+    """One `availableDecisions` entry -> (our option, what it does), or None
+    for a decision shape harnessctl does not know."""
+    if isinstance(decision, str):
+        option = DECISION_OPTIONS.get(decision)
+        return (option, DECISION_TEXTS[option]) if option else None
+    if not isinstance(decision, dict) or len(decision) != 1:
+        return None
+    name, value = next(iter(decision.items()))
+    value = value if isinstance(value, dict) else {}
+    if name == "acceptWithExecpolicyAmendment":
+        prefix = " ".join(str(p) for p in value.get("execpolicy_amendment") or [])
+        return "allow-always", "run it, and never ask again for commands starting with `%s`" % prefix
+    if name == "applyNetworkPolicyAmendment":
+        rule = value.get("network_policy_amendment")
+        rule = rule if isinstance(rule, dict) else {}
+        action = rule.get("action")
+        if action in ("allow", "deny"):
+            return "%s-host" % action, "%s %s from now on" % (action, rule.get("host"))
+    return None
+
+
+DECISION_TEXTS = {
+    "allow": "run it once",
+    "allow-session": "run it, and do not ask again this session",
+    "deny": "refuse it; the agent goes on",
+    "cancel": "refuse it and end the turn",
+}
+
+
+def approval_options(available: Any) -> Tuple[List[str], List[str], Dict[str, Any]]:
+    """(options, their descriptions, option -> codex decision) of an approval.
+
+    Only what codex offers (`availableDecisions`, else every plain decision),
+    plus `deny`: codex accepts `decline` even where its list leaves it out (as
+    recorded: 0.171.0 offers accept, an execpolicy amendment and cancel), and
+    a caller must always be able to refuse without ending the turn."""
+    decisions = available if isinstance(available, list) else DEFAULT_DECISIONS
+    options: List[str] = []
+    texts: List[str] = []
+    mapping: Dict[str, Any] = {}
+    for decision in decisions:
+        known = decision_option(decision)
+        if known is None or known[0] in mapping:
+            continue
+        options.append(known[0])
+        texts.append(known[1])
+        mapping[known[0]] = decision
+    if "deny" not in mapping:
+        at = options.index("cancel") if "cancel" in options else len(options)
+        options.insert(at, "deny")
+        texts.insert(at, DECISION_TEXTS["deny"])
+        mapping["deny"] = "decline"
+    return options, texts, mapping
+
+
 def command_request(params: Dict[str, Any]) -> Dict[str, Any]:
     """item/commandExecution/requestApproval -> host.request arguments."""
     command = params.get("command") or ""
     reason = params.get("reason")
-    message = "Run command: %s" % command
+    kind = params.get("kind") or "command"
+    network = params.get("networkApprovalContext")
+    if isinstance(network, dict) and not command:
+        message = "Allow network access to %s (%s)" % (network.get("host"), network.get("protocol"))
+    elif kind == "writeStdin":
+        message = "Write to the running command: %s" % command
+    elif kind == "humanCommand":
+        message = "Confirm (a checkpoint that needs a person): %s" % command
+    else:
+        message = "Run command: %s" % command
     if reason:
         message += " (%s)" % reason
+    options, texts, mapping = approval_options(params.get("availableDecisions"))
     details = {
         "tool": "command",
+        "approval_kind": kind,
+        "option_descriptions": texts,
         "input": {
-            "command": command,
+            "command": command or None,
             "cwd": params.get("cwd"),
             "reason": reason,
             "command_actions": params.get("commandActions"),
+            "network": network if isinstance(network, dict) else None,
         },
     }
-    return {"message": message, "details": details}
+    return {"message": message, "options": options, "details": details,
+            "replies": {o: {"decision": d} for o, d in mapping.items()}}
 
 
 def file_change_request(params: Dict[str, Any], changes: Optional[List[Dict[str, Any]]]) -> Dict[str, Any]:
     """item/fileChange/requestApproval + the `changes` remembered from item/started
-    (the approval params carry no diff)."""
-    changes = changes or []
-    paths = [str(c.get("path")) for c in changes if isinstance(c, dict)]
+    or item/fileChange/patchUpdated (the approval params carry no diff)."""
+    changes = [c for c in changes or [] if isinstance(c, dict)]
+    paths = [str(c.get("path")) for c in changes]
     message = "Apply file changes: %s" % (", ".join(paths) if paths else "(unknown files)")
     reason = params.get("reason")
     if reason:
         message += " (%s)" % reason
+    options, texts, mapping = approval_options(None)
     details = {
         "tool": "file_change",
+        "option_descriptions": texts,
         "input": {
-            "changes": [_change(c) for c in changes if isinstance(c, dict)],
+            "changes": [_change(c) for c in changes],
             "reason": reason,
             "grant_root": params.get("grantRoot"),
         },
     }
-    return {"message": message, "details": details}
+    return {"message": message, "options": options, "details": details,
+            "replies": {o: {"decision": d} for o, d in mapping.items()}}
 
 
-def _change(change: Dict[str, Any]) -> Dict[str, Any]:
-    kind = change.get("kind")
-    if isinstance(kind, dict):
-        kind = kind.get("type")
-    return {"path": change.get("path"), "kind": kind, "diff": change.get("diff")}
+def permissions_request(params: Dict[str, Any]) -> Dict[str, Any]:
+    """item/permissions/requestApproval (the model asks for more sandbox access)
+    -> a permission: allow grants what it asked for this turn, allow-session for
+    the session, deny grants nothing."""
+    asked = _obj(params.get("permissions"))
+    wants = []
+    network = asked.get("network")
+    if isinstance(network, dict) and network.get("enabled"):
+        wants.append("network access")
+    files = asked.get("fileSystem")
+    if isinstance(files, dict):
+        for access in ("write", "read"):
+            for path in files.get(access) or []:
+                wants.append("%s %s" % (access, path))
+        for entry in files.get("entries") or []:
+            if isinstance(entry, dict):
+                wants.append("%s %s" % (entry.get("access"), _fs_path(entry.get("path"))))
+    message = "Grant %s" % (", ".join(wants) if wants else "extra permissions")
+    reason = params.get("reason")
+    if reason:
+        message += " (%s)" % reason
+    granted = {k: v for k, v in asked.items() if v is not None}
+    return {
+        "message": message,
+        "options": ["allow", "allow-session", "deny"],
+        "details": {"tool": "permissions",
+                    "option_descriptions": ["grant it for this turn", "grant it for the session",
+                                            "grant nothing"],
+                    "input": {"permissions": asked, "cwd": params.get("cwd"), "reason": reason}},
+        "replies": {"allow": {"permissions": granted, "scope": "turn"},
+                    "allow-session": {"permissions": granted, "scope": "session"},
+                    "deny": {"permissions": {}, "scope": "turn"}},
+    }
+
+
+def _fs_path(path: Any) -> str:
+    if not isinstance(path, dict):
+        return str(path)
+    if path.get("type") == "path":
+        return str(path.get("path"))
+    if path.get("type") == "glob_pattern":
+        return str(path.get("pattern"))
+    value = path.get("value")
+    return str(value.get("kind") if isinstance(value, dict) else value)
+
+
+def elicitation_request(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """mcpServer/elicitation/request -> a request, or None for a mode no caller
+    can answer (a device-signed `openai/userVerification`).
+
+    A form with fields becomes a question (one per field, its answer converted
+    to the field's type); a form with no field, or a URL to visit, becomes a
+    permission: allow (accept), deny (decline), cancel."""
+    server = params.get("serverName") or "an MCP server"
+    message = str(params.get("message") or "")
+    mode = params.get("mode")
+    schema = params.get("requestedSchema")
+    fields = schema.get("properties") if isinstance(schema, dict) else None
+    if mode in ("form", "openai/form", "openaiForm") and isinstance(fields, dict) and fields:
+        questions = [_field_question(str(name), spec) for name, spec in fields.items()]
+        return {"kind": "question", "message": "%s asks: %s" % (server, message), "options": None,
+                "details": {"tool": "mcp", "server": server, "questions": questions},
+                "fields": {str(name): spec for name, spec in fields.items()}}
+    if mode == "url":
+        text = "%s asks you to open %s: %s" % (server, params.get("url"), message)
+    elif mode in ("form", "openai/form", "openaiForm"):
+        text = "%s asks: %s" % (server, message)
+    else:
+        return None
+    return {"kind": "permission", "message": text, "options": ["allow", "deny", "cancel"],
+            "details": {"tool": "mcp", "server": server, "url": params.get("url"),
+                        "option_descriptions": ["accept", "decline", "cancel the request"]},
+            "replies": {"allow": {"action": "accept", "content": {} if mode != "url" else None},
+                        "deny": {"action": "decline", "content": None},
+                        "cancel": {"action": "cancel", "content": None}}}
+
+
+def _field_question(name: str, spec: Any) -> Dict[str, Any]:
+    spec = spec if isinstance(spec, dict) else {}
+    entry: Dict[str, Any] = {"id": name, "question": str(spec.get("title") or spec.get("description") or name)}
+    labels, _ = _field_choices(spec)
+    if spec.get("type") == "boolean":
+        labels = ["true", "false"]
+    if labels:
+        entry["options"] = labels
+    if spec.get("description") and spec.get("title"):
+        entry["description"] = str(spec["description"])
+    entry["answer_type"] = "list" if spec.get("type") == "array" else str(spec.get("type") or "string")
+    return entry
+
+
+def _field_choices(spec: Dict[str, Any]) -> Tuple[List[str], Dict[str, str]]:
+    """(labels, label -> value) of an enum field (titled, untitled or legacy)."""
+    items = spec.get("items") if spec.get("type") == "array" else spec
+    items = items if isinstance(items, dict) else {}
+    titled = items.get("oneOf") or items.get("anyOf")
+    if isinstance(titled, list):
+        pairs = [(str(o.get("title")), str(o.get("const"))) for o in titled if isinstance(o, dict)]
+    elif isinstance(items.get("enum"), list):
+        values = [str(v) for v in items["enum"]]
+        names = spec.get("enumNames")
+        names = [str(n) for n in names] if isinstance(names, list) and len(names) == len(values) else values
+        pairs = list(zip(names, values))
+    else:
+        pairs = []
+    return [p[0] for p in pairs], dict(pairs)
+
+
+def elicitation_answer(fields: Dict[str, Any], answer: Any) -> Dict[str, Any]:
+    """{field: text} -> the elicitation response, each value converted to its
+    field's type (a text that does not convert is sent as given: the MCP
+    server says what is wrong)."""
+    content = {}
+    for name, text in (answer if isinstance(answer, dict) else {}).items():
+        content[name] = _convert(_obj(fields.get(name)), str(text))
+    return {"action": "accept", "content": content}
+
+
+def _convert(spec: Dict[str, Any], text: str) -> Any:
+    _, values = _field_choices(spec)
+    kind = spec.get("type")
+    if kind == "array":
+        try:
+            parts = json.loads(text)
+        except ValueError:
+            parts = None
+        if not isinstance(parts, list):
+            parts = [p.strip() for p in text.split(",") if p.strip()]
+        return [values.get(str(p), str(p)) for p in parts]
+    if kind == "boolean":
+        lowered = text.strip().lower()
+        if lowered in ("true", "yes", "y", "1"):
+            return True
+        if lowered in ("false", "no", "n", "0"):
+            return False
+        return text
+    if kind in ("number", "integer"):
+        try:
+            return int(text) if kind == "integer" else float(text)
+        except ValueError:
+            return text
+    return values.get(text, text)
 
 
 def question_request(params: Dict[str, Any]) -> Dict[str, Any]:
-    """item/tool/requestUserInput -> a question request (labels as options)."""
+    """item/tool/requestUserInput -> a question request (labels as options, their
+    descriptions alongside in `option_descriptions`)."""
     questions = []
     for q in params.get("questions") or []:
         if not isinstance(q, dict):
             continue
         entry: Dict[str, Any] = {"id": str(q.get("id")), "question": str(q.get("question") or "")}
-        labels = [str(o.get("label")) for o in q.get("options") or [] if isinstance(o, dict)]
-        if labels:
-            entry["options"] = labels
+        options = [o for o in q.get("options") or [] if isinstance(o, dict)]
+        if options:
+            entry["options"] = [str(o.get("label")) for o in options]
+            entry["option_descriptions"] = [str(o.get("description") or "") for o in options]
         for native, ours in (("header", "header"), ("isOther", "allow_other"), ("isSecret", "secret")):
             if native in q:
                 entry[ours] = q[native]
@@ -146,29 +427,178 @@ def question_answer(answer: Any) -> Dict[str, Any]:
     return {"answers": out}
 
 
-def tool_started(item: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    """Log fields for item/started of a tool-like item (None for messages)."""
+# -- tools -------------------------------------------------------------------------------
+
+
+def command_title(command: str) -> str:
+    """The command a person reads: codex's `/bin/bash -c '...'` wrapper removed
+    when what it wraps has no quote of its own (so nothing needs unescaping)."""
+    match = SHELL_WRAPPER.match(command or "")
+    return match.group(1) if match else (command or "")
+
+
+def tool_info(item: Dict[str, Any]) -> Optional[Tuple[str, str, str, Any]]:
+    """(tool kind, codex's name, title, input) of a tool-like ThreadItem; None
+    for messages, reasoning and markers."""
+    kind = item.get("type")
+    if not isinstance(kind, str) or kind in NOT_TOOLS:
+        return None
+    if kind == "commandExecution":
+        command = str(item.get("command") or "")
+        return "command", kind, command_title(command), {"command": command, "cwd": item.get("cwd")}
+    if kind == "fileChange":
+        changes = [c for c in item.get("changes") or [] if isinstance(c, dict)]
+        paths = ", ".join(str(c.get("path")) for c in changes)
+        return "file_change", kind, paths or "file changes", {"changes": [_change(c) for c in changes]}
+    if kind == "mcpToolCall":
+        name = "%s.%s" % (item.get("server"), item.get("tool"))
+        return "mcp", name, name, item.get("arguments")
+    if kind == "webSearch":
+        action = _obj(item.get("action"))
+        title = item.get("query") or action.get("query") or action.get("url") or "web search"
+        return "web_search", kind, str(title), {"query": item.get("query"), "action": item.get("action")}
+    if kind == "collabAgentToolCall":
+        tool = str(item.get("tool") or kind)
+        prompt = item.get("prompt")
+        title = "%s: %s" % (tool, prompt) if prompt else tool
+        return "subagent", tool, title, {"prompt": prompt, "model": item.get("model"),
+                                          "receiver_thread_ids": item.get("receiverThreadIds")}
+    if kind == "subAgentActivity":
+        return "subagent", kind, "%s %s" % (item.get("agentPath"), item.get("kind")), \
+            {"agent_thread_id": item.get("agentThreadId"), "model": item.get("model")}
+    if kind == "dynamicToolCall":
+        name = ".".join(str(p) for p in (item.get("namespace"), item.get("tool")) if p)
+        return "other", name or kind, name or kind, item.get("arguments")
+    if kind == "imageView":
+        return "read", kind, str(item.get("path")), {"path": item.get("path")}
+    if kind == "imageGeneration":
+        return "other", kind, str(item.get("revisedPrompt") or "image generation"), \
+            {"revised_prompt": item.get("revisedPrompt")}
+    if kind == "sleep":
+        return "other", kind, "sleep %s ms" % item.get("durationMs"), {"duration_ms": item.get("durationMs")}
+    if kind == "functionCallOutput":
+        return "other", str(item.get("name") or kind), str(item.get("name") or kind), None
+    return "other", kind, kind, None
+
+
+def tool_status(item: Dict[str, Any]) -> str:
+    """tool.completed's status from a completed item's own status / error."""
+    status = item.get("status")
+    if isinstance(status, str) and status in TOOL_STATUSES:
+        return TOOL_STATUSES[status]
+    if item.get("success") is False or item.get("error") or item.get("failure"):
+        return "failed"
+    return "completed"
+
+
+def tool_output(item: Dict[str, Any]) -> str:
+    """What a completed tool produced, as text (its tail is kept)."""
     kind = item.get("type")
     if kind == "commandExecution":
-        return {"tool": "command", "item_id": item.get("id"), "command": item.get("command"),
-                "cwd": item.get("cwd")}
-    if kind == "fileChange":
-        return {"tool": "file_change", "item_id": item.get("id"),
-                "changes": [_change(c) for c in item.get("changes") or [] if isinstance(c, dict)]}
-    if kind in (None, "userMessage", "agentMessage", "reasoning"):
-        return None
-    return {"tool": kind, "item_id": item.get("id")}
+        return str(item.get("aggregatedOutput") or "")
+    if kind == "mcpToolCall":
+        error = item.get("error")
+        if isinstance(error, dict):
+            return str(error.get("message") or "")
+        return _texts(_obj(item.get("result")).get("content"))
+    if kind == "dynamicToolCall":
+        return _texts(item.get("contentItems"))
+    if kind == "functionCallOutput":
+        output = item.get("output")
+        return output if isinstance(output, str) else _texts(output)
+    if kind == "collabAgentToolCall":
+        states = _obj(item.get("agentsStates")).values()
+        return "\n".join(str(s.get("message")) for s in states if isinstance(s, dict) and s.get("message"))
+    if kind == "imageGeneration":
+        return str(item.get("savedPath") or "")
+    return ""
 
 
-def tool_completed(item: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    fields = tool_started(item)
-    if fields is None:
+def _obj(value: Any) -> Dict[str, Any]:
+    """A JSON object from the wire, or {} for anything else."""
+    return value if isinstance(value, dict) else {}
+
+
+def _texts(content: Any) -> str:
+    return "\n".join(str(c.get("text")) for c in content or [] if isinstance(c, dict) and c.get("text"))
+
+
+def _change(change: Dict[str, Any]) -> Dict[str, Any]:
+    kind = change.get("kind")
+    move_path = kind.get("move_path") if isinstance(kind, dict) else None
+    if isinstance(kind, dict):
+        kind = kind.get("type")
+    out = {"path": change.get("path"), "kind": kind, "diff": change.get("diff")}
+    if move_path:
+        out["move_path"] = move_path
+    return out
+
+
+def file_change(change: Dict[str, Any]) -> Optional[Tuple[str, str, Optional[str], str]]:
+    """(path, change, move_path, unified diff) of one codex FileUpdateChange.
+
+    codex gives an added file's content (not a diff) and an update's hunks
+    without file headers; a delete's `diff` is the old content.  An update
+    with a `move_path` is a move."""
+    path = change.get("path")
+    if not isinstance(path, str) or not path:
         return None
-    fields.pop("changes", None)
-    fields["status"] = item.get("status")
-    if item.get("type") == "commandExecution":
-        fields["exit_code"] = item.get("exitCode")
-        output = item.get("aggregatedOutput")
-        if output:
-            fields["output"] = output[-4000:]
-    return fields
+    kind = change.get("kind")
+    move_path = kind.get("move_path") if isinstance(kind, dict) else None
+    kind = kind.get("type") if isinstance(kind, dict) else kind
+    diff = change.get("diff")
+    text = diff if isinstance(diff, str) else ""
+    if kind == "add":
+        return path, "add", None, text if _is_diff(text) else unified_diff(path, None, text)
+    if kind == "delete":
+        return path, "delete", None, text if _is_diff(text) else unified_diff(path, text, None)
+    new_path = move_path if isinstance(move_path, str) and move_path else None
+    if _is_diff(text) and not text.startswith("--- "):
+        text = "--- a/%s\n+++ b/%s\n%s" % (path.lstrip("/"), (new_path or path).lstrip("/"), text)
+    return path, "move" if new_path else "update", new_path, text
+
+
+def _is_diff(text: str) -> bool:
+    return text.startswith("--- ") or text.startswith("@@") or "\n@@ " in text
+
+
+def plan_entries(plan: Any) -> List[Tuple[str, str]]:
+    """turn/plan/updated's steps as (text, status)."""
+    out = []
+    for step in plan if isinstance(plan, list) else []:
+        if isinstance(step, dict):
+            out.append((str(step.get("step") or ""), PLAN_STATUSES.get(str(step.get("status")), "pending")))
+    return out
+
+
+# -- session -------------------------------------------------------------------------------
+
+
+def version_of(user_agent: Any) -> Optional[str]:
+    """codex's version from initialize's userAgent ("originator/0.171.0 (Debian ...) ...")."""
+    match = re.match(r"^[^/\s]+/(\d[^\s]*)", user_agent) if isinstance(user_agent, str) else None
+    return match.group(1) if match else None
+
+
+def policy_name(value: Any) -> Optional[str]:
+    """An approval policy or sandbox as one name: a string as is, a tagged
+    object by its tag (`{"type": "readOnly", ...}`, `{"granular": {...}}`)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        if isinstance(value.get("type"), str):
+            return value["type"]
+        if len(value) == 1:
+            return str(next(iter(value)))
+    return None
+
+
+def warning_text(method: str, params: Dict[str, Any]) -> str:
+    """The text of a warning / configWarning / deprecationNotice / guardianWarning."""
+    text = str(params.get("message") or params.get("summary") or method)
+    details = params.get("details")
+    if details:
+        text += ": %s" % details
+    if params.get("path"):
+        text += " (%s)" % params["path"]
+    return text

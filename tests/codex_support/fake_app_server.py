@@ -12,6 +12,10 @@ what the first word of its text says:
     /garbage    print lines that are not JSON-RPC, then answer normally
     /retry      emit `error` willRetry:true every 0.2 s until interrupted
     /approve    ask item/commandExecution/requestApproval, answer "decision: <d>"
+    /tool CMD   run CMD (split like a shell would, no shell) as a commandExecution item:
+                item/started, outputDelta, item/completed with its exitCode
+    /edit PATH  a fileChange item adding PATH (item/started, patchUpdated, item/completed;
+                nothing is written), a plan update, and a warning
     anything    answer "echo: <text>" at once
 
 Environment knobs:
@@ -27,6 +31,8 @@ from __future__ import annotations
 import json
 import os
 import select
+import shlex
+import subprocess
 import sys
 import time
 import uuid
@@ -113,13 +119,19 @@ class Server:
                          "platformOs": "linux"})
 
     def _thread(self):
-        return {"id": self.thread, "status": {"type": "idle"}, "turns": [], "cwd": os.getcwd()}
+        return {"id": self.thread, "status": {"type": "idle"}, "turns": [], "cwd": os.getcwd(),
+                "cliVersion": "0.171.0"}
+
+    def _opened(self):
+        """thread/start's and thread/resume's answer (as recorded, trimmed)."""
+        return {"thread": self._thread(), "model": "mock-model", "cwd": os.getcwd(), "approvalPolicy": "never",
+                "sandbox": {"type": "readOnly", "networkAccess": False}}
 
     def on_thread_start(self, rid, params):
         self.thread = str(uuid.uuid4())
         with open(os.path.join(HOME, "threads"), "a") as f:
             f.write(self.thread + "\n")
-        self.reply(rid, {"thread": self._thread(), "model": "mock-model", "cwd": os.getcwd()})
+        self.reply(rid, self._opened())
         note("thread/started", {"thread": self._thread()})
 
     def on_thread_resume(self, rid, params):
@@ -131,7 +143,7 @@ class Server:
             self.error(rid, "no rollout found for thread id %s" % params.get("threadId"))
             return
         self.thread = params["threadId"]
-        self.reply(rid, {"thread": self._thread(), "model": "mock-model", "cwd": os.getcwd()})
+        self.reply(rid, self._opened())
 
     # -- turns
     def _turn(self, status="inProgress", error=None, items=None):
@@ -154,6 +166,7 @@ class Server:
             self._begin(rid, params)
 
     def _begin(self, rid, params):
+        text = params["input"][0]["text"]
         self.reply(rid, {"turn": self._turn()})
         note("turn/started", {"threadId": self.thread, "turn": self._turn()})
         self._user_message(params)
@@ -173,6 +186,10 @@ class Server:
             self._retry()
         elif mode == "/approve":
             self._approve()
+        elif mode == "/tool":
+            self._tool(text[len("/tool"):].strip())
+        elif mode == "/edit":
+            self._edit(text[len("/edit"):].strip())
         else:
             self._answer("echo: " + params["input"][0]["text"])
 
@@ -207,12 +224,46 @@ class Server:
         def answered(result):
             note("serverRequest/resolved", {"threadId": self.thread, "requestId": sid})
             decision = (result or {}).get("decision")
+            decision = decision if isinstance(decision, str) else json.dumps(decision, sort_keys=True)
             note("item/completed", dict(self._base(), item=dict(item, status="completed")))
             self._answer("decision: %s" % decision)
 
+        offered = ["accept", {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": ["touch", "x"]}}, "cancel"]
         sid = self.ask("item/commandExecution/requestApproval",
-                       dict(self._base(), itemId="call_touch", command=item["command"], cwd=os.getcwd(),
-                            reason=None, availableDecisions=["accept", "cancel"]), answered)
+                       dict(self._base(), kind="command", itemId="call_touch", command=item["command"],
+                            cwd=os.getcwd(), reason=None, availableDecisions=offered), answered)
+
+    def _tool(self, command):
+        """Run one command the way codex reports it (its output as one delta)."""
+        wrapped = "/bin/bash -c '%s'" % command
+        item = {"type": "commandExecution", "id": "call_tool", "command": wrapped, "cwd": os.getcwd(),
+                "commandActions": [{"type": "unknown", "command": command}], "status": "inProgress",
+                "aggregatedOutput": None, "exitCode": None, "durationMs": None, "source": "agent"}
+        note("item/started", dict(self._base(), item=item))
+        try:
+            proc = subprocess.run(shlex.split(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  timeout=30)
+            output, code = proc.stdout.decode("utf-8", "replace"), proc.returncode
+        except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+            output, code = "%s\n" % exc, 127
+        note("item/commandExecution/outputDelta", dict(self._base(), itemId="call_tool", delta=output))
+        note("item/completed", dict(self._base(), item=dict(item, status="completed" if code == 0 else "failed",
+                                                             aggregatedOutput=output, exitCode=code, durationMs=5)))
+        self._answer("ran: %s (exit %d)" % (command, code))
+
+    def _edit(self, path):
+        """A patch adding `path` (codex gives an added file's content, not a diff)."""
+        path = os.path.join(os.getcwd(), path or "new.txt")
+        first = [{"path": path, "kind": {"type": "add"}, "diff": "draft\n"}]
+        final = [{"path": path, "kind": {"type": "add"}, "diff": "hello\nworld\n"}]
+        item = {"type": "fileChange", "id": "call_patch", "changes": first, "status": "inProgress"}
+        note("turn/plan/updated", dict(self._base(), explanation="one file",
+                                       plan=[{"step": "write the file", "status": "inProgress"}]))
+        note("item/started", dict(self._base(), item=item))
+        note("item/fileChange/patchUpdated", dict(self._base(), itemId="call_patch", changes=final))
+        note("item/completed", dict(self._base(), item=dict(item, changes=final, status="completed")))
+        note("warning", {"threadId": self.thread, "message": "the fake wrote nothing"})
+        self._answer("edited %s" % path)
 
     def _answer(self, text):
         self.items += 1
