@@ -134,3 +134,13 @@ def test_harness_args_and_model_reach_claude(fake):
     assert argv[-6:] == ["--model", "claude-x", "--permission-mode", "acceptEdits", "--append-system-prompt",
                          "be brief"]
     wait_for(lambda: fake.status()["state"] == "idle", 30, "idle")
+
+
+def test_a_command_the_fake_runs_is_logged_with_its_exit_code(fake):
+    fake.send("/tool exit 2")
+    [result] = fake.wait_results(1)
+    assert result["status"] == "completed" and result["output"] == "ran: exit 2"
+    [started] = [e for e in fake.events("log") if e["kind"] == "tool.started"]
+    [done] = [e for e in fake.events("log") if e["kind"] == "tool.completed"]
+    assert (started["tool"], started["title"]) == ("command", "exit 2")
+    assert (done["tool_id"], done["status"], done["exit_code"]) == (started["tool_id"], "failed", 2)

@@ -26,6 +26,9 @@ permission__allow and interrupt__tool transcripts):
   /approve   a can_use_tool prompt for Bash; the answer becomes the text
              "permission: allow" or "permission: deny"
   /crash     exit abruptly once the turn started
+  /tool CMD  Claude's Bash tool runs CMD (not really: `echo WORDS` prints WORDS,
+             `exit N` fails with "Exit code N"): a tool_use, its tool_result,
+             then the text "ran: CMD"
 
 EOF ends the process with 0.  Every argv and stdin line is appended to
 FAKE_CLAUDE_LOG as JSON.
@@ -114,6 +117,8 @@ def plain_turn(frame):
         text = approve()
     elif text.startswith("/slow"):
         uuids, text = slow(uuids)
+    elif text.startswith("/tool "):
+        text = run_tool(uuids, text[len("/tool "):].strip())
     else:
         text = "echo: " + text
     if text is None:
@@ -141,6 +146,28 @@ def end_turn(uuids, text):
           "usage": {"input_tokens": 1, "output_tokens": 1}, "user_message_uuid": uuids[0], "user_message_uuids": uuids})
     for u in uuids:
         emit(lifecycle(u, "completed"))
+
+
+def run_tool(uuids, command):
+    """A Bash tool_use and its tool_result, in the recorded shapes (activity__bash)."""
+    tool_id = "toolu_fake_" + uuid.uuid4().hex[:8]
+    tool_input = {"command": command, "description": "Run a command"}
+    emit({"type": "assistant", "message": {"id": "msg_fake_" + uuid.uuid4().hex[:8], "role": "assistant",
+                                           "content": [{"type": "tool_use", "id": tool_id, "name": "Bash",
+                                                        "input": tool_input}]},
+          "parent_tool_use_id": None, "session_id": SESSION, "user_message_uuid": uuids[0],
+          "user_message_uuids": uuids})
+    if command.startswith("exit ") and command[5:].strip().isdigit():
+        output, detail = "Exit code %s" % command[5:].strip(), "Error: Exit code %s" % command[5:].strip()
+        is_error = True
+    else:
+        output = command[5:] if command.startswith("echo ") else ""
+        detail = {"stdout": output, "stderr": "", "interrupted": False, "isImage": False}
+        is_error = False
+    emit({"type": "user", "message": {"role": "user", "content": [
+        {"tool_use_id": tool_id, "type": "tool_result", "content": output, "is_error": is_error}]},
+        "parent_tool_use_id": None, "session_id": SESSION, "tool_use_result": detail})
+    return "ran: " + command
 
 
 def approve():
