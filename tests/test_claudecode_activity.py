@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from claudecode_support.replay import feed, initialize, make_backend, replay  # noqa: E402
 
-from adapters.claudecode.backend import bash_exit_code, file_change, plan_entries, tool_kind  # noqa: E402
+from adapters.claudecode.wire import bash_exit_code, file_change, plan_entries, tool_kind  # noqa: E402
 from harnessctl.backend import Input  # noqa: E402
 
 

@@ -38,11 +38,10 @@ from __future__ import annotations
 
 import json
 
-import re
-
-from harnessctl.activity import unified_diff
 from harnessctl.backend import Config, Host, Input
 from harnessctl.childbackend import ChildBackend
+
+from . import wire
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -59,26 +58,10 @@ FORCED_ARGS = [
 ]
 SESSION_FILE = "claude-session-id"
 DENY_MESSAGE = "The user denied this action."
-USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-MODEL_USAGE_KEYS = {"inputTokens": "input_tokens", "outputTokens": "output_tokens",
-                    "cacheCreationInputTokens": "cache_creation_input_tokens",
-                    "cacheReadInputTokens": "cache_read_input_tokens"}
 QUESTION_TOOL = "AskUserQuestion"
 HARNESS = "claude"
-
-# Claude's tool names -> the vocabulary's tool kinds (activity.TOOL_KINDS); others are "other"
-TOOL_KINDS = {
-    "Bash": "command",
-    "Edit": "file_change", "MultiEdit": "file_change", "Write": "file_change", "NotebookEdit": "file_change",
-    "Read": "read",
-    "Grep": "search", "Glob": "search", "LS": "search",
-    "WebSearch": "web_search", "WebFetch": "web_search",
-    "Task": "subagent", "Agent": "subagent",
-}
 FILE_TOOLS = ("Edit", "MultiEdit", "Write")  # their tool_use_result holds the change
 PLAN_TOOL = "TodoWrite"
-PLAN_STATUSES = ("pending", "in_progress", "completed")
-EXIT_CODE = re.compile(r"Exit code (-?\d+)")  # how a failed Bash tool_result begins (recorded)
 INTERRUPT_NOTICE = "[Request interrupted"  # Claude's own user-side notice of an interrupt
 SEEN_TOOLS_LIMIT = 256  # tool names remembered until their result (an interrupted tool never has one)
 
@@ -229,7 +212,7 @@ class ClaudeCodeBackend(ChildBackend):
 
     def on_unhandled(self, frame: Dict[str, Any]) -> None:
         if frame.get("type") != "keep_alive":
-            self.host.log("native", level="debug", frame=_slim(frame))
+            self.host.log("native", level="debug", frame=wire.slim(frame))
 
     def _on_command_lifecycle(self, frame: Dict[str, Any]) -> None:
         uuid = frame.get("command_uuid")
@@ -297,7 +280,7 @@ class ClaudeCodeBackend(ChildBackend):
                 self._on_started(uuid)
             self._on_init(frame)
         elif subtype == "api_retry":
-            self.activity.warning(self._active_id(), _retry_message(frame), source="api_retry")
+            self.activity.warning(self._active_id(), wire.retry_message(frame), source="api_retry")
         elif subtype in ("task_started", "task_notification", "task_progress", "task_updated"):
             self._on_task(subtype[5:], frame)
         elif subtype == "permission_denied":
@@ -307,7 +290,7 @@ class ClaudeCodeBackend(ChildBackend):
                                                                         frame.get("message") or "no reason given")
             self.activity.warning(self._active_id(), message, source="permission_denied")
         else:
-            self.host.log("native", level="debug", run_id=self._active_id(), frame=_slim(frame))
+            self.host.log("native", level="debug", run_id=self._active_id(), frame=wire.slim(frame))
 
     def _on_init(self, frame: Dict[str, Any]) -> None:
         """Each turn's init: the session line once per harness start."""
@@ -320,9 +303,9 @@ class ClaudeCodeBackend(ChildBackend):
             return
         self._session_logged = True
         sandbox = frame.get("sandbox_enabled")
-        self.activity.session(_text_or_none(frame.get("session_id")), HARNESS,
-                              version=_text_or_none(frame.get("claude_code_version")), model=self._model,
-                              approval_policy=_text_or_none(frame.get("permissionMode")),
+        self.activity.session(wire.text_or_none(frame.get("session_id")), HARNESS,
+                              version=wire.text_or_none(frame.get("claude_code_version")), model=self._model,
+                              approval_policy=wire.text_or_none(frame.get("permissionMode")),
                               sandbox=None if not isinstance(sandbox, bool) else "enabled" if sandbox else "disabled")
 
     def _on_task(self, what: str, frame: Dict[str, Any]) -> None:
@@ -340,21 +323,21 @@ class ClaudeCodeBackend(ChildBackend):
     def _on_stream_event(self, frame: Dict[str, Any]) -> None:
         """--include-partial-messages: text and thinking deltas as they stream,
         under the id of the assistant message they build (`api_message_id`)."""
-        event = _object(frame.get("event"))
+        event = wire.as_object(frame.get("event"))
         if event.get("type") == "message_start":
             for uuid in frame.get("user_message_uuids") or []:
                 self._on_started(uuid)
         run = self._active
-        delta = _object(event.get("delta"))
+        delta = wire.as_object(event.get("delta"))
         if run is None or event.get("type") != "content_block_delta":
             return
-        message_id = _text_or_none(frame.get("api_message_id"))
+        message_id = wire.text_or_none(frame.get("api_message_id"))
         if message_id is None:
             return
         if delta.get("type") == "text_delta":
             run.streamed.add(("text", message_id))
             self.activity.text(run.run_id, message_id, str(delta.get("text") or ""),
-                               parent_tool_id=_text_or_none(frame.get("parent_tool_use_id")))
+                               parent_tool_id=wire.text_or_none(frame.get("parent_tool_use_id")))
         elif delta.get("type") == "thinking_delta":
             run.streamed.add(("thinking", message_id))
             self.activity.reasoning(run.run_id, str(delta.get("thinking") or ""), form="raw")
@@ -365,17 +348,17 @@ class ClaudeCodeBackend(ChildBackend):
         run = self._active
         message = frame.get("message") or {}
         if run is None:
-            self.host.log("native", level="debug", frame=_slim(frame))
+            self.host.log("native", level="debug", frame=wire.slim(frame))
             return
         if frame.get("is_api_error_message") or message.get("model") == "<synthetic>":
-            run.api_error = _join_text(message.get("content"))
-            run.error_class = _error_class(frame)
-            self.host.log("native", level="debug", run_id=run.run_id, frame=_slim(frame))
+            run.api_error = wire.join_text(message.get("content"))
+            run.error_class = wire.error_class(frame)
+            self.host.log("native", level="debug", run_id=run.run_id, frame=wire.slim(frame))
             return
         message_id = str(message.get("id") or frame.get("uuid"))
-        parent = _text_or_none(frame.get("parent_tool_use_id"))
+        parent = wire.text_or_none(frame.get("parent_tool_use_id"))
         if parent is None:
-            run.context_used = _prompt_tokens(message.get("usage")) or run.context_used
+            run.context_used = wire.prompt_tokens(message.get("usage")) or run.context_used
         for block in message.get("content") or []:
             kind = block.get("type")
             if kind == "text" and (frame.get("aborted") or parent):
@@ -395,13 +378,13 @@ class ClaudeCodeBackend(ChildBackend):
 
     def _tool_started(self, run: Run, block: Dict[str, Any], parent: Optional[str]) -> None:
         name = str(block.get("name") or "tool")
-        tool_input = _object(block.get("input"))
-        kind, title = tool_kind(name, tool_input)
+        tool_input = wire.as_object(block.get("input"))
+        kind, title = wire.tool_kind(name, tool_input)
         if len(self._tools) >= SEEN_TOOLS_LIMIT:
             self._tools.pop(next(iter(self._tools)))
         self._tools[block["id"]] = (name, tool_input)
         if name == PLAN_TOOL:
-            entries = plan_entries(tool_input)
+            entries = wire.plan_entries(tool_input)
             if entries is not None:
                 self.activity.plan(run.run_id, entries)
         self.activity.tool_started(run.run_id, block["id"], kind, name, title, input=block.get("input"),
@@ -426,22 +409,22 @@ class ClaudeCodeBackend(ChildBackend):
             if text.startswith(INTERRUPT_NOTICE):
                 self.activity.warning(self._active_id(), text, source="interrupt")
             else:
-                self.host.log("native", level="debug", run_id=self._active_id(), frame=_slim(frame))
+                self.host.log("native", level="debug", run_id=self._active_id(), frame=wire.slim(frame))
 
     def _tool_completed(self, block: Dict[str, Any], detail: Any, meta: Any) -> None:
         tool_id = block["tool_use_id"]
         name, tool_input = self._tools.pop(tool_id, ("", {}))
-        output = _join_text(block.get("content"))
-        if tool_id in self._declined or _rejected(tool_id, meta):
+        output = wire.join_text(block.get("content"))
+        if tool_id in self._declined or wire.rejected(tool_id, meta):
             self._declined.discard(tool_id)
             status = "declined"
         else:
             status = "failed" if block.get("is_error") else "completed"
-        exit_code = bash_exit_code(status, output, detail) if name == "Bash" else None
+        exit_code = wire.bash_exit_code(status, output, detail) if name == "Bash" else None
         run_id = self._active_id()
         self.activity.tool_completed(run_id, tool_id, status, exit_code=exit_code, output=output)
         if status == "completed" and name in FILE_TOOLS and isinstance(detail, dict):
-            change = file_change(detail, tool_input)
+            change = wire.file_change(detail, tool_input)
             if change is not None:
                 path, kind, diff = change
                 self.activity.file_changed(run_id, tool_id, path, kind, diff=diff)
@@ -454,7 +437,7 @@ class ClaudeCodeBackend(ChildBackend):
         uuids = [u for u in frame.get("user_message_uuids") or [] if u in self._run_of]
         run = self._result_run(uuids)
         if run is None:
-            self.host.log("native", level="debug", frame=_slim(frame))
+            self.host.log("native", level="debug", frame=wire.slim(frame))
             return
         for uuid in uuids:
             if self._run_of.get(uuid) is not run:
@@ -466,12 +449,14 @@ class ClaudeCodeBackend(ChildBackend):
             self._active = None
         if run is self._next:
             self._next = None
-        status, output, error = _outcome(frame, run)
-        turn = _turn_usage(frame)
+        status, output, error = wire.outcome(frame, run.api_error)
+        turn = wire.turn_usage(frame)
         if turn:
             self._log_usage(run, frame, turn)
-        error_class = (_error_class(frame) or run.error_class or _terminal_class(frame)) if status == "failed" else None
-        self.host.result(run.run_id, covered, status, output=output, usage=turn or _usage(frame.get("usage")),
+        error_class = None
+        if status == "failed":
+            error_class = wire.error_class(frame) or run.error_class or wire.terminal_class(frame)
+        self.host.result(run.run_id, covered, status, output=output, usage=turn or wire.usage(frame.get("usage")),
                          cost_usd=self._turn_cost(frame), error=error, error_class=error_class)
 
     def _log_usage(self, run: Run, frame: Dict[str, Any], turn: Dict[str, int]) -> None:
@@ -483,7 +468,7 @@ class ClaudeCodeBackend(ChildBackend):
         prompt = turn.get("input_tokens", 0) + cache_read + turn.get("cache_creation_input_tokens", 0)
         self.activity.usage(run.run_id, input_tokens=prompt, cached_input_tokens=cache_read,
                             output_tokens=turn.get("output_tokens"), reasoning_tokens=None,
-                            context_window=_context_window(frame, self._model), context_used=run.context_used)
+                            context_window=wire.context_window(frame, self._model), context_used=run.context_used)
 
     def _result_run(self, uuids: List[str]) -> Optional[Run]:
         for uuid in uuids:
@@ -502,17 +487,17 @@ class ClaudeCodeBackend(ChildBackend):
                 "error": "harnessctl does not support %s" % request.get("subtype")}})
             return
         tool = request.get("tool_name") or "tool"
-        tool_input = _object(request.get("input"))
+        tool_input = wire.as_object(request.get("input"))
         entry: Dict[str, Any] = {"claude_id": claude_id, "input": tool_input, "kind": "permission",
                                  "suggestions": request.get("permission_suggestions") or [], "questions": [],
-                                 "tool_use_id": _text_or_none(request.get("tool_use_id"))}
+                                 "tool_use_id": wire.text_or_none(request.get("tool_use_id"))}
         if tool == QUESTION_TOOL and isinstance(tool_input.get("questions"), list):
             entry["kind"] = "question"
-            entry["questions"] = _questions(tool_input["questions"])
-            self.host.request(self._active_id(), "question", _question_message(entry["questions"]),
+            entry["questions"] = wire.questions(tool_input["questions"])
+            self.host.request(self._active_id(), "question", wire.question_message(entry["questions"]),
                               details={"tool": tool, "questions": entry["questions"]}, token=claude_id)
         else:
-            entry["suggestions"] = _session_rules(entry["suggestions"])
+            entry["suggestions"] = wire.session_rules(entry["suggestions"])
             if request.get("suppress_always_allow_rule") or request.get("requires_user_interaction"):
                 entry["suggestions"] = []  # Claude must not offer "don't ask again" for this ask
             options = ["allow", "deny"] + (["allow-session"] if entry["suggestions"] else [])
@@ -520,7 +505,7 @@ class ClaudeCodeBackend(ChildBackend):
             for key in ("description", "blocked_path", "decision_reason", "tool_use_id"):
                 if request.get(key) is not None:
                     details[key] = request[key]
-            self.host.request(self._active_id(), "permission", _permission_message(tool, request),
+            self.host.request(self._active_id(), "permission", wire.permission_message(tool, request),
                               options=options, details=details, token=claude_id)
         self._requests[claude_id] = entry
 
@@ -609,228 +594,3 @@ class ClaudeCodeBackend(ChildBackend):
         if not persist or not isinstance(session_id, str) or not session_id:
             return
         self.save_resume(SESSION_FILE, session_id)
-
-
-# -- pure helpers ------------------------------------------------------------------------
-
-
-def _object(value: Any) -> Dict[str, Any]:
-    """A JSON object from the wire, or {} for anything else."""
-    return value if isinstance(value, dict) else {}
-
-
-def _join_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content or []:
-        if isinstance(block, dict) and block.get("type") == "text":
-            parts.append(block.get("text", ""))
-    return "\n".join(parts)
-
-
-def _slim(frame: Dict[str, Any]) -> Dict[str, Any]:
-    """A native frame for the log without its bulky lists."""
-    bulky = ("tools", "slash_commands", "skills", "plugins", "agents", "mcp_servers", "capabilities",
-             "modelUsage", "model_usage_since_last_result", "subagent_stats")
-    return {k: v for k, v in frame.items() if k not in bulky}
-
-
-def _text_or_none(value: Any) -> Optional[str]:
-    return value if isinstance(value, str) and value else None
-
-
-def tool_kind(name: str, tool_input: Dict[str, Any]) -> Tuple[str, str]:
-    """(vocabulary kind, title) of a Claude tool call: the command, the path,
-    the pattern, the query, server.tool, or the tool's name."""
-    if name.startswith("mcp__") and name.count("__") >= 2:
-        _, server, tool = name.split("__", 2)
-        return "mcp", "%s.%s" % (server, tool)
-    kind = TOOL_KINDS.get(name, "other")
-    keys = {"command": ("command",), "file_change": ("file_path", "notebook_path"), "read": ("file_path",),
-            "search": ("pattern", "path"), "web_search": ("query", "url"), "subagent": ("description", "prompt")}
-    for key in keys.get(kind, ()):
-        value = tool_input.get(key)
-        if isinstance(value, str) and value.strip():
-            return kind, value
-    return kind, name
-
-
-def plan_entries(tool_input: Dict[str, Any]) -> Optional[List[Tuple[str, str]]]:
-    """TodoWrite's todos as plan entries (content, status); activeForm, the
-    present-tense wording of the same item, is left out."""
-    todos = tool_input.get("todos")
-    if not isinstance(todos, list):
-        return None
-    entries = []
-    for todo in todos:
-        if isinstance(todo, dict) and isinstance(todo.get("content"), str):
-            status = todo.get("status")
-            entries.append((todo["content"], status if status in PLAN_STATUSES else "pending"))
-    return entries
-
-
-def bash_exit_code(status: str, output: str, detail: Any) -> Optional[int]:
-    """A Bash call's exit code as far as Claude tells it: 0 when it succeeded
-    in the foreground, N when the failed result begins "Exit code N", else None
-    (refused, interrupted, sent to the background, or killed without a code)."""
-    if status == "completed":
-        if isinstance(detail, dict) and (detail.get("backgroundTaskId") or detail.get("interrupted")):
-            return None
-        return 0
-    if status == "failed":
-        found = EXIT_CODE.match(output.lstrip())
-        if found:
-            return int(found.group(1))
-    return None
-
-
-def file_change(detail: Dict[str, Any], tool_input: Dict[str, Any]) -> Optional[Tuple[str, str, str]]:
-    """(path, add | update, unified diff) of an Edit / MultiEdit / Write result."""
-    path = detail.get("filePath") or tool_input.get("file_path")
-    if not isinstance(path, str) or not path:
-        return None
-    original = detail.get("originalFile")
-    created = detail.get("type") == "create" or (original is None and detail.get("type") is not None)
-    hunks = detail.get("structuredPatch")
-    if isinstance(hunks, list) and hunks:
-        diff = _patch_diff(path, hunks, created)
-    else:
-        content = detail.get("content")
-        diff = unified_diff(path, None if created else str(original or ""),
-                            content if isinstance(content, str) else "")
-    return path, "add" if created else "update", diff
-
-
-def _patch_diff(path: str, hunks: List[Any], created: bool) -> str:
-    """A unified diff from Claude's structuredPatch hunks (jsdiff's shape)."""
-    name = path.lstrip("/")
-    out = ["--- %s\n" % ("/dev/null" if created else "a/" + name), "+++ b/%s\n" % name]
-    for hunk in hunks:
-        if not isinstance(hunk, dict):
-            continue
-        out.append("@@ -%s,%s +%s,%s @@\n" % (hunk.get("oldStart"), hunk.get("oldLines"),
-                                             hunk.get("newStart"), hunk.get("newLines")))
-        out.extend("%s\n" % line for line in hunk.get("lines") or [] if isinstance(line, str))
-    return "".join(out)
-
-
-def _rejected(tool_id: str, meta: Any) -> bool:
-    """Whether tool_result_meta says a permission decision refused the tool."""
-    for item in meta if isinstance(meta, list) else []:
-        if isinstance(item, dict) and item.get("id") == tool_id:
-            return _object(item.get("permission_decision")).get("decision") == "reject"
-    return False
-
-
-def _retry_message(frame: Dict[str, Any]) -> str:
-    status = frame.get("error_status")
-    return "API request failed (%s%s); retry %s of %s in %s ms" % (
-        "HTTP %s, " % status if status is not None else "", frame.get("error") or "unknown error",
-        frame.get("attempt"), frame.get("max_retries"), frame.get("retry_delay_ms"))
-
-
-def _prompt_tokens(usage: Any) -> Optional[int]:
-    """Tokens of one API call's prompt: how much of the context it filled."""
-    if not isinstance(usage, dict):
-        return None
-    counts = [usage.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
-    return sum(c for c in counts if isinstance(c, int)) or None
-
-
-def _turn_usage(frame: Dict[str, Any]) -> Optional[Dict[str, int]]:
-    """The turn's tokens summed over models from model_usage_since_last_result
-    (sub-agents included; costUSD comes from the same entries)."""
-    since = frame.get("model_usage_since_last_result")
-    if not isinstance(since, dict):
-        return None
-    totals = {key: 0 for key in MODEL_USAGE_KEYS.values()}
-    for entry in since.values():
-        for source, key in MODEL_USAGE_KEYS.items():
-            value = entry.get(source) if isinstance(entry, dict) else None
-            if isinstance(value, int):
-                totals[key] += value
-    return totals
-
-
-def _context_window(frame: Dict[str, Any], model: Optional[str]) -> Optional[int]:
-    """The main model's context window (modelUsage), else the largest listed."""
-    usage = _object(frame.get("modelUsage") or frame.get("model_usage_since_last_result"))
-    entry = usage.get(model) if model else None
-    entries = [entry] if isinstance(entry, dict) else [e for e in usage.values() if isinstance(e, dict)]
-    windows = [int(e["contextWindow"]) for e in entries if isinstance(e.get("contextWindow"), int)]
-    return max(windows) if windows else None
-
-
-def _error_class(frame: Dict[str, Any]) -> Optional[str]:
-    """The typed name of an API failure: the API's own error type (e.g.
-    overloaded_error, authentication_error), else Claude's class of it
-    (e.g. connection_failed)."""
-    for key in ("api_error_type", "api_error"):
-        if isinstance(frame.get(key), str) and frame[key]:
-            return str(frame[key])
-    return None
-
-
-def _terminal_class(frame: Dict[str, Any]) -> Optional[str]:
-    """Claude's terminal_reason of a failed turn that was not an API error."""
-    reason = frame.get("terminal_reason")
-    return reason if isinstance(reason, str) and reason not in ("completed", "api_error") else None
-
-
-def _usage(usage: Any) -> Optional[Dict[str, int]]:
-    if not isinstance(usage, dict):
-        return None
-    return {k: usage[k] for k in USAGE_KEYS if isinstance(usage.get(k), int)}
-
-
-def _outcome(frame: Dict[str, Any], run: Run) -> Tuple[str, str, Optional[str]]:
-    """(status, output, error) from is_error + terminal_reason, never subtype."""
-    reason = frame.get("terminal_reason")
-    result = frame.get("result")
-    text = result if isinstance(result, str) else ""
-    if isinstance(reason, str) and reason.startswith("aborted"):
-        return "cancelled", text, None
-    if frame.get("is_error"):
-        errors = [str(e) for e in frame.get("errors") or []]
-        error = "; ".join(errors) or text or run.api_error or "claude: %s" % (reason or frame.get("subtype"))
-        status = frame.get("api_error_status")
-        if status and str(status) not in error:
-            error = "%s (HTTP %s)" % (error, status)
-        return "failed", "", error
-    return "completed", text, None
-
-
-def _questions(raw: List[Any]) -> List[Dict[str, Any]]:
-    out = []
-    for index, item in enumerate(raw, 1):
-        if not isinstance(item, dict) or not isinstance(item.get("question"), str):
-            continue
-        question: Dict[str, Any] = {"id": "q%d" % index, "question": item["question"]}
-        labels = [o.get("label") for o in item.get("options") or [] if isinstance(o, dict) and o.get("label")]
-        if labels:
-            question["options"] = labels
-        if item.get("multiSelect"):
-            question["multi_select"] = True
-        out.append(question)
-    return out
-
-
-def _session_rules(suggestions: List[Any]) -> List[Dict[str, Any]]:
-    """The "always allow this" rules Claude suggests, kept for this session only
-    (Claude suggests saving them to the project's local settings file)."""
-    out = []
-    for item in suggestions:
-        if isinstance(item, dict) and item.get("type") == "addRules" and item.get("behavior") == "allow":
-            out.append(dict(item, destination="session"))
-    return out
-
-
-def _question_message(questions: List[Dict[str, Any]]) -> str:
-    return " / ".join(q["question"] for q in questions) or "Claude asks a question"
-
-
-def _permission_message(tool: str, request: Dict[str, Any]) -> str:
-    tool_input = _object(request.get("input"))
-    detail = tool_input.get("command") or tool_input.get("file_path") or request.get("description") or ""
-    return ("Claude wants to use %s: %s" % (tool, detail)).rstrip(": ") if detail else "Claude wants to use %s" % tool
