@@ -29,8 +29,7 @@ WINDOW = 8 * 1024 * 1024  # ... found within the last 8 MiB (more runs than fit 
 POLL = 0.2  # seconds between looks at a followed file
 CHUNK = 65536
 BISECT_SCAN = 64 * 1024  # below this span, --since reads forward instead of bisecting further
-ACCEPTED = b'{"type":"accepted",'
-STARTED = b'"delivery":"start"'
+ACCEPTED = b'"accepted"'  # in a line's raw bytes only as a value: inside a string its quotes are escaped
 
 
 def show(file: str, follow: bool, since: Optional[int], runs: Optional[int], as_json: bool, diff: bool) -> int:
@@ -155,13 +154,15 @@ def runs_offset(f: BinaryIO, size: int, count: int, limit: Optional[int]) -> int
     for offset, line in _backwards(f, size):
         if limit is not None and size - offset > limit:
             return _line_start(f, size - limit)
-        if not (line.startswith(ACCEPTED) and STARTED in line):
+        if not line:
             continue
         try:
             event = json.loads(line)
         except ValueError:
             continue
-        run_id = event.get("run_id") if isinstance(event, dict) else None
+        if not (isinstance(event, dict) and event.get("type") == "accepted" and event.get("delivery") == "start"):
+            continue
+        run_id = event.get("run_id")
         runs[run_id if isinstance(run_id, str) else offset] = offset
         if len(runs) >= count:
             return min(runs.values())

@@ -188,7 +188,7 @@ def reply_commands(e: Entry, file: str) -> List[str]:
 
         questions = e.get("questions") or [{"id": "q1"}]
         answer = {str(q.get("id")): _first_option(q) for q in questions}
-        return [base + quote(json.dumps(answer, ensure_ascii=False))]
+        return [base + quote(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))]
     return [base + quote(option) for option in e.get("options") or ("allow", "deny")]
 
 
