@@ -129,6 +129,14 @@ def test_command_output_deltas_are_tool_output_of_the_same_tool(wire, host):
     assert output["tool_id"] == started["tool_id"] == "turn-1:call_1" and output["text"] == "total 0\n"
 
 
+def test_completed_command_without_aggregated_output_keeps_its_streamed_output(wire, host):
+    item(wire, "started", **COMMAND)
+    note(wire, "item/commandExecution/outputDelta", itemId="call_1", delta="a\n")
+    note(wire, "item/commandExecution/outputDelta", itemId="call_1", delta="b\n")
+    item(wire, "completed", **dict(COMMAND, status="completed", exitCode=0, aggregatedOutput=None))
+    assert host.logged("tool.completed")[0]["output"] == "a\nb\n"
+
+
 def test_item_completed_without_a_start_still_gives_a_started_and_completed_pair(wire, host):
     item(wire, "completed", type="webSearch", id="ws_1", query="harnessctl", action=None, results=None)
     (started,) = host.logged("tool.started")

@@ -54,7 +54,7 @@ def test_plain_run_gives_message_and_completed_result_with_usage(real_codex):
     assert result["usage"] == {"input_tokens": 100, "cached_input_tokens": 20, "output_tokens": 10,
                                "reasoning_output_tokens": 3, "total_tokens": 110}
     assert [m["text"] for m in s.events("message")] == ["Hello from the mock."]
-    assert "".join(e["delta"] for e in s.events("log", kind="text.delta")) == "Hello from the mock."
+    assert "".join(e["text"] for e in s.events("log", kind="text.delta")) == "Hello from the mock."
     (request,) = mock.requests
     assert mr.user_texts(request)[-1] == "Say hello." and request["headers"]["originator"] == "harnessctl"
 
@@ -83,7 +83,8 @@ def approval_session(real_codex):
     s.send("Run touch approved.txt", first=True)
     (request,) = s.wait("request", state="pending")
     assert request["kind"] == "permission" and request["tool"] == "command"
-    assert request["options"] == ["allow", "deny", "allow-session", "cancel"]
+    assert request["options"] == ["allow", "allow-always", "deny", "cancel"]  # what codex 0.171.0 offers, and deny
+    assert request["approval_kind"] == "command"
     assert "touch approved.txt" in request["message"] and "needs to write" in request["message"]
     time.sleep(2)  # the point: the reply comes seconds later, from another process
     assert status(s.path, env=s.env)["state"] == "awaiting_reply"
@@ -107,6 +108,8 @@ def test_approval_denied_by_a_later_reply_does_not_run_the_command(real_codex):
     assert result["status"] == "completed"
     assert not os.path.exists(os.path.join(s.cwd, "approved.txt"))
     assert "rejected by user" in mr.tool_outputs(mock.requests[1])["call_touch"]
+    (completed,) = s.events("log", kind="tool.completed")  # codex took `decline` though it did not list it
+    assert (completed["tool"], completed["status"], completed["exit_code"]) == ("command", "declined", None)
 
 
 def test_file_change_approval_shows_the_diff(real_codex):
@@ -199,8 +202,7 @@ def test_401_from_the_model_gives_a_failed_result_with_codex_message(real_codex)
     assert result["status"] == "failed"
     assert "401 Unauthorized: Incorrect API key provided: sk-mock" in result["error"]
     assert status(s.path, env=s.env)["state"] == "failed"
-    errors = [e for e in s.events("log", kind="native") if e.get("method") == "error"]
-    assert errors and errors[0]["level"] == "error"
+    assert result["error_class"] == "httpConnectionFailed"
 
 
 def test_unreachable_model_endpoint_retries_visibly_and_cancel_ends_it(real_codex):
@@ -210,8 +212,8 @@ def test_unreachable_model_endpoint_retries_visibly_and_cancel_ends_it(real_code
         closed = "http://127.0.0.1:%d/v1" % probe.getsockname()[1]
     s.configure(base_url=closed)
     s.send("hello?", first=True)
-    retry = s.wait_log(lambda e: e.get("kind") == "native" and e.get("will_retry") is True)
-    assert retry["level"] == "warning" and "Reconnecting" in retry["error"]
+    retry = s.wait_log(lambda e: e.get("kind") == "warning" and e.get("source") == "error")
+    assert retry["level"] == "warning" and "Reconnecting" in retry["message"]
     report = status(s.path, env=s.env)
     assert report["state"] == "running" and recent(report["last_activity"], retry["ts"])
     assert s.cmd("cancel", s.path).returncode == 0
