@@ -378,7 +378,7 @@ def test_the_default_renders_a_large_files_tail_reading_a_bounded_part(big):
     path, _ = big
     text, read = log_reading(path)
     assert "the last answer" in text and "the first prompt" not in text
-    assert read < 20 * 1024 * 1024 < os.path.getsize(path)
+    assert read < 30 * 1024 * 1024 < os.path.getsize(path)  # about 2 x 8 MiB (back, then forth) and imports
 
 
 def test_runs_on_a_large_file_reads_back_only_to_the_runs_it_shows(big):
