@@ -253,7 +253,7 @@ class Printer:
     def flush(self, keys: List[str]) -> None:
         """Print the entries among `keys` that are shown and changed since printed."""
         seen = set()
-        for key in keys:
+        for key in self.grouped(keys):
             entry = self.transcript.entries.get(key)
             if key in seen or entry is None or not self.transcript.shown(entry):
                 continue
@@ -268,6 +268,21 @@ class Printer:
             if self.printed.get(key) != text:
                 self.printed[key] = text
                 write(text)
+
+    def grouped(self, keys: List[str]) -> List[str]:
+        """`keys` with each file change moved right after its tool's line."""
+        present = set(keys)
+        files: Dict[str, List[str]] = {}
+        rest = []
+        for key in keys:
+            entry = self.transcript.entries.get(key)
+            if entry is not None and entry["entry"] == "file" and entry.get("tool_id") is not None:
+                tool = "tool:%s:%s" % (entry.get("run_id"), entry["tool_id"])
+                if tool in present:
+                    files.setdefault(tool, []).append(key)
+                    continue
+            rest.append(key)
+        return [k for key in rest for k in [key] + files.pop(key, [])]
 
     def note(self, text: str) -> None:
         write(self.style.paint(text, "dim"))
