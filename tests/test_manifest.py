@@ -97,7 +97,7 @@ def _set(path, value):
 
 
 # (mutation of the mock manifest, what registry.problems says, whether schemacheck sees it too:
-# it has no additionalProperties or uniqueItems, and the folder name is not in the file)
+# it has no uniqueItems, and the folder name is not in the file)
 BROKEN = {
     "unknown capability": (_set("capabilities", ["steer", "permission"]), "unknown capability 'permission'", True),
     "old mock word": (_set("capabilities", ["start"]), "unknown capability 'start'", True),
@@ -110,7 +110,7 @@ BROKEN = {
     "absolute backend": (_set("backend", "adapters.mock.backend:MockBackend"), "backend 'adapters.mock", True),
     "binary_env not ours": (_set("harness.binary_env", "PATH"), "harness.binary_env 'PATH'", True),
     "duplicate capability": (_set("capabilities", ["steer", "steer"]), "capability 'steer' listed twice", False),
-    "unknown key": (_set("harness.path", "/bin/mock"), "unknown key harness.path", False),
+    "unknown key": (_set("harness.path", "/bin/mock"), "unknown key harness.path", True),
     "name of another folder": (_set("name", "other"), "name 'other' is not the adapter's folder name", False),
 }
 
