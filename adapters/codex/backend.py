@@ -19,7 +19,7 @@ from harnessctl.activity import OUTPUT_TAIL
 from harnessctl.backend import Config, Host, Input
 from harnessctl.childbackend import ChildBackend
 
-from . import wire
+from . import approvals, wire
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -317,9 +317,9 @@ class CodexBackend(ChildBackend):
             self.host.debug("codex: reply to request %s, which codex no longer waits for" % token)
             return
         if "fields" in entry:
-            result = wire.elicitation_answer(entry["fields"], answer)
+            result = approvals.elicitation_answer(entry["fields"], answer)
         elif entry["kind"] == "question":
-            result = wire.question_answer(answer)
+            result = approvals.question_answer(answer)
         else:  # the runtime let only the request's own options through
             result = entry["replies"].get(answer) or entry["replies"]["deny"]
         self.write_json({"id": token, "result": result})
@@ -550,15 +550,16 @@ class CodexBackend(ChildBackend):
         entry: Dict[str, Any] = {"turn_id": turn_id}
         info: Optional[Dict[str, Any]]
         if method == "item/commandExecution/requestApproval":
-            info = wire.command_request(params)
+            info = approvals.command_request(params)
         elif method == "item/fileChange/requestApproval":
-            info = wire.file_change_request(params, self.file_changes.get(self._tool_id(params, params.get("itemId"))))
+            changes = self.file_changes.get(self._tool_id(params, params.get("itemId")))
+            info = approvals.file_change_request(params, changes)
         elif method == "item/permissions/requestApproval":
-            info = wire.permissions_request(params)
+            info = approvals.permissions_request(params)
         elif method == "item/tool/requestUserInput":
-            info = dict(wire.question_request(params), kind="question", options=None)
+            info = dict(approvals.question_request(params), kind="question", options=None)
         elif method == "mcpServer/elicitation/request":
-            info = wire.elicitation_request(params)
+            info = approvals.elicitation_request(params)
             if info is None:  # e.g. a device-signed user verification: nobody here can sign it
                 self.host.log("diagnostic", "warning", run_id=run_id,
                               message="codex relayed an MCP %s request harnessctl cannot answer; declined"

@@ -16,16 +16,6 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 
-# codex approval decision (a string) -> our reply option
-DECISION_OPTIONS = {
-    "accept": "allow",
-    "acceptForSession": "allow-session",
-    "decline": "deny",
-    "cancel": "cancel",
-}
-# the options of an approval that lists no `availableDecisions` (file changes, older servers)
-DEFAULT_DECISIONS = ["accept", "decline", "acceptForSession", "cancel"]
-
 # turn/steer errors that mean "the turn already ended", so the input starts a new run.
 # codex 0.171.0 sends them as a bare -32600 with this text and no typed data (as recorded).
 STEER_RACE_ERRORS = ("no active turn to steer", "expected active turn id")
@@ -134,299 +124,6 @@ def steer_refusal(error: Any) -> str:
     return "ended" if any(marker in text for marker in STEER_RACE_ERRORS) else "refused"
 
 
-# -- approvals ---------------------------------------------------------------------------
-
-
-def decision_option(decision: Any) -> Optional[Tuple[str, str]]:
-    """One `availableDecisions` entry -> (our option, what it does), or None
-    for a decision shape harnessctl does not know."""
-    if isinstance(decision, str):
-        option = DECISION_OPTIONS.get(decision)
-        return (option, DECISION_TEXTS[option]) if option else None
-    if not isinstance(decision, dict) or len(decision) != 1:
-        return None
-    name, value = next(iter(decision.items()))
-    value = value if isinstance(value, dict) else {}
-    if name == "acceptWithExecpolicyAmendment":
-        prefix = " ".join(str(p) for p in value.get("execpolicy_amendment") or [])
-        return "allow-always", "run it, and never ask again for commands starting with `%s`" % prefix
-    if name == "applyNetworkPolicyAmendment":
-        rule = value.get("network_policy_amendment")
-        rule = rule if isinstance(rule, dict) else {}
-        action = rule.get("action")
-        if action in ("allow", "deny"):
-            return "%s-host" % action, "%s %s from now on" % (action, rule.get("host"))
-    return None
-
-
-DECISION_TEXTS = {
-    "allow": "run it once",
-    "allow-session": "run it, and do not ask again this session",
-    "deny": "refuse it; the agent goes on",
-    "cancel": "refuse it and end the turn",
-}
-
-
-def approval_options(available: Any) -> Tuple[List[str], List[str], Dict[str, Any]]:
-    """(options, their descriptions, option -> codex decision) of an approval.
-
-    Only what codex offers (`availableDecisions`, else every plain decision),
-    plus `deny`: codex accepts `decline` even where its list leaves it out (as
-    recorded: 0.171.0 offers accept, an execpolicy amendment and cancel), and
-    a caller must always be able to refuse without ending the turn."""
-    decisions = available if isinstance(available, list) else DEFAULT_DECISIONS
-    options: List[str] = []
-    texts: List[str] = []
-    mapping: Dict[str, Any] = {}
-    for decision in decisions:
-        known = decision_option(decision)
-        if known is None or known[0] in mapping:
-            continue
-        options.append(known[0])
-        texts.append(known[1])
-        mapping[known[0]] = decision
-    if "deny" not in mapping:
-        at = options.index("cancel") if "cancel" in options else len(options)
-        options.insert(at, "deny")
-        texts.insert(at, DECISION_TEXTS["deny"])
-        mapping["deny"] = "decline"
-    return options, texts, mapping
-
-
-def command_request(params: Dict[str, Any]) -> Dict[str, Any]:
-    """item/commandExecution/requestApproval -> host.request arguments."""
-    command = params.get("command") or ""
-    reason = params.get("reason")
-    kind = params.get("kind") or "command"
-    network = params.get("networkApprovalContext")
-    if isinstance(network, dict) and not command:
-        message = "Allow network access to %s (%s)" % (network.get("host"), network.get("protocol"))
-    elif kind == "writeStdin":
-        message = "Write to the running command: %s" % command
-    elif kind == "humanCommand":
-        message = "Confirm (a checkpoint that needs a person): %s" % command
-    else:
-        message = "Run command: %s" % command
-    if reason:
-        message += " (%s)" % reason
-    options, texts, mapping = approval_options(params.get("availableDecisions"))
-    details = {
-        "tool": "command",
-        "approval_kind": kind,
-        "option_descriptions": texts,
-        "input": {
-            "command": command or None,
-            "cwd": params.get("cwd"),
-            "reason": reason,
-            "command_actions": params.get("commandActions"),
-            "network": network if isinstance(network, dict) else None,
-        },
-    }
-    return {"message": message, "options": options, "details": details,
-            "replies": {o: {"decision": d} for o, d in mapping.items()}}
-
-
-def file_change_request(params: Dict[str, Any], changes: Optional[List[Dict[str, Any]]]) -> Dict[str, Any]:
-    """item/fileChange/requestApproval + the `changes` remembered from item/started
-    or item/fileChange/patchUpdated (the approval params carry no diff)."""
-    changes = [c for c in changes or [] if isinstance(c, dict)]
-    paths = [str(c.get("path")) for c in changes]
-    message = "Apply file changes: %s" % (", ".join(paths) if paths else "(unknown files)")
-    reason = params.get("reason")
-    if reason:
-        message += " (%s)" % reason
-    options, texts, mapping = approval_options(None)
-    details = {
-        "tool": "file_change",
-        "option_descriptions": texts,
-        "input": {
-            "changes": [_change(c) for c in changes],
-            "reason": reason,
-            "grant_root": params.get("grantRoot"),
-        },
-    }
-    return {"message": message, "options": options, "details": details,
-            "replies": {o: {"decision": d} for o, d in mapping.items()}}
-
-
-def permissions_request(params: Dict[str, Any]) -> Dict[str, Any]:
-    """item/permissions/requestApproval (the model asks for more sandbox access)
-    -> a permission: allow grants what it asked for this turn, allow-session for
-    the session, deny grants nothing."""
-    asked = _obj(params.get("permissions"))
-    wants = []
-    network = asked.get("network")
-    if isinstance(network, dict) and network.get("enabled"):
-        wants.append("network access")
-    files = asked.get("fileSystem")
-    if isinstance(files, dict):
-        for access in ("write", "read"):
-            for path in files.get(access) or []:
-                wants.append("%s %s" % (access, path))
-        for entry in files.get("entries") or []:
-            if isinstance(entry, dict):
-                wants.append("%s %s" % (entry.get("access"), _fs_path(entry.get("path"))))
-    message = "Grant %s" % (", ".join(wants) if wants else "extra permissions")
-    reason = params.get("reason")
-    if reason:
-        message += " (%s)" % reason
-    granted = {k: v for k, v in asked.items() if v is not None}
-    return {
-        "message": message,
-        "options": ["allow", "allow-session", "deny"],
-        "details": {"tool": "permissions",
-                    "option_descriptions": ["grant it for this turn", "grant it for the session",
-                                            "grant nothing"],
-                    "input": {"permissions": asked, "cwd": params.get("cwd"), "reason": reason}},
-        "replies": {"allow": {"permissions": granted, "scope": "turn"},
-                    "allow-session": {"permissions": granted, "scope": "session"},
-                    "deny": {"permissions": {}, "scope": "turn"}},
-    }
-
-
-def _fs_path(path: Any) -> str:
-    if not isinstance(path, dict):
-        return str(path)
-    if path.get("type") == "path":
-        return str(path.get("path"))
-    if path.get("type") == "glob_pattern":
-        return str(path.get("pattern"))
-    value = path.get("value")
-    return str(value.get("kind") if isinstance(value, dict) else value)
-
-
-def elicitation_request(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    """mcpServer/elicitation/request -> a request, or None for a mode no caller
-    can answer (a device-signed `openai/userVerification`).
-
-    A form with fields becomes a question (one per field, its answer converted
-    to the field's type); a form with no field, or a URL to visit, becomes a
-    permission: allow (accept), deny (decline), cancel."""
-    server = params.get("serverName") or "an MCP server"
-    message = str(params.get("message") or "")
-    mode = params.get("mode")
-    schema = params.get("requestedSchema")
-    fields = schema.get("properties") if isinstance(schema, dict) else None
-    if mode in ("form", "openai/form", "openaiForm") and isinstance(fields, dict) and fields:
-        questions = [_field_question(str(name), spec) for name, spec in fields.items()]
-        return {"kind": "question", "message": "%s asks: %s" % (server, message), "options": None,
-                "details": {"tool": "mcp", "server": server, "questions": questions},
-                "fields": {str(name): spec for name, spec in fields.items()}}
-    if mode == "url":
-        text = "%s asks you to open %s: %s" % (server, params.get("url"), message)
-    elif mode in ("form", "openai/form", "openaiForm"):
-        text = "%s asks: %s" % (server, message)
-    else:
-        return None
-    return {"kind": "permission", "message": text, "options": ["allow", "deny", "cancel"],
-            "details": {"tool": "mcp", "server": server, "url": params.get("url"),
-                        "option_descriptions": ["accept", "decline", "cancel the request"]},
-            "replies": {"allow": {"action": "accept", "content": {} if mode != "url" else None},
-                        "deny": {"action": "decline", "content": None},
-                        "cancel": {"action": "cancel", "content": None}}}
-
-
-def _field_question(name: str, spec: Any) -> Dict[str, Any]:
-    spec = spec if isinstance(spec, dict) else {}
-    entry: Dict[str, Any] = {"id": name, "question": str(spec.get("title") or spec.get("description") or name)}
-    labels, _ = _field_choices(spec)
-    if spec.get("type") == "boolean":
-        labels = ["true", "false"]
-    if labels:
-        entry["options"] = labels
-    if spec.get("description") and spec.get("title"):
-        entry["description"] = str(spec["description"])
-    entry["answer_type"] = "list" if spec.get("type") == "array" else str(spec.get("type") or "string")
-    return entry
-
-
-def _field_choices(spec: Dict[str, Any]) -> Tuple[List[str], Dict[str, str]]:
-    """(labels, label -> value) of an enum field (titled, untitled or legacy)."""
-    items = spec.get("items") if spec.get("type") == "array" else spec
-    items = items if isinstance(items, dict) else {}
-    titled = items.get("oneOf") or items.get("anyOf")
-    if isinstance(titled, list):
-        pairs = [(str(o.get("title")), str(o.get("const"))) for o in titled if isinstance(o, dict)]
-    elif isinstance(items.get("enum"), list):
-        values = [str(v) for v in items["enum"]]
-        names = spec.get("enumNames")
-        names = [str(n) for n in names] if isinstance(names, list) and len(names) == len(values) else values
-        pairs = list(zip(names, values))
-    else:
-        pairs = []
-    return [p[0] for p in pairs], dict(pairs)
-
-
-def elicitation_answer(fields: Dict[str, Any], answer: Any) -> Dict[str, Any]:
-    """{field: text} -> the elicitation response, each value converted to its
-    field's type (a text that does not convert is sent as given: the MCP
-    server says what is wrong)."""
-    content = {}
-    for name, text in (answer if isinstance(answer, dict) else {}).items():
-        content[name] = _convert(_obj(fields.get(name)), str(text))
-    return {"action": "accept", "content": content}
-
-
-def _convert(spec: Dict[str, Any], text: str) -> Any:
-    _, values = _field_choices(spec)
-    kind = spec.get("type")
-    if kind == "array":
-        try:
-            parts = json.loads(text)
-        except ValueError:
-            parts = None
-        if not isinstance(parts, list):
-            parts = [p.strip() for p in text.split(",") if p.strip()]
-        return [values.get(str(p), str(p)) for p in parts]
-    if kind == "boolean":
-        lowered = text.strip().lower()
-        if lowered in ("true", "yes", "y", "1"):
-            return True
-        if lowered in ("false", "no", "n", "0"):
-            return False
-        return text
-    if kind in ("number", "integer"):
-        try:
-            return int(text) if kind == "integer" else float(text)
-        except ValueError:
-            return text
-    return values.get(text, text)
-
-
-def question_request(params: Dict[str, Any]) -> Dict[str, Any]:
-    """item/tool/requestUserInput -> a question request (labels as options, their
-    descriptions alongside in `option_descriptions`)."""
-    questions = []
-    for q in params.get("questions") or []:
-        if not isinstance(q, dict):
-            continue
-        entry: Dict[str, Any] = {"id": str(q.get("id")), "question": str(q.get("question") or "")}
-        options = [o for o in q.get("options") or [] if isinstance(o, dict)]
-        if options:
-            entry["options"] = [str(o.get("label")) for o in options]
-            entry["option_descriptions"] = [str(o.get("description") or "") for o in options]
-        for native, ours in (("header", "header"), ("isOther", "allow_other"), ("isSecret", "secret")):
-            if native in q:
-                entry[ours] = q[native]
-        questions.append(entry)
-    if len(questions) == 1:
-        message = questions[0]["question"]
-    else:
-        message = "Codex asks %d questions" % len(questions)
-    return {"message": message, "details": {"questions": questions}}
-
-
-def question_answer(answer: Any) -> Dict[str, Any]:
-    """{question id: text} -> the requestUserInput response."""
-    if not isinstance(answer, dict):
-        answer = {}
-    out = {}
-    for qid, value in answer.items():
-        values = value if isinstance(value, list) else [value]
-        out[str(qid)] = {"answers": [str(v) for v in values]}
-    return {"answers": out}
-
-
 # -- tools -------------------------------------------------------------------------------
 
 
@@ -449,12 +146,12 @@ def tool_info(item: Dict[str, Any]) -> Optional[Tuple[str, str, str, Any]]:
     if kind == "fileChange":
         changes = [c for c in item.get("changes") or [] if isinstance(c, dict)]
         paths = ", ".join(str(c.get("path")) for c in changes)
-        return "file_change", kind, paths or "file changes", {"changes": [_change(c) for c in changes]}
+        return "file_change", kind, paths or "file changes", {"changes": [change_of(c) for c in changes]}
     if kind == "mcpToolCall":
         name = "%s.%s" % (item.get("server"), item.get("tool"))
         return "mcp", name, name, item.get("arguments")
     if kind == "webSearch":
-        action = _obj(item.get("action"))
+        action = as_object(item.get("action"))
         title = item.get("query") or action.get("query") or action.get("url") or "web search"
         return "web_search", kind, str(title), {"query": item.get("query"), "action": item.get("action")}
     if kind == "collabAgentToolCall":
@@ -500,21 +197,21 @@ def tool_output(item: Dict[str, Any]) -> str:
         error = item.get("error")
         if isinstance(error, dict):
             return str(error.get("message") or "")
-        return _texts(_obj(item.get("result")).get("content"))
+        return _texts(as_object(item.get("result")).get("content"))
     if kind == "dynamicToolCall":
         return _texts(item.get("contentItems"))
     if kind == "functionCallOutput":
         output = item.get("output")
         return output if isinstance(output, str) else _texts(output)
     if kind == "collabAgentToolCall":
-        states = _obj(item.get("agentsStates")).values()
+        states = as_object(item.get("agentsStates")).values()
         return "\n".join(str(s.get("message")) for s in states if isinstance(s, dict) and s.get("message"))
     if kind == "imageGeneration":
         return str(item.get("savedPath") or "")
     return ""
 
 
-def _obj(value: Any) -> Dict[str, Any]:
+def as_object(value: Any) -> Dict[str, Any]:
     """A JSON object from the wire, or {} for anything else."""
     return value if isinstance(value, dict) else {}
 
@@ -523,7 +220,7 @@ def _texts(content: Any) -> str:
     return "\n".join(str(c.get("text")) for c in content or [] if isinstance(c, dict) and c.get("text"))
 
 
-def _change(change: Dict[str, Any]) -> Dict[str, Any]:
+def change_of(change: Dict[str, Any]) -> Dict[str, Any]:
     kind = change.get("kind")
     move_path = kind.get("move_path") if isinstance(kind, dict) else None
     if isinstance(kind, dict):
