@@ -42,8 +42,8 @@ def show(file: str, follow: bool, since: Optional[int], runs: Optional[int], as_
     try:
         size = os.fstat(f.fileno()).st_size
         start = window(f, size, since, runs)
-        if start > 0 and not as_json:
-            out.note("--- earlier lines not shown (from byte %d; --since 1 shows everything)" % start)
+        if start > 0:
+            out.note("earlier lines not shown (from byte %d; --since 1 shows everything)" % start)
         offset = out.feed(f, start)
         out.flush(list(out.transcript.entries))
         if follow:
@@ -285,7 +285,11 @@ class Printer:
         return [k for key in rest for k in [key] + files.pop(key, [])]
 
     def note(self, text: str) -> None:
-        write(self.style.paint(text, "dim"))
+        """A line about the reading itself (where it started, a replaced file)."""
+        if self.as_json:
+            write(json.dumps({"entry": "note", "text": text}, ensure_ascii=False, separators=(",", ":")))
+        else:
+            write(self.style.paint("--- " + text, "dim"))
 
 
 def write(text: str) -> None:
@@ -322,7 +326,7 @@ def tail(path: str, f: BinaryIO, offset: int, out: Printer) -> None:
             f.close()
             f, identity, offset = fresh, _identity(fresh), 0
             out.transcript, out.printed = Transcript(), {}
-            out.note("--- %s was replaced or truncated: reading it from the start" % path)
+            out.note("%s was replaced or truncated: reading it from the start" % path)
         if st.st_size > offset:
             keys: List[str] = []
             offset = out.feed(f, offset, keys)

@@ -70,8 +70,8 @@ class Transcript:
     def unreadable(self, seq_before: Optional[int], offset: int, size: int, reason: str) -> List[str]:
         """A line that is not an event (torn, foreign, of an unknown type)."""
         key = "unreadable:%d" % offset
-        self.entries[key] = {"entry": "unreadable", "seq": None, "ts": None, "offset": offset, "bytes": size, "reason": reason,
-                             "after_seq": seq_before}
+        self.entries[key] = {"entry": "unreadable", "seq": None, "ts": None, "offset": offset, "bytes": size,
+                             "reason": reason, "after_seq": seq_before}
         self._last_key = key
         return [key]
 

@@ -299,6 +299,12 @@ def test_json_prints_one_object_per_entry_with_the_same_folding(efile):
     assert entries[3]["reply"] == ["harnessctl reply %s req-1 allow" % efile, "harnessctl reply %s req-1 deny" % efile]
 
 
+def test_json_says_in_a_note_that_earlier_lines_were_not_read(efile):
+    three_runs(efile)
+    first = json.loads(log(efile, "--json", "--runs", "1").splitlines()[0])
+    assert first["entry"] == "note" and first["text"].startswith("earlier lines not shown")
+
+
 # -- where it starts ---------------------------------------------------------------------
 
 
