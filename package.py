@@ -5,8 +5,11 @@
     tar xzf dist/harnessctl-codex-<version>-linux.tar.gz -C ~/.harness
     ~/.harness/codex/harnessctl status /tmp/none.jsonl     # exits 4: the entry point works
 
-The archive holds `<adapter>/harnessctl` (the entry point, adapter fixed),
-`<adapter>/manifest.json` and `<adapter>/lib/` (the core and that one adapter:
+    python3 package.py --adapter acp --agent gemini    # -> ~/.harness/acp-gemini/harnessctl
+
+The archive holds `<name>/harnessctl` (the entry point, adapter fixed, and with
+--agent the agent too; <name> is the adapter, or ADAPTER-AGENT),
+`<name>/manifest.json` and `<name>/lib/` (the core and that one adapter:
 every file of its folder but Python's caches, executable bits kept).  An
 adapter whose manifest breaks schema/manifest.schema.json is refused (exit 2).
 Stdlib only; the output is reproducible (fixed mtimes, sorted entries).
@@ -29,7 +32,7 @@ import os
 import subprocess
 import sys
 import tarfile
-from typing import Any, Dict, List  # package.py is a build tool: start-up cost does not matter
+from typing import Any, Dict, List, Optional  # package.py is a build tool: start-up cost does not matter
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, ROOT)
@@ -37,14 +40,14 @@ sys.path.insert(0, ROOT)
 from harnessctl import PROTOCOL_VERSION, __version__, registry  # noqa: E402
 
 ENTRY = """{shebang}
-\"\"\"harnessctl with the {adapter} adapter (self-contained package; see manifest.json).\"\"\"
+\"\"\"harnessctl with the {adapter} adapter{with_agent} (self-contained package; see manifest.json).\"\"\"
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "lib"))
 from harnessctl.cli import main  # noqa: E402
 
-sys.exit(main(adapter={adapter!r}))
+sys.exit(main(adapter={adapter!r}, agent={agent!r}))
 """
 PYTHON_FLOOR = "3.9"
 MTIME = 1767225600  # 2026-01-01: reproducible archives
@@ -87,10 +90,10 @@ def sources(top: str) -> List[str]:
     return found
 
 
-def package_manifest(adapter: str) -> Dict[str, Any]:
+def package_manifest(adapter: str, agent: Optional[str] = None) -> Dict[str, Any]:
     adapter_manifest = registry.manifest(adapter)
-    return {
-        "name": "harnessctl-%s" % adapter,
+    manifest = {
+        "name": "harnessctl-%s" % folder_name(adapter, agent),
         "harnessctl_version": __version__,
         "protocol_version": PROTOCOL_VERSION,
         "adapter": adapter,
@@ -101,27 +104,43 @@ def package_manifest(adapter: str) -> Dict[str, Any]:
         "python_requires": ">=%s" % PYTHON_FLOOR,
         "entry_point": "harnessctl",
     }
+    if agent is not None:  # the preset's own line: its command and what was proved against it
+        manifest["agent"] = dict(adapter_manifest["agents"][agent], name=agent)
+    elif "agents" in adapter_manifest:
+        manifest["agents"] = adapter_manifest["agents"]
+    return manifest
 
 
-def build(adapter: str, output_dir: str, python: str = sys.executable) -> str:
+def folder_name(adapter: str, agent: Optional[str]) -> str:
+    return adapter if agent is None else "%s-%s" % (adapter, agent)
+
+
+def build(adapter: str, output_dir: str, python: str = sys.executable, agent: Optional[str] = None) -> str:
     """The archive's path; raises ValueError (and writes nothing) for a manifest that breaks
-    schema/manifest.schema.json or an interpreter that cannot work."""
+    schema/manifest.schema.json, an agent that is not one of its presets, or an
+    interpreter that cannot work."""
     problems = registry.problems(adapter)
     if problems:
         raise ValueError("adapters/%s/manifest.json: %s" % (adapter, "; ".join(problems)))
-    entry = ENTRY.format(shebang=shebang(python), adapter=adapter).encode()
-    manifest = package_manifest(adapter)
+    presets = registry.manifest(adapter).get("agents") or {}
+    if agent is not None and agent not in presets:
+        raise ValueError("--agent %s is not a preset of the %s adapter (%s)" % (
+            agent, adapter, ", ".join(sorted(presets)) or "it has none"))
+    entry = ENTRY.format(shebang=shebang(python), adapter=adapter, agent=agent,
+                         with_agent=" and the %s agent" % agent if agent else "").encode()
+    manifest = package_manifest(adapter, agent)
     files = sources("harnessctl") + ["adapters/__init__.py"] + sources(os.path.join("adapters", adapter))
     os.makedirs(output_dir, exist_ok=True)
-    target = os.path.join(output_dir, "harnessctl-%s-%s-linux.tar.gz" % (adapter, __version__))
+    name = folder_name(adapter, agent)
+    target = os.path.join(output_dir, "harnessctl-%s-%s-linux.tar.gz" % (name, __version__))
     with open(target, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=MTIME) as gz:
         with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            add_bytes(tar, "%s/harnessctl" % adapter, entry, 0o755)
-            add_bytes(tar, "%s/manifest.json" % adapter, (json.dumps(manifest, indent=2) + "\n").encode(), 0o644)
+            add_bytes(tar, "%s/harnessctl" % name, entry, 0o755)
+            add_bytes(tar, "%s/manifest.json" % name, (json.dumps(manifest, indent=2) + "\n").encode(), 0o644)
             for rel in files:
                 with open(os.path.join(ROOT, rel), "rb") as f:
                     data, executable = f.read(), os.fstat(f.fileno()).st_mode & 0o111
-                add_bytes(tar, "%s/lib/%s" % (adapter, rel), data, 0o755 if executable else 0o644)
+                add_bytes(tar, "%s/lib/%s" % (name, rel), data, 0o755 if executable else 0o644)
     return target
 
 
@@ -134,13 +153,14 @@ def add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mode: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description="Build dist/harnessctl-<adapter>-<version>-linux.tar.gz")
     parser.add_argument("--adapter", required=True, choices=registry.names())
+    parser.add_argument("--agent", help="a preset of an adapter with agents (acp): fixed in the entry point")
     parser.add_argument("--output-dir", default="dist")
     parser.add_argument("--python", default=sys.executable,
                         help="interpreter for the entry point's #! line (default: this one, resolved); "
                         "a bare name such as python3 is looked up on PATH where the package runs")
     args = parser.parse_args()
     try:
-        print(build(args.adapter, args.output_dir, args.python))
+        print(build(args.adapter, args.output_dir, args.python, args.agent))
     except ValueError as exc:  # one line, exit 2 like a usage error
         print("%s: error: %s" % (parser.prog, exc), file=sys.stderr)
         return 2

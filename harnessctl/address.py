@@ -141,8 +141,8 @@ def require_exists(addr: Address) -> None:
 
 
 def check_binding(bound: Dict[str, Optional[str]], wanted: Dict[str, Optional[str]]) -> None:
-    """A later command may omit adapter/cwd/model; a different value is a conflict."""
-    for key in ("adapter", "cwd", "model"):
+    """A later command may omit adapter/cwd/model/agent; a different value is a conflict."""
+    for key in ("adapter", "cwd", "model", "agent"):
         if wanted.get(key) is not None and wanted[key] != bound.get(key):
             value = bound.get(key)
             raise UsageError("%s is bound to this event path: %s (new workspace = new file)"
@@ -235,7 +235,8 @@ def read_binding(addr: Address) -> Optional[Dict[str, Optional[str]]]:
     except ValueError:
         binding = None
     if not (isinstance(binding, dict) and isinstance(binding.get("adapter"), str)
-            and isinstance(binding.get("cwd"), str) and isinstance(binding.get("model"), (str, type(None)))):
+            and isinstance(binding.get("cwd"), str) and isinstance(binding.get("model"), (str, type(None)))
+            and isinstance(binding.get("agent"), (str, type(None)))):
         raise UsageError("unreadable binding %s (not JSON with adapter, cwd and model): remove it and send "
                          "again with --adapter (and --cwd, --model)" % addr.binding)
     return binding

@@ -56,16 +56,17 @@ REQUEST_KINDS = ("permission", "question")  # Host.request(kind=...)
 class Config:
     """What the runtime knows about the conversation when it creates a backend."""
 
-    __slots__ = ("cwd", "model", "sidecar", "env", "debug", "harness")
+    __slots__ = ("cwd", "model", "sidecar", "env", "debug", "harness", "agent")
 
     def __init__(self, cwd: str, model: Optional[str], sidecar: str, env: Dict[str, str], debug: bool,
-                 harness: Optional[Dict[str, Any]] = None) -> None:
+                 harness: Optional[Dict[str, Any]] = None, agent: Optional[str] = None) -> None:
         self.cwd = cwd  # bound working directory (absolute)
         self.model = model  # bound model, or None for the harness's default
         self.sidecar = sidecar  # FILE.d/: the adapter may keep small files here (resume ids)
         self.env = env  # environment of the send that started the runtime
         self.debug = debug
         self.harness = harness or {}  # the manifest's `harness` section: binary, binary_env, args_env, ...
+        self.agent = agent  # bound --agent (adapters whose manifest has `agents`), else None
 
 
 class Input:

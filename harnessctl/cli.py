@@ -19,11 +19,11 @@ if TYPE_CHECKING:
 MAX_TEXT = 4 * 1024 * 1024
 
 
-def main(argv: Optional[List[str]] = None, adapter: Optional[str] = None) -> int:
-    """Run one command; `adapter` is fixed by a per-adapter package entry point."""
+def main(argv: Optional[List[str]] = None, adapter: Optional[str] = None, agent: Optional[str] = None) -> int:
+    """Run one command; `adapter` (and `agent`) are fixed by a per-adapter package entry point."""
     argv = sys.argv[1:] if argv is None else argv
     try:
-        return run(argv, adapter)
+        return run(argv, adapter, agent)
     except BrokenPipeError:
         # The reader went away (`status | true`): quiet, as the standard library's
         # tools are on EPIPE, but not 0: the line did not arrive.
@@ -79,7 +79,7 @@ def fail(message: str, code: int) -> int:
     return code
 
 
-def run(argv: List[str], fixed_adapter: Optional[str]) -> int:
+def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str] = None) -> int:
     options_part = argv[: argv.index("--")] if "--" in argv else argv
     if not argv:
         from .usage import overview
@@ -100,7 +100,7 @@ def run(argv: List[str], fixed_adapter: Optional[str]) -> int:
     from . import client
 
     if command == "send":
-        return send(args, options, fixed_adapter)
+        return send(args, options, fixed_adapter, fixed_agent)
     if command == "wait":
         return outcome(client.wait(args[0], args[1] if len(args) > 1 else None, timeout(options)))
     if command == "status":
@@ -113,18 +113,22 @@ def run(argv: List[str], fixed_adapter: Optional[str]) -> int:
     return 0
 
 
-def send(args: List[str], options: Dict[str, str], fixed_adapter: Optional[str]) -> int:
+def send(args: List[str], options: Dict[str, str], fixed_adapter: Optional[str],
+         fixed_agent: Optional[str] = None) -> int:
     from . import client
 
-    adapter = options.get("--adapter")
+    adapter, agent = options.get("--adapter"), options.get("--agent")
     if fixed_adapter and adapter not in (None, fixed_adapter):
         raise UsageError("this harnessctl is the %s adapter's; --adapter %s is not available"
                          % (fixed_adapter, adapter))
+    if fixed_agent and agent not in (None, fixed_agent):
+        raise UsageError("this harnessctl runs the %s agent; --agent %s is not available" % (fixed_agent, agent))
     if "--timeout" in options and "--wait" not in options:
         raise UsageError("--timeout applies to --wait: add --wait, or leave --timeout out")
     wait_timeout = timeout(options)
     text = check_text(args[1] if len(args) > 1 else read_stdin("TEXT"))
-    input_id = client.send(args[0], text, options.get("--cwd"), options.get("--model"), adapter or fixed_adapter)
+    input_id = client.send(args[0], text, options.get("--cwd"), options.get("--model"), adapter or fixed_adapter,
+                           agent or fixed_agent)
     if "--print-id" in options:
         emit(input_id)
     if "--wait" not in options:
@@ -182,7 +186,7 @@ def timeout(options: Dict[str, str]) -> Optional[float]:
 NAMES = {"send": ("FILE", "TEXT"), "wait": ("FILE", "INPUT_ID"), "status": ("FILE",), "cancel": ("FILE",),
          "reply": ("FILE", "REQUEST_ID", "ANSWER"), "log": ("FILE",)}
 POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, 1), "cancel": (1, 1), "reply": (2, 3), "log": (1, 1)}
-OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--timeout"), "wait": ("--timeout",),
+OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--agent", "--timeout"), "wait": ("--timeout",),
            "log": ("--since", "--runs")}
 FLAGS = {"send": ("--print-id", "--wait"), "log": ("--follow", "--json", "--diff")}
 

@@ -38,11 +38,13 @@ def timeout_seconds() -> float:
 # read the event file and the binding: that path imports json and the fold.
 
 
-def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter: Optional[str]) -> str:
+def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter: Optional[str],
+         agent: Optional[str] = None) -> str:
     """The accepted input's id."""
     addr = resolve(file)
-    wanted = {"adapter": adapter, "cwd": _real_dir(cwd) if cwd is not None else None, "model": model}
-    fields = ["send", text, wanted["cwd"] or "", model or "", adapter or ""]
+    wanted = {"adapter": adapter, "cwd": _real_dir(cwd) if cwd is not None else None, "model": model,
+              "agent": agent}
+    fields = ["send", text, wanted["cwd"] or "", model or "", adapter or "", agent or ""]
     deadline = time.monotonic() + timeout_seconds()
     while True:
         try:
@@ -205,8 +207,18 @@ def _new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:
     adapter = wanted["adapter"] or os.environ.get("HARNESSCTL_ADAPTER")
     if not adapter:
         raise UsageError("no adapter for this new event file: pass --adapter NAME or set HARNESSCTL_ADAPTER")
-    registry.manifest(adapter)
-    return {"adapter": adapter, "cwd": wanted["cwd"] or _real_dir("."), "model": wanted["model"]}
+    manifest = registry.manifest(adapter)
+    binding = {"adapter": adapter, "cwd": wanted["cwd"] or _real_dir("."), "model": wanted["model"]}
+    agent_env = (manifest.get("harness") or {}).get("agent_env")
+    agent = wanted.get("agent") or (os.environ.get(agent_env) if agent_env else None)
+    if agent is not None and "agents" not in manifest:
+        raise UsageError("the %s adapter takes no --agent (it drives one harness)" % adapter)
+    if agent is None and "agents" in manifest:
+        raise UsageError("the %s adapter needs --agent NAME_OR_COMMAND (presets: %s)%s" % (
+            adapter, ", ".join(sorted(manifest["agents"])), " or %s" % agent_env if agent_env else ""))
+    if agent is not None:
+        binding["agent"] = agent
+    return binding
 
 
 def _real_dir(path: str) -> str:

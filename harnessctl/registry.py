@@ -36,10 +36,12 @@ else:  # a checkout, or a per-adapter package's lib/
 # schema/manifest.schema.json, which documents each word and key (tests/test_manifest.py keeps them equal)
 CAPABILITIES = ("steer", "cancel", "approvals", "questions", "resume", "usage", "cost", "crash-recovery")
 KEYS = {"name": "string", "version": "string", "description": "string", "backend": "string", "harness": "object",
-        "capabilities": "array"}
+        "capabilities": "array", "agents": "object"}
 HARNESS_KEYS = {"name": "string", "version": "string", "package": "string", "binary": "string or null",
-                "binary_env": "string or null", "args_env": "string or null"}
-OPTIONAL = ("harness.package",)
+                "binary_env": "string or null", "args_env": "string or null", "agent_env": "string or null"}
+AGENT_KEYS = {"command": "string", "command_env": "string", "package": "string or null",
+              "version": "string or null", "capabilities": "array", "degraded": "object"}
+OPTIONAL = ("package", "agent_env", "agents", "degraded")  # keys a manifest, its harness or a preset may omit
 TYPES: Dict[str, Any] = {"string": str, "object": dict, "array": list, "string or null": (str, type(None))}
 BACKEND = r"\.[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*"  # the schema's patterns
 ENV_NAME = r"HARNESSCTL_[A-Z0-9_]+"
@@ -83,18 +85,44 @@ def problems(name: str) -> List[str]:
     if isinstance(harness, dict):
         found += _shape(harness, HARNESS_KEYS, "harness.")
         found += ["harness.%s %r is not a HARNESSCTL_... variable name" % (key, harness[key])
-                  for key in ("binary_env", "args_env") if isinstance(harness.get(key), str)
+                  for key in ("binary_env", "args_env", "agent_env") if isinstance(harness.get(key), str)
                   and not re.fullmatch(ENV_NAME, harness[key])]
+    agents = data.get("agents")
+    for agent, preset in agents.items() if isinstance(agents, dict) else ():
+        found += _agent_problems(agent, preset)
     if isinstance(data.get("name"), str) and data["name"] != name:
         found.append("name %r is not the adapter's folder name %r" % (data["name"], name))
     if isinstance(data.get("backend"), str) and not re.fullmatch(BACKEND, data["backend"]):
         found.append("backend %r is not .MODULE:CLASS (a module of the adapter's own package)" % data["backend"])
-    capabilities = data["capabilities"] if isinstance(data.get("capabilities"), list) else []
-    for i, word in enumerate(capabilities):
+    return found + _capability_problems(data.get("capabilities"), "")
+
+
+def _agent_problems(agent: str, preset: Any) -> List[str]:
+    """What is wrong with one preset of an `agents` table."""
+    where = "agents.%s." % agent
+    if not re.fullmatch(r"[a-z][a-z0-9_-]*", agent):
+        return ["agent preset name %r is not lower-case letters, digits, - and _" % agent]
+    if not isinstance(preset, dict):
+        return ["%s is not object" % where[:-1]]
+    found = _shape(preset, AGENT_KEYS, where)
+    if isinstance(preset.get("command_env"), str) and not re.fullmatch(ENV_NAME, preset["command_env"]):
+        found.append("%scommand_env %r is not a HARNESSCTL_... variable name" % (where, preset["command_env"]))
+    found += _capability_problems(preset.get("capabilities"), where)
+    degraded = preset.get("degraded")
+    for word in degraded if isinstance(degraded, dict) else {}:
         if word not in CAPABILITIES:
-            found.append("unknown capability %r (known: %s)" % (word, ", ".join(CAPABILITIES)))
-        elif word in capabilities[:i]:
-            found.append("capability %r listed twice" % word)
+            found.append("%sdegraded: unknown capability %r" % (where, word))
+    return found
+
+
+def _capability_problems(capabilities: Any, where: str) -> List[str]:
+    words = capabilities if isinstance(capabilities, list) else []
+    found = []
+    for i, word in enumerate(words):
+        if word not in CAPABILITIES:
+            found.append("%sunknown capability %r (known: %s)" % (where, word, ", ".join(CAPABILITIES)))
+        elif word in words[:i]:
+            found.append("%scapability %r listed twice" % (where, word))
     return found
 
 
@@ -103,7 +131,7 @@ def _shape(value: Dict[str, Any], keys: Dict[str, str], where: str) -> List[str]
     found: List[str] = []
     for key, kind in keys.items():
         if key not in value:
-            if where + key not in OPTIONAL:
+            if key not in OPTIONAL:
                 found.append("missing key %s%s" % (where, key))
         elif not isinstance(value[key], TYPES[kind]):
             found.append("%s%s is not %s" % (where, key, kind))

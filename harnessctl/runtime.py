@@ -128,7 +128,7 @@ class Runtime:
         self.loop.post(lambda: self._dispatch(request, waiter), owner=waiter)
 
     def _dispatch(self, request: List[str], waiter: Waiter) -> None:
-        """Fields as ipc.py encodes them: send TEXT CWD MODEL ADAPTER | status | cancel | reply ID ANSWER |
+        """Fields as ipc.py encodes them: send TEXT CWD MODEL ADAPTER [AGENT] | status | cancel | reply ID ANSWER |
         wait INPUT_ID (empty: the conversation)."""
         op = request[0]
         if self.writer.events.replaced():
@@ -136,8 +136,9 @@ class Runtime:
             self.shutdown("the event file was removed or replaced")
             return
         try:
-            if op == "send" and len(request) == 5:
-                wanted = {"cwd": request[2] or None, "model": request[3] or None, "adapter": request[4] or None}
+            if op == "send" and len(request) in (5, 6):
+                wanted = {"cwd": request[2] or None, "model": request[3] or None, "adapter": request[4] or None,
+                          "agent": request[5] or None if len(request) == 6 else None}
                 check_binding(self.binding, wanted)
                 self.waiting.append((Input(new_id(), request[1]), waiter))
                 self._pump()

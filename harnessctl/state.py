@@ -192,4 +192,6 @@ def status_report(
         "runtime": "alive" if alive else "stopped",
         "last_activity": last_activity or conv.last_activity,
     })
+    if binding.get("agent") is not None:
+        report["agent"] = binding["agent"]
     return report

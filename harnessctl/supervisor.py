@@ -52,7 +52,7 @@ class Supervisor:
         try:
             harness = registry.manifest(binding["adapter"]).get("harness") or {}
             config = Config(cwd=binding["cwd"], model=binding.get("model"), sidecar=self.sidecar, env=dict(env),
-                            debug=debug, harness=harness)
+                            debug=debug, harness=harness, agent=binding.get("agent"))
             self.backend = registry.backend_class(binding["adapter"])(host, config)
             self.backend.start()
         except HarnessctlError as e:  # e.g. private.py refused one of the adapter's sidecar files

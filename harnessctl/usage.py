@@ -10,8 +10,8 @@ if TYPE_CHECKING:
     from typing import Optional, Sequence
 
 SYNOPSIS = {
-    "send": "harnessctl send   FILE [TEXT] [--cwd DIR] [--model MODEL] [--adapter NAME] [--print-id] "
-            "[--wait [--timeout S]]",
+    "send": "harnessctl send   FILE [TEXT] [--cwd DIR] [--model MODEL] [--adapter NAME] [--agent AGENT] "
+            "[--print-id] [--wait [--timeout S]]",
     "wait": "harnessctl wait   FILE [INPUT_ID] [--timeout S]",
     "status": "harnessctl status FILE",
     "reply": "harnessctl reply  FILE REQUEST_ID [ANSWER]",
@@ -71,10 +71,12 @@ options:
   --cwd DIR       the working directory of a new FILE (default: the current directory)
   --model MODEL   the model of a new FILE (default: the harness's own)
   --adapter NAME  the adapter of a new FILE ({adapters})
+  --agent AGENT   the agent of a new FILE, for an adapter that drives many (acp):
+                  a preset name or a command line
   --print-id      print the accepted input_id on one line
   --wait          then wait for the result that covers the input; print it as one JSON line
   --timeout S     with --wait: stop waiting after S seconds (default: no limit)
-A later send may omit --cwd, --model and --adapter; a different value exits 2.
+A later send may omit --cwd, --model, --adapter and --agent; a different value exits 2.
 
 knobs: HARNESSCTL_ADAPTER (none), HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_IDLE_TIMEOUT (60 s),
        HARNESSCTL_CODEX_BIN / _CLAUDE_BIN and _ARGS, HARNESSCTL_DEBUG

@@ -1,5 +1,5 @@
 """A tiny JSON Schema checker: exactly the keywords schema/events.schema.json
-uses (type, const, enum, required, properties, additionalProperties: false,
+uses (type, const, enum, required, properties, additionalProperties (false or a schema),
 items, oneOf, not, $ref, pattern, minimum, minLength, maxLength).  Stdlib only, for tests."""
 
 from __future__ import annotations
@@ -51,8 +51,12 @@ def errors(value: Any, schema: Dict[str, Any], root: Dict[str, Any], where: str 
         found.append("%s: below minimum" % where)
     if isinstance(value, dict):
         found += ["%s: missing %s" % (where, k) for k in schema.get("required", []) if k not in value]
-        if schema.get("additionalProperties") is False:
+        extra = schema.get("additionalProperties")
+        if extra is False:
             found += ["%s: unexpected field %s" % (where, k) for k in value if k not in schema.get("properties", {})]
+        elif isinstance(extra, dict):
+            for key in (k for k in value if k not in schema.get("properties", {})):
+                found += errors(value[key], extra, root, "%s.%s" % (where, key))
         for key, sub in schema.get("properties", {}).items():
             if key in value:
                 found += errors(value[key], sub, root, "%s.%s" % (where, key))

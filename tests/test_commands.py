@@ -278,3 +278,9 @@ def test_status_line_is_valid_json_after_recovery_of_an_empty_file(workdir):
     assert report["state"] == "idle" and report["runtime"] == "stopped" and report["adapter"] is None
     assert report == {"state": "idle", "run_id": None, "queued": 0, "requests": [], "cwd": None, "model": None,
                       "adapter": None, "runtime": "stopped", "last_activity": None}
+
+
+def test_an_adapter_that_drives_one_harness_refuses_agent(workdir):
+    proc = run("send", str(workdir / "a.jsonl"), "hi", "--adapter", "mock", "--agent", "gemini")
+    assert proc.returncode == 2 and b"the mock adapter takes no --agent" in proc.stderr
+    assert not (workdir / "a.jsonl").exists()

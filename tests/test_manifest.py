@@ -61,17 +61,20 @@ def test_adapter_imports_its_own_modules_relatively(name):
 
 def test_registry_checks_the_schemas_vocabulary_and_keys():
     assert [c["const"] for c in SCHEMA["$defs"]["capability"]["oneOf"]] == list(registry.CAPABILITIES)
-    assert list(SCHEMA["properties"]) == list(registry.KEYS) and SCHEMA["required"] == list(registry.KEYS)
+    agent = SCHEMA["$defs"]["agent"]
+    assert list(SCHEMA["properties"]) == list(registry.KEYS)
     assert list(HARNESS["properties"]) == list(registry.HARNESS_KEYS)
-    assert sorted(set(HARNESS["properties"]) - set(HARNESS["required"])) == [
-        key.partition(".")[2] for key in registry.OPTIONAL]
+    assert list(agent["properties"]) == list(registry.AGENT_KEYS)
+    optional = [set(s["properties"]) - set(s["required"]) for s in (SCHEMA, HARNESS, agent)]
+    assert sorted(set().union(*optional)) == sorted(registry.OPTIONAL)
     assert SCHEMA["additionalProperties"] is False and HARNESS["additionalProperties"] is False
     assert SCHEMA["properties"]["capabilities"]["uniqueItems"] is True
     assert SCHEMA["properties"]["backend"]["pattern"] == "^%s$" % registry.BACKEND
-    for key in ("binary_env", "args_env"):
+    for key in ("binary_env", "args_env", "agent_env"):
         assert HARNESS["properties"][key]["pattern"] == "^%s$" % registry.ENV_NAME
+    assert agent["properties"]["command_env"]["pattern"] == "^%s$" % registry.ENV_NAME
     kinds = {"string": "string", "object": "object", "array": "array", "string or null": ["string", "null"]}
-    for schema, keys in ((SCHEMA, registry.KEYS), (HARNESS, registry.HARNESS_KEYS)):
+    for schema, keys in ((SCHEMA, registry.KEYS), (HARNESS, registry.HARNESS_KEYS), (agent, registry.AGENT_KEYS)):
         assert {k: s["type"] for k, s in schema["properties"].items()} == {k: kinds[v] for k, v in keys.items()}
 
 
@@ -112,6 +115,16 @@ BROKEN = {
     "duplicate capability": (_set("capabilities", ["steer", "steer"]), "capability 'steer' listed twice", False),
     "unknown key": (_set("harness.path", "/bin/mock"), "unknown key harness.path", True),
     "name of another folder": (_set("name", "other"), "name 'other' is not the adapter's folder name", False),
+    "preset without command": (_set("agents", {"x": {"command_env": "HARNESSCTL_X_CMD", "package": None,
+                                                     "version": None, "capabilities": []}}),
+                               "missing key agents.x.command", True),
+    "preset claims an unknown word": (_set("agents", {"x": {"command": "x acp", "command_env": "HARNESSCTL_X_CMD",
+                                                            "package": None, "version": None,
+                                                            "capabilities": ["telepathy"]}}),
+                                      "agents.x.unknown capability 'telepathy'", True),
+    "preset variable not ours": (_set("agents", {"x": {"command": "x acp", "command_env": "PATH", "package": None,
+                                                       "version": None, "capabilities": []}}),
+                                 "agents.x.command_env 'PATH'", True),
 }
 
 
