@@ -51,7 +51,7 @@ def test_setup_block_demo_prints_the_completed_result_then_the_file(setup):
     lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]  # after pip's own lines
     assert lines[0]["type"] == "result" and lines[0]["status"] == "completed"
     assert lines[0]["output"] == "echo: hello" and lines[1:][-1] == lines[0]
-    assert [e["type"] for e in lines[1:]] == ["accepted", "message", "result"]
+    assert [e.get("kind", e["type"]) for e in lines[1:]] == ["accepted", "session", "message", "result"]
 
 
 def outside_env():

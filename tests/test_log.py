@@ -63,8 +63,8 @@ def mock_session(path, text, *flags):
 def test_a_mock_run_shows_its_input_tools_file_change_plan_message_and_result(efile):
     mock_session(efile, "/tool ls -la\n/tool exit=2 false\n/edit src/a.py\n/plan x read | > fix | test\nhello")
     lines = log(efile).splitlines()
-    assert lines[0] == "--- session: mock built in"
-    assert lines[1].startswith(">>> input (start, run ") and lines[2] == "    /tool ls -la"
+    assert lines[0].startswith(">>> input (start, run ") and lines[1] == "    /tool ls -la"
+    assert "--- session: mock built in" in lines
     assert "  $ ls -la  ok (exit 0, 0 ms)" in lines
     assert "      mock output of: ls -la" in lines
     assert "  $ false  failed (exit 2, 0 ms)" in lines
@@ -291,7 +291,7 @@ def test_control_characters_from_the_file_are_shown_not_obeyed(efile):
 def test_json_prints_one_object_per_entry_with_the_same_folding(efile):
     mock_session(efile, "/tool ls\n/permission ok?")
     entries = [json.loads(line) for line in log(efile, "--json").splitlines()]
-    assert [e["entry"] for e in entries] == ["session", "input", "tool", "request"]
+    assert [e["entry"] for e in entries] == ["input", "session", "tool", "request"]
     tool = entries[2]
     assert {k: tool[k] for k in ("tool", "title", "status", "exit_code", "output")} == {
         "tool": "command", "title": "ls", "status": "completed", "exit_code": 0, "output": "mock output of: ls\n"}

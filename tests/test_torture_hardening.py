@@ -128,7 +128,8 @@ def test_a_first_send_under_a_file_size_limit_fails_cleanly_and_its_runtime_exit
     proc = cli("send", efile, "y" * 3000, env=env, preexec_fn=limited(resource.RLIMIT_FSIZE, 1024))
     assert_refused(proc, 1, "File too large")
     wait_for(lambda: not runtime_pids(efile), 30, "the runtime that cannot write its file exits")
-    assert open(efile, "rb").read() == b""
+    with open(efile, "rb") as f:  # at most a droppable log line of the harness's start: no input, no result
+        assert [json.loads(line)["type"] for line in f] in ([], ["log"])
 
 
 # -- 4. bad input that used to crash or hang ---------------------------------------------

@@ -25,6 +25,7 @@ class MockBackend(ChildBackend):
 
     def start(self) -> None:
         self.runs: Dict[int, str] = {}  # stand-in turn number -> our run id
+        self.session_logged = False
         transcript = os.path.join(self.config.sidecar, "mock-transcript.jsonl")
         private.check_file(transcript, "transcript")  # the stand-in opens it: refuse one that is not ours here
         self.spawn_harness([sys.executable, "-I", "-S", STANDIN, transcript])
@@ -45,13 +46,15 @@ class MockBackend(ChildBackend):
         if event.get("resumed_turns"):
             self.host.log("diagnostic", message="resumed the stand-in conversation",
                           resumed_turns=event["resumed_turns"])
-        self.activity.session(None, "mock", version=self.config.harness.get("version"), model=self.config.model)
         self.host.ready()
 
     def _on_received(self, event: Dict[str, Any]) -> None:
         if event["delivery"] == "start":
             self.runs[event["turn"]] = self.host.new_run()
         self.host.accepted(event["id"], event["delivery"], self._run(event))
+        if not self.session_logged:  # with the first input, as Claude does: a file still starts with `accepted`
+            self.session_logged = True
+            self.activity.session(None, "mock", version=self.config.harness.get("version"), model=self.config.model)
 
     def _message_id(self, event: Dict[str, Any]) -> str:
         return "%s-msg-%s" % (self._run(event), event["turn"])
