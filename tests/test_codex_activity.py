@@ -9,8 +9,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.codex.backend import CodexBackend
-from harnessctl.backend import Input
-from codex_support.fake_host import FakeHost, Wire, make_config
+from codex_support.fake_host import FakeHost, Wire, make_config, open_run
 
 T1 = "turn-1"
 
@@ -25,13 +24,7 @@ def host():
 @pytest.fixture
 def wire(tmp_path, host):
     """A backend with an open run (run-1, codex turn turn-1)."""
-    backend = CodexBackend(host, make_config(tmp_path))
-    w = Wire(backend, host)
-    backend.start()
-    w.handshake()
-    backend.send(Input("in-1", "hi"))
-    w.start_turn(T1)
-    return w
+    return open_run(tmp_path, host, T1)
 
 
 def note(wire, method, **params):

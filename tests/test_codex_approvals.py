@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.codex.backend import CodexBackend
 from harnessctl.backend import Input
-from codex_support.fake_host import FakeHost, Wire, make_config
+from codex_support.fake_host import FakeHost, open_run
 
 T1 = "turn-1"
 BASE = {"threadId": "thr-1", "turnId": T1, "itemId": "call_1", "startedAtMs": 1796207983984}
@@ -24,13 +23,8 @@ def host():
 
 @pytest.fixture
 def wire(tmp_path, host):
-    backend = CodexBackend(host, make_config(tmp_path))
-    w = Wire(backend, host)
-    backend.start()
-    w.handshake()
-    backend.send(Input("in-1", "hi"))
-    w.start_turn(T1)
-    return w
+    """A backend with an open run (run-1, codex turn turn-1)."""
+    return open_run(tmp_path, host, T1)
 
 
 def ask(wire, host, method, params, native_id=0):

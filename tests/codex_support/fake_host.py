@@ -125,3 +125,17 @@ class Wire:
         turn = dict(self.turn(turn_id), status=status, error=error, items=items or [],
                     itemsView="summary")
         self.notify("turn/completed", {"threadId": self.THREAD, "turn": turn})
+
+
+def open_run(tmp_path, host: FakeHost, turn_id: str = "turn-1") -> Wire:
+    """A started backend with one open run (run-1, codex turn `turn_id`), and its Wire."""
+    from adapters.codex.backend import CodexBackend
+    from harnessctl.backend import Input
+
+    backend = CodexBackend(host, make_config(tmp_path))
+    wire = Wire(backend, host)
+    backend.start()
+    wire.handshake()
+    backend.send(Input("in-1", "hi"))
+    wire.start_turn(turn_id)
+    return wire
