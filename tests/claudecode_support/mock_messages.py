@@ -8,6 +8,12 @@ a named gate until the test releases it, or replaced by an HTTP error.  Every
 request body is logged, so a test can assert which user texts a request
 carried (e.g. that a steer was folded into the running turn).
 
+The hidden side requests of Claude Code (as recorded from the one under
+claude-agent-acp 0.101.0) never consume the script: the tool-less session title
+request (`<session>...</session> Write the title...`), "[SUGGESTION MODE"
+prompt suggestions and the auto-mode classifier (`<transcript>...`, answered
+`<block>no</block>`: allowed) are logged in `mock.aux`, not `mock.requests`.
+
 Stdlib only; binds 127.0.0.1 port 0.  Use it in-process::
 
     with MockMessages() as mock:
@@ -151,6 +157,24 @@ def conversation_texts(body: Dict[str, Any]) -> List[str]:
     return out
 
 
+def aux_kind(body: Dict[str, Any]) -> Optional[str]:
+    """"title" / "suggestion" / "classifier" for Claude's side requests, None for a turn."""
+    last = "".join(last_user_texts(body)).lstrip()
+    if last.startswith("[SUGGESTION MODE"):
+        return "suggestion"
+    if body.get("tools"):
+        return None
+    if last.startswith("<transcript>"):
+        return "classifier"
+    system = body.get("system")
+    system_text = system if isinstance(system, str) else " ".join(_texts(system))
+    if last.startswith("<session>") or "naming a coding session" in system_text:
+        return "title"
+    return None
+
+
+AUX_ANSWERS = {"classifier": "<block>no</block>", "title": "Mock title", "suggestion": "Mock suggestion"}
+
 # -- the server -------------------------------------------------------------------
 
 
@@ -165,6 +189,7 @@ class MockMessages:
         self._reached: Dict[str, int] = {}
         self._seq = itertools.count(1)
         self.requests: List[Dict[str, Any]] = []
+        self.aux: List[Dict[str, Any]] = []  # side requests (title, suggestion, classifier): not scripted
         self.log_path = log_path
         self._closed = False
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -251,6 +276,15 @@ class MockMessages:
                 fh.write(json.dumps(line) + "\n")
         return dict(chosen, seq=seq)
 
+    def _aux_reply(self, kind: str, body: Dict[str, Any], path: str, headers: Dict[str, str]) -> Dict[str, Any]:
+        """Log a side request; its canned answer (the script is untouched)."""
+        with self._lock:
+            seq = next(self._seq)
+            self.aux.append({"seq": seq, "t": time.time(), "kind": kind, "path": path, "headers": headers,
+                             "body": body})
+            self._lock.notify_all()
+        return dict(reply(text(AUX_ANSWERS[kind])), seq=seq)
+
     def _arrive(self, gate: str) -> threading.Event:
         event = self._gate(gate)
         with self._lock:
@@ -277,7 +311,11 @@ class MockMessages:
                     return self._json(200, {"input_tokens": max(1, len(raw) // 4)})
                 if path != "/v1/messages":
                     return self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
-                chosen = mock._next_reply(body, self.path, dict(self.headers.items()))
+                kind = aux_kind(body)
+                if kind:
+                    chosen = mock._aux_reply(kind, body, self.path, dict(self.headers.items()))
+                else:
+                    chosen = mock._next_reply(body, self.path, dict(self.headers.items()))
                 try:
                     self._serve(chosen, body)
                 except (BrokenPipeError, ConnectionResetError):

@@ -18,6 +18,12 @@ Usage::
 
 When the script runs out, every further request gets ``mock.default`` (a short
 text answer), so a stray extra request never hangs a test.
+
+codex's hidden side requests (as recorded from codex 0.166.0 under codex-acp)
+never consume the script: the tool-less title generation ("...generate a very
+short title...") and the approval guardian of codex-acp's `agent` mode ("You are
+judging one planned coding-agent action") get JSON fitting the output schema
+they ask for, and are logged in ``mock.aux``, not ``mock.requests``.
 """
 
 from __future__ import annotations
@@ -83,6 +89,7 @@ class MockResponses:
         self.script: List[Dict[str, Any]] = []
         self.default = text("ok")
         self.requests: List[Dict[str, Any]] = []
+        self.aux: List[Dict[str, Any]] = []  # side requests (title, guardian): not scripted
         self._lock = threading.Lock()
         self._server: Optional[ThreadingHTTPServer] = None
 
@@ -115,6 +122,14 @@ class MockResponses:
             self.requests.append(record)
             return self.script.pop(0) if self.script else self.default
 
+    def _aux(self, record: Dict[str, Any]) -> Dict[str, Any]:
+        """Log a side request and answer it with JSON fitting its output schema."""
+        with self._lock:
+            record["index"] = 1000 + len(self.aux)
+            self.aux.append(record)
+        schema = ((record["body"].get("text") or {}).get("format") or {}).get("schema")
+        return text(json.dumps(_fitting(schema)) if schema else "Mock title")
+
     # -- assertions
     def wait_for_requests(self, count: int, timeout: float = 30.0) -> List[Dict[str, Any]]:
         """Block until at least `count` requests arrived; returns them all."""
@@ -125,6 +140,28 @@ class MockResponses:
                     return list(self.requests)
             time.sleep(0.02)
         raise AssertionError("mock saw %d requests, wanted %d" % (len(self.requests), count))
+
+
+def aux_kind(body: Dict[str, Any]) -> Optional[str]:
+    """"title" / "guardian" for codex's hidden side requests, None for a conversation turn."""
+    texts = [part.get("text", "") for item in body.get("input") or [] if isinstance(item, dict)
+             and item.get("type") == "message" for part in item.get("content") or [] if isinstance(part, dict)]
+    if not body.get("tools") and any("generate a very short title" in t for t in texts):
+        return "title"
+    if texts and texts[0].startswith("You are judging one planned coding-agent action"):
+        return "guardian"
+    return None
+
+
+def _fitting(schema: Any) -> Any:
+    """A value that fits a (structured-output) JSON schema: first enum value, every property."""
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if schema.get("type") == "object" or "properties" in schema:
+        return {name: _fitting(sub) for name, sub in (schema.get("properties") or {}).items()}
+    return {"array": [], "integer": 1, "number": 1, "boolean": False}.get(schema.get("type"), "Mock title")
 
 
 def user_texts(request: Dict[str, Any]) -> List[str]:
@@ -180,7 +217,8 @@ def _make_handler(mock: MockResponses):
                 meta = {}
             record = {"path": self.path, "headers": headers, "body": body,
                       "turn_id": meta.get("turn_id"), "aborted": False}
-            reply = mock._next(record)
+            record["aux"] = aux_kind(body)
+            reply = mock._aux(record) if record["aux"] else mock._next(record)
             try:
                 if reply["kind"] == "http_error":
                     self._error(reply)

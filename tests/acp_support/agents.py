@@ -1,0 +1,358 @@
+"""Fixtures for the ACP adapter's tests against the real agents (imported by the tests).
+
+`real_agent(workdir, name)` gives a `Session`: an event file driven through the
+CLI with `--adapter acp --agent NAME`, the agent's pinned npm package
+(HARNESSCTL_TEST_ACP_NPM: the node_modules folder .ci/run installs) run with
+`node` through the preset's override variable HARNESSCTL_ACP_<NAME>_CMD, and
+the project's own mock of that agent's model API on 127.0.0.1:
+
+  codex   codex-acp 2.6.0 (its native codex 0.166.0 via CODEX_PATH) -> Responses mock
+  claude  claude-agent-acp 0.101.0 (its SDK's claude)               -> Messages mock
+  gemini  gemini-cli 0.61.0 (`--acp`, model pinned)                  -> Gemini mock
+
+Each agent gets a scratch HOME (and CODEX_HOME / CLAUDE_CONFIG_DIR / settings)
+and an environment built from scratch, so no real credential or user setting
+can leak in, and nothing leaves 127.0.0.1.  HARNESSCTL_ACP_MODE picks the mode
+that sends approvals to the client (codex `read-only`, claude and gemini
+`default`): the agents' default modes route them to extra model calls.
+
+`session.model` (a `Model`) hides which mock is behind it, so one test reads
+the same for every agent.  Skipped when the packages are missing, failed
+instead under HARNESSCTL_REQUIRE_REAL=1 (as .ci/run sets).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+from typing import Any, Dict, Iterator, List, Optional
+
+from cliutil import ROOT, events, run, runtime_pids, wait_for
+from schemacheck import check_event
+
+from claudecode_support import mock_messages as mm
+from codex_support import mock_responses as mr
+
+from . import mock_gemini as mg
+
+NPM_ENV = "HARNESSCTL_TEST_ACP_NPM"
+AGENTS = ("codex", "claude", "gemini")
+GEMINI_MODEL = "gemini-2.5-pro"  # pinned: the default `auto` adds a routing request per prompt
+MODES = {"codex": "read-only", "claude": "default", "gemini": "default"}
+ENTRY = {  # the agent's entry point under node_modules, and its extra arguments
+    "codex": ("@agentclientprotocol/codex-acp/dist/index.js", []),
+    "claude": ("@agentclientprotocol/claude-agent-acp/dist/index.js", []),
+    "gemini": ("@google/gemini-cli/bundle/gemini.js", ["--acp"]),
+}
+CODEX_NATIVE = "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
+PERMISSION_FILE = "asked.txt"  # the file the permission-asking command would create
+
+
+def acp_npm() -> str:
+    """The node_modules folder holding the pinned agents, or skip (fail under
+    HARNESSCTL_REQUIRE_REAL=1) with the reason."""
+    import pytest
+
+    folder = os.environ.get(NPM_ENV, "")
+    missing = [path for path, _ in ENTRY.values() if not os.path.isfile(os.path.join(folder, path))]
+    node = shutil.which("node")
+    if folder and not missing and node:
+        return folder
+    reason = ("real ACP agents not installed: set %s to the node_modules folder holding "
+              "@agentclientprotocol/codex-acp@2.6.0, @agentclientprotocol/claude-agent-acp@0.101.0 and "
+              "@google/gemini-cli@0.61.0 (.ci/run installs them), with node on PATH" % NPM_ENV)
+    if os.environ.get("HARNESSCTL_REQUIRE_REAL") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+    raise AssertionError  # unreachable
+
+
+def agent_command(npm: str, name: str) -> str:
+    """The value of HARNESSCTL_ACP_<NAME>_CMD: node and the package's entry point."""
+    entry, extra = ENTRY[name]
+    node = shutil.which("node") or "node"
+    return " ".join(shlex.quote(part) for part in [node, os.path.join(npm, entry), *extra])
+
+
+def base_env(root: str) -> Dict[str, str]:
+    """What every agent and the CLI get: a scratch HOME and TMPDIR, no user settings."""
+    home = os.path.join(root, "home")
+    tmp = os.path.join(root, "tmp")
+    for path in (home, tmp):
+        os.makedirs(path, exist_ok=True)
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": home,
+        "TMPDIR": tmp,
+        "LANG": "C.UTF-8",
+        "SHELL": "/bin/bash",
+        "TERM": "dumb",
+        "PYTHONPATH": ROOT,
+        "HARNESSCTL_IDLE_TIMEOUT": "600",
+        "HARNESSCTL_TIMEOUT": "60",
+    }
+
+
+def codex_env(root: str, npm: str, base_url: str) -> Dict[str, str]:
+    """codex-acp against the Responses mock: a CODEX_HOME as for the codex adapter's
+    tests (retries off, no plugins / shell snapshot / login shell)."""
+    env = mr.write_codex_home(os.path.join(root, "codex_home"), base_url,
+                              approval_policy="on-request", sandbox_mode="read-only")
+    env.update(CODEX_PATH=os.path.join(npm, CODEX_NATIVE), NO_BROWSER="1")
+    return env
+
+
+def claude_env(root: str, base_url: str) -> Dict[str, str]:
+    """claude-agent-acp against the Messages mock: no retries, no nonessential
+    traffic, no per-turn prompt-suggestion request."""
+    config = os.path.join(root, "home", ".claude")
+    os.makedirs(config, exist_ok=True)
+    return {
+        "CLAUDE_CONFIG_DIR": config,
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": "mock-key",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+        "CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION": "false",
+    }
+
+
+def gemini_env(root: str, base_url: str) -> Dict[str, str]:
+    """gemini --acp against the Gemini mock: the model pinned, one attempt per
+    request, no telemetry or update checks (settings.json in the scratch HOME)."""
+    settings = os.path.join(root, "home", ".gemini")
+    os.makedirs(settings, exist_ok=True)
+    with open(os.path.join(settings, "settings.json"), "w", encoding="utf-8") as f:
+        json.dump({"privacy": {"usageStatisticsEnabled": False},
+                   "general": {"disableAutoUpdate": True, "disableUpdateNag": True, "maxAttempts": 1},
+                   "telemetry": {"enabled": False}}, f)
+    return {"GOOGLE_GEMINI_BASE_URL": base_url, "GEMINI_API_KEY": "mock-key", "GEMINI_MODEL": GEMINI_MODEL}
+
+
+class Model:
+    """One agent's mock model behind one interface: what to answer, what it was asked."""
+
+    def __init__(self, agent: str, mock: Any) -> None:
+        self.agent = agent
+        self.mock = mock
+
+    # -- what to answer (FIFO; the agents' side requests never consume it)
+    def answer(self, *texts: str) -> None:
+        """Plain text replies, one per model request."""
+        for value in texts:
+            if self.agent == "codex":
+                self.mock.add(mr.text(value))
+            elif self.agent == "claude":
+                self.mock.script(mm.reply(mm.text(value)))
+            else:
+                self.mock.script(mg.reply(mg.text(value)))
+
+    def held(self, value: str) -> None:
+        """A reply that shows its first text and then holds the turn open: at the
+        gate "hold" until `release()` (claude, gemini); codex's mock has no gates,
+        so its reply streams in 100 chunks 0.1 s apart (10 s) instead."""
+        if self.agent == "codex":
+            self.mock.add(mr.text(value, chunks=100, delay=0.1))
+        elif self.agent == "claude":
+            self.mock.script(mm.reply(mm.text(value), gate="hold", gate_after=1))
+        else:
+            self.mock.script(mg.reply(mg.text(value), gate="hold", gate_after=1))
+
+    def release(self) -> None:
+        if self.agent != "codex":
+            self.mock.release("hold")
+
+    def asks_permission(self) -> None:
+        """A command the agent must ask the client about in its test mode (creates
+        PERMISSION_FILE in the workspace if allowed)."""
+        command = "touch %s" % PERMISSION_FILE
+        if self.agent == "codex":  # read-only sandbox: an escalated command goes to the client
+            self.mock.add(mr.function_call("exec_command", {
+                "cmd": command, "sandbox_permissions": "require_escalated", "justification": "needs to write"},
+                "call_touch"))
+        elif self.agent == "claude":
+            self.mock.script(mm.reply(mm.bash(command, "Create the file")))
+        else:
+            self.mock.script(mg.reply(mg.shell(command, "Create the file")))
+
+    def fail(self, status: int, message: str) -> None:
+        """The model endpoint answers the next request with an HTTP error."""
+        if self.agent == "codex":
+            self.mock.add(mr.http_error(status, message))
+        elif self.agent == "claude":
+            kind = "authentication_error" if status == 401 else "api_error"
+            self.mock.script(mm.reply(status=status, error_type=kind, error_message=message))
+        else:
+            self.mock.script(mg.reply(status=status, message=message))
+
+    # -- what it was asked
+    def wait_requests(self, count: int, timeout: float = 60) -> List[Dict[str, Any]]:
+        """The request bodies of the conversation (side requests left out)."""
+        if self.agent == "codex":
+            return [r["body"] for r in self.mock.wait_for_requests(count, timeout)]
+        return [r["body"] for r in self.mock.wait_requests(count, timeout)]
+
+    def count(self) -> int:
+        return len(self.mock.requests)
+
+    def user_texts(self, body: Dict[str, Any]) -> List[str]:
+        """The user texts a request carried, history included, in order."""
+        if self.agent == "codex":
+            return mr.user_texts({"body": body})
+        return (mm.user_texts if self.agent == "claude" else mg.user_texts)(body)
+
+    def history(self, body: Dict[str, Any]) -> List[str]:
+        """Every user and assistant text a request carried."""
+        if self.agent == "codex":
+            return mr.user_texts({"body": body}) + mr.assistant_texts({"body": body})
+        return (mm.conversation_texts if self.agent == "claude" else mg.conversation_texts)(body)
+
+    def aux(self) -> List[Dict[str, Any]]:
+        """The side requests the mock answered without consuming the script."""
+        return list(self.mock.aux)
+
+
+class Session:
+    """One event file driven through the CLI with `--adapter acp --agent NAME`."""
+
+    def __init__(self, root: str, agent: str, env: Dict[str, str], model: Model) -> None:
+        self.root = root
+        self.agent = agent
+        self.env = env
+        self.model = model
+        self.path = os.path.join(root, "events.jsonl")
+        self.cwd = os.path.join(root, "work")
+        os.makedirs(self.cwd, exist_ok=True)
+
+    def cmd(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return run(*args, env=self.env, timeout=timeout)
+
+    def send(self, text: str, *extra: str) -> subprocess.CompletedProcess:
+        """A send that must succeed (the first one binds adapter, agent and cwd)."""
+        proc = self.cmd("send", self.path, text, *self.flags(), *extra)
+        assert proc.returncode == 0, (proc.returncode, proc.stderr.decode(), self.runtime_log()[-3000:])
+        return proc
+
+    def flags(self) -> List[str]:
+        return ["--adapter", "acp", "--agent", self.agent, "--cwd", self.cwd]
+
+    def send_later(self, text: str, *extra: str) -> subprocess.Popen:
+        """A send running in the background (e.g. `--wait` until a reply)."""
+        return subprocess.Popen([sys.executable, "-m", "harnessctl", "send", self.path, text, *self.flags(), *extra],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env, cwd=ROOT)
+
+    def events(self, type_: Optional[str] = None, kind: Optional[str] = None) -> List[Dict[str, Any]]:
+        out = events(self.path)
+        if type_:
+            out = [e for e in out if e["type"] == type_]
+        if kind:
+            out = [e for e in out if e.get("kind") == kind]
+        return out
+
+    def wait(self, type_: str, count: int = 1, timeout: float = 90, **match: Any) -> List[Dict[str, Any]]:
+        def found() -> Optional[List[Dict[str, Any]]]:
+            hits = [e for e in self.events(type_) if all(e.get(k) == v for k, v in match.items())]
+            return hits if len(hits) >= count else None
+        return wait_for(found, timeout, "%d %s events matching %s" % (count, type_, match))
+
+    def wait_log(self, kind: str, timeout: float = 90) -> Dict[str, Any]:
+        return wait_for(lambda: next(iter(self.events("log", kind)), None), timeout, "a %s log line" % kind)
+
+    def runtime_gone(self, timeout: float = 90) -> None:
+        wait_for(lambda: not runtime_pids(self.path), timeout, "runtime exit")
+
+    def runtime_log(self) -> str:
+        try:
+            with open(self.path + ".d/runtime.log", encoding="utf-8", errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def schema_errors(self) -> List[str]:
+        return ["%s: %s" % (e.get("seq"), err) for e in events(self.path) for err in check_event(e)]
+
+
+def agent_env(root: str, agent: str, npm: str, base_url: str) -> Dict[str, str]:
+    """The full environment of the CLI (and so of the agent) for one agent."""
+    env = base_env(root)
+    if agent == "codex":
+        env.update(codex_env(root, npm, base_url))
+    elif agent == "claude":
+        env.update(claude_env(root, base_url))
+    else:
+        env.update(gemini_env(root, base_url))
+    env["HARNESSCTL_ACP_%s_CMD" % agent.upper()] = agent_command(npm, agent)
+    env["HARNESSCTL_ACP_MODE"] = MODES[agent]
+    return env
+
+
+def start_mock(agent: str) -> Any:
+    """The agent's model mock, started on 127.0.0.1; its base URL as the agent wants it."""
+    if agent == "codex":
+        return mr.MockResponses().start()
+    mock = mm.MockMessages() if agent == "claude" else mg.MockGemini()
+    mock.start()
+    return mock
+
+
+def stop_mock(agent: str, mock: Any) -> None:
+    if agent == "codex":
+        mock.stop()
+    else:
+        mock.close()
+
+
+@contextlib.contextmanager
+def real_agent(workdir: Any, agent: str, **extra: str) -> Iterator[Session]:
+    """A Session over the real agent and its mock; the file must pass the event
+    schema at the end.  Kills the runtime and the agent's process tree, stops
+    the mock."""
+    npm = acp_npm()
+    mock = start_mock(agent)
+    root = str(workdir)
+    env = agent_env(root, agent, npm, mock.base_url)
+    env.update(extra)
+    session = Session(root, agent, env, Model(agent, mock))
+    try:
+        yield session
+        assert session.schema_errors() == []
+    finally:
+        for pid in runtime_pids(session.path):
+            kill_tree(pid)
+        stop_mock(agent, mock)
+
+
+def children(pid: int) -> List[int]:
+    """Every descendant of `pid` (the agent, its node re-exec, codex, claude)."""
+    parents: Dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    parents[int(entry)] = int(f.read().rsplit(") ", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        kids = [child for child, ppid in parents.items() if ppid == parent]
+        found.extend(kids)
+        todo.extend(kids)
+    return found
+
+
+def kill_tree(pid: int) -> None:
+    for target in [pid, *children(pid)]:
+        try:
+            os.kill(target, signal.SIGKILL)
+        except OSError:
+            pass

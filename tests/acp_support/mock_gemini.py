@@ -1,0 +1,378 @@
+"""A loopback mock of the Gemini API for driving the real `gemini --acp`.
+
+gemini-cli 0.61.0, pointed here by GOOGLE_GEMINI_BASE_URL with its model pinned
+(GEMINI_MODEL), sends every conversation turn as
+``POST /v1beta/models/<model>:streamGenerateContent?alt=sse`` (as recorded).  Those
+requests play a scripted FIFO of replies streamed as SSE: text, thought and
+functionCall parts, optionally slowed down, held at a named gate until the
+test releases it, or replaced by an HTTP error (401, 500, ...).  Side requests
+do not consume the script: ``:generateContent`` (the model router of the `auto`
+model, JSON answers) gets a JSON value that fits its
+``generationConfig.responseJsonSchema``, ``:countTokens`` a count, anything else
+404.  Every request is logged so a test can assert what the model was shown.
+
+Stdlib only; binds 127.0.0.1 port 0::
+
+    with MockGemini() as mock:
+        mock.script(reply(text("hi")))
+        ... GOOGLE_GEMINI_BASE_URL=mock.base_url ...
+        mock.wait_requests(1)
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Dict, List, Optional
+
+STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+                429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+
+# -- building replies ---------------------------------------------------------
+
+
+def text(value: str) -> Dict[str, Any]:
+    """A text part."""
+    return {"text": value}
+
+
+def thought(value: str) -> Dict[str, Any]:
+    """A thought part (gemini shows it as agent_thought_chunk)."""
+    return {"text": value, "thought": True}
+
+
+def function_call(name: str, args: Dict[str, Any]) -> Dict[str, Any]:
+    """A functionCall part: the model calls one of gemini-cli's tools."""
+    return {"functionCall": {"name": name, "args": args}}
+
+
+def shell(command: str, description: str = "Run a command") -> Dict[str, Any]:
+    """A run_shell_command call (gemini asks permission for most commands in mode default)."""
+    return function_call("run_shell_command", {"command": command, "description": description})
+
+
+def reply(
+    *parts: Dict[str, Any],
+    delay: float = 0.0,
+    gate: Optional[str] = None,
+    gate_after: Optional[int] = None,
+    status: int = 200,
+    message: str = "mock error",
+    usage: Optional[Dict[str, int]] = None,
+) -> Dict[str, Any]:
+    """One scripted response.
+
+    Text parts are streamed word by word when `delay` (seconds between chunks)
+    is set, else one chunk per part.  gate: the stream waits there after
+    `gate_after` chunks (default 0: the request is in flight, nothing shown);
+    `MockGemini.release` opens it.  status != 200: an HTTP error with a Google
+    error body carrying `message`.
+    """
+    return {
+        "parts": list(parts),
+        "delay": delay,
+        "gate": gate,
+        "gate_after": 0 if gate_after is None else gate_after,
+        "status": status,
+        "message": message,
+        "usage": usage or {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+    }
+
+
+def fitting(schema: Any) -> Any:
+    """A value that fits a JSON schema (or a Gemini `Schema`, whose type names are
+    upper case): the first enum value, the minimum, every property."""
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if schema.get(key):
+            return fitting(schema[key][0])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if str(k).lower() != "null"), "null")
+    kind = str(kind or ("object" if "properties" in schema else "string")).lower()
+    if kind == "object":
+        return {name: fitting(sub) for name, sub in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        return [fitting(schema.get("items")) for _ in range(int(schema.get("minItems") or 0))]
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", 1)
+        return int(low) if kind == "integer" else low
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    return "mock" + "x" * max(0, int(schema.get("minLength") or 0) - 4)
+
+
+# -- reading the request log ----------------------------------------------------
+
+
+def _part_texts(content: Dict[str, Any]) -> List[str]:
+    return [p["text"] for p in content.get("parts") or [] if isinstance(p, dict) and isinstance(p.get("text"), str)]
+
+
+def user_texts(body: Dict[str, Any]) -> List[str]:
+    """Every text part of every user turn in a request body (history included)."""
+    out: List[str] = []
+    for content in body.get("contents") or []:
+        if content.get("role") == "user":
+            out.extend(_part_texts(content))
+    return out
+
+
+def conversation_texts(body: Dict[str, Any]) -> List[str]:
+    """Every text part of every turn (user and model): the history."""
+    out: List[str] = []
+    for content in body.get("contents") or []:
+        out.extend(_part_texts(content))
+    return out
+
+
+def function_responses(body: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The functionResponse parts of the request (what each tool call returned)."""
+    out = []
+    for content in body.get("contents") or []:
+        for part in content.get("parts") or []:
+            if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
+                out.append(part["functionResponse"])
+    return out
+
+
+# -- the server -------------------------------------------------------------------
+
+
+class MockGemini:
+    """The mock server; a context manager.  Thread-safe.
+
+    `requests`: the scripted (streamGenerateContent) requests, each
+    {seq, t, path, model, headers, body, aborted}; `aux`: the generateContent
+    side requests; `token_counts`: how many countTokens calls came."""
+
+    def __init__(self, default: Optional[Dict[str, Any]] = None) -> None:
+        self._lock = threading.Condition()
+        self._queue: List[Dict[str, Any]] = []
+        self._default = default or reply(text("ok"))
+        self._gates: Dict[str, threading.Event] = {}
+        self._reached: Dict[str, int] = {}
+        self._seq = itertools.count(1)
+        self.requests: List[Dict[str, Any]] = []
+        self.aux: List[Dict[str, Any]] = []
+        self.token_counts = 0
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    # lifecycle
+    def __enter__(self) -> "MockGemini":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def start(self) -> "MockGemini":
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        with self._lock:
+            for event in self._gates.values():
+                event.set()
+            self._lock.notify_all()
+        self._server.shutdown()
+        self._server.server_close()
+
+    @property
+    def base_url(self) -> str:
+        """The value of GOOGLE_GEMINI_BASE_URL."""
+        return "http://127.0.0.1:%d" % self._server.server_address[1]
+
+    # scripting
+    def script(self, *replies: Dict[str, Any]) -> None:
+        """Queue replies; each streamGenerateContent takes the next (the default when empty)."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    def set_default(self, chosen: Dict[str, Any]) -> None:
+        with self._lock:
+            self._default = chosen
+
+    def release(self, gate: str) -> None:
+        """Open a gate: a stream waiting there (now or later) goes on."""
+        self._gate(gate).set()
+
+    def wait_gate(self, gate: str, timeout: float = 60.0) -> None:
+        """Block until a stream is waiting at `gate`."""
+        self._wait(lambda: self._reached.get(gate, 0) > 0, timeout, "gate %s never reached" % gate)
+
+    def wait_requests(self, count: int, timeout: float = 60.0) -> List[Dict[str, Any]]:
+        """Block until at least `count` scripted requests arrived; return them."""
+        self._wait(lambda: len(self.requests) >= count, timeout, "fewer than %d requests" % count)
+        with self._lock:
+            return list(self.requests)
+
+    def bodies(self) -> List[Dict[str, Any]]:
+        with self._lock:
+            return [entry["body"] for entry in self.requests]
+
+    def _wait(self, predicate: Any, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("mock: " + what)
+                self._lock.wait(left)
+
+    def _gate(self, name: str) -> threading.Event:
+        with self._lock:
+            return self._gates.setdefault(name, threading.Event())
+
+    def _arrive(self, gate: str) -> threading.Event:
+        event = self._gate(gate)
+        with self._lock:
+            self._reached[gate] = self._reached.get(gate, 0) + 1
+            self._lock.notify_all()
+        return event
+
+    def _record(self, into: List[Dict[str, Any]], path: str, headers: Dict[str, str],
+                body: Dict[str, Any]) -> Dict[str, Any]:
+        model = path.split("/models/", 1)[-1].split(":", 1)[0]
+        with self._lock:
+            entry = {"seq": next(self._seq), "t": time.time(), "path": path, "model": model,
+                     "headers": headers, "body": body, "aborted": False}
+            into.append(entry)
+            self._lock.notify_all()
+        return entry
+
+    def _next_reply(self, path: str, headers: Dict[str, str], body: Dict[str, Any]) -> Any:
+        entry = self._record(self.requests, path, headers, body)
+        with self._lock:
+            chosen = self._queue.pop(0) if self._queue else self._default
+        return entry, chosen
+
+    def _handler_class(self) -> type:
+        mock = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"  # the SSE body ends when we close the connection
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw.decode("utf-8")) if raw else {}
+                except ValueError:
+                    body = {}
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                path = self.path.split("?")[0]
+                if path.endswith(":countTokens"):
+                    with mock._lock:
+                        mock.token_counts += 1
+                    return self._json(200, {"totalTokens": max(1, len(raw) // 4)})
+                if path.endswith(":generateContent"):
+                    mock._record(mock.aux, path, headers, body)
+                    return self._json(200, _aux_answer(body))
+                if not path.endswith(":streamGenerateContent"):
+                    return self._error(404, "mock: no route for %s" % path)
+                entry, chosen = mock._next_reply(path, headers, body)
+                try:
+                    self._serve(chosen)
+                except (BrokenPipeError, ConnectionResetError):
+                    entry["aborted"] = True  # gemini dropped the stream (a cancel)
+
+            def do_GET(self) -> None:
+                self._error(404, "mock: no route for %s" % self.path)
+
+            def _json(self, status: int, payload: Dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _error(self, status: int, message: str) -> None:
+                self._json(status, {"error": {"code": status, "message": message,
+                                              "status": STATUS_NAMES.get(status, "UNKNOWN")}})
+
+            def _serve(self, chosen: Dict[str, Any]) -> None:
+                if chosen["status"] != 200:
+                    if chosen["gate"]:
+                        mock._arrive(chosen["gate"]).wait()
+                    return self._error(chosen["status"], chosen["message"])
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.end_headers()
+                chunks = _chunks(chosen)
+                held_at_end = bool(chosen["gate"]) and chosen["gate_after"] >= len(chunks)
+                for index, parts in enumerate(chunks):
+                    if chosen["gate"] and chosen["gate_after"] == index:
+                        mock._arrive(chosen["gate"]).wait()
+                    elif index and chosen["delay"]:
+                        time.sleep(chosen["delay"])
+                    last = index == len(chunks) - 1 and not held_at_end
+                    self._event(_chunk(parts, chosen["usage"] if last else None, last))
+                if held_at_end:
+                    mock._arrive(chosen["gate"]).wait()
+                    self._event(_chunk([], chosen["usage"], True))
+
+            def _event(self, payload: Dict[str, Any]) -> None:
+                self.wfile.write(("data: %s\r\n\r\n" % json.dumps(payload)).encode())
+                self.wfile.flush()
+
+        return Handler
+
+
+def _words(value: str) -> List[str]:
+    parts, word = [], ""
+    for ch in value:
+        word += ch
+        if ch == " ":
+            parts.append(word)
+            word = ""
+    return parts + [word] if word else parts
+
+
+def _chunks(chosen: Dict[str, Any]) -> List[List[Dict[str, Any]]]:
+    """The streamed chunks, each a list of parts: text split into words when slowed."""
+    out: List[List[Dict[str, Any]]] = []
+    for part in chosen["parts"]:
+        if "text" in part and chosen["delay"]:
+            out.extend([dict(part, text=word)] for word in _words(part["text"]))
+        else:
+            out.append([part])
+    return out or [[]]
+
+
+def _chunk(parts: List[Dict[str, Any]], usage: Optional[Dict[str, int]], last: bool) -> Dict[str, Any]:
+    candidate: Dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+    if last:
+        candidate["finishReason"] = "STOP"
+    payload: Dict[str, Any] = {"candidates": [candidate], "modelVersion": "mock"}
+    if usage:
+        payload["usageMetadata"] = usage
+    return payload
+
+
+def _aux_answer(body: Dict[str, Any]) -> Dict[str, Any]:
+    """A non-streamed answer for a side request: JSON fitting the requested schema."""
+    config = body.get("generationConfig") or {}
+    schema = config.get("responseJsonSchema") or config.get("responseSchema")
+    value = json.dumps(fitting(schema)) if schema else "Mock auxiliary answer."
+    return {"candidates": [{"content": {"parts": [{"text": value}], "role": "model"},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+            "modelVersion": "mock"}
