@@ -1,0 +1,650 @@
+"""The ACP adapter: any Agent Client Protocol agent over its stdio (JSON-RPC
+2.0, one JSON object a line, protocol version 1).
+
+One agent process per runtime, one ACP session per event file (its id is kept
+in FILE.d/acp-session.json, so a new runtime resumes it).  A `session/prompt`
+is a harnessctl run.  What each decision rests on was recorded from
+codex-acp 2.6.0, claude-agent-acp 0.101.0 and gemini-cli 0.61.0:
+
+* ACP gives no receipt for `session/prompt`: the prompt written to a live
+  agent is the input's `accepted` (delivery start); its response ends the run;
+* a busy send is `_session/steering` when the agent advertises
+  `_meta.steering.supported`: `injected` means the running turn took it
+  (accepted steer, that run); we ask with idleBehavior `promptRequired`, so a
+  turn that ended first is answered `promptRequired` and the input starts the
+  next run with `session/prompt` instead (no turn ever runs without a
+  response to end it);
+* an agent without steering must never get a second `session/prompt` while
+  one runs (gemini cancels the running one): the adapter holds the input
+  (accepted queued, no run yet) and starts the next run with it;
+* `session/cancel` is a notification; the client must itself answer every
+  pending permission request `cancelled` (gemini waits for that), while
+  codex-acp and claude-agent-acp withdraw theirs with `$/cancel_request`.
+"""
+
+from __future__ import annotations
+
+import json
+
+from harnessctl.activity import OUTPUT_TAIL, unified_diff
+from harnessctl.backend import Config, Host, Input
+from harnessctl.childbackend import ChildBackend
+
+from . import wire
+
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional
+
+    Callback = Callable[[Optional[Dict[str, Any]], Optional[Any]], None]
+
+SESSION_FILE = "acp-session.json"
+PROTOCOL_VERSION = 1
+CLIENT_INFO = {"name": "harnessctl", "title": "harnessctl", "version": "0.1.0"}
+MODE_ENV = "HARNESSCTL_ACP_MODE"
+START_TIMEOUT = 120.0  # seconds from spawn to ready (gemini's initialize alone takes 1.5 s)
+
+
+class Run:
+    """One session/prompt = one harnessctl run."""
+
+    def __init__(self, run_id: str, input_ids: List[str], cost_base: Optional[float]) -> None:
+        self.run_id = run_id
+        self.input_ids = list(input_ids)
+        self.prompt_id: Any = None  # the JSON-RPC id of its session/prompt
+        self.response: Optional[Dict[str, Any]] = None  # {"result": ...} or {"error": ...} once answered
+        self.steering = 0  # _session/steering requests in flight into this run
+        self.messages: Dict[str, List[str]] = {}  # message id -> its text chunks, in order
+        self.message_id: Optional[str] = None  # the message text chunks go to
+        self.unnamed = 0  # messages the agent gave no messageId (gemini)
+        self.context: Dict[str, Optional[int]] = {}  # the last usage_update: context_used, context_window
+        self.cost_base = cost_base  # the session's cumulative cost when the run began
+        self.cost: Optional[float] = None  # the last cumulative cost seen during the run
+
+
+class Tool:
+    """A tool call as the agent has described it so far."""
+
+    def __init__(self, run_id: str, update: Dict[str, Any]) -> None:
+        self.run_id = run_id
+        self.kind = wire.tool_kind(update.get("kind"))
+        self.name = wire.tool_name(update) or str(update.get("kind") or "tool")
+        self.title = str(update.get("title") or self.name)
+        self.input: Any = update.get("rawInput")
+        self.content: Any = update.get("content")
+        self.output = ""
+        self.declined = False
+
+    def merge(self, update: Dict[str, Any]) -> None:
+        if update.get("kind"):
+            self.kind = wire.tool_kind(update["kind"])
+        if isinstance(update.get("title"), str) and update["title"]:
+            self.title = update["title"]
+        if update.get("rawInput"):
+            self.input = update["rawInput"]
+        if isinstance(update.get("content"), list) and update["content"]:
+            self.content = update["content"]
+
+
+class AcpBackend(ChildBackend):
+    """harnessctl Backend over one ACP agent process."""
+
+    KEY = "method"
+    STOP_GRACE = 5.0  # codex-acp exits 2.0 s after its stdin closes (its app-server supervisor)
+    UPDATES = {
+        "agent_message_chunk": "_on_message_chunk",
+        "agent_thought_chunk": "_on_thought_chunk",
+        "tool_call": "_on_tool_call",
+        "tool_call_update": "_on_tool_call",
+        "plan": "_on_plan",
+        "usage_update": "_on_usage_update",
+    }  # user_message_chunk, available_commands_update, config_option_update, current_mode_update,
+    # session_info_update and anything new: `native` at debug
+
+    def __init__(self, host: Host, config: Config) -> None:
+        super().__init__(host, config)
+        self.session_id: Optional[str] = self._load_session_id()
+        self.label = config.agent or "agent"
+        self._reset()
+
+    def _reset(self) -> None:
+        """Forget everything about the current agent process."""
+        self.child: Any = None
+        self.phase = "down"  # down | starting | ready
+        self.next_id = 0
+        self.pending: Dict[Any, Callback] = {}
+        self.init: Dict[str, Any] = {}  # the initialize result
+        self.steering = False
+        self.run: Optional[Run] = None  # the run whose session/prompt is open
+        self.held: List[Input] = []  # accepted queued: they start the next run
+        self.inflight: Optional[Input] = None  # the input whose _session/steering awaits its answer
+        self.drop_inflight = False  # cancel asked while that steer was in flight
+        self.requests: Dict[Any, Dict[str, Any]] = {}  # agent request id -> what answering it needs
+        self.tools: Dict[str, Tool] = {}
+        self.replaying = False  # session/load replays history as session/update: not new activity
+        self.start_error: Optional[str] = None
+        self.cost: Optional[float] = None  # the session's cumulative cost, as last reported
+
+    @property
+    def name(self) -> str:
+        return "ACP agent %s" % self.label
+
+    # ------------------------------------------------------------------ start
+
+    def start(self) -> None:
+        self._reset()
+        agent = self.config.agent
+        if not agent:
+            self.host.start_failed("no ACP agent: pass --agent NAME_OR_COMMAND (presets: %s) or set "
+                                   "HARNESSCTL_ACP_AGENT" % ", ".join(sorted(self._presets())))
+            return
+        presets = self._presets()
+        env = self.config.env
+        try:
+            argv, self.label, variable = wire.agent_command(agent, presets, env)
+            extra = self.config.harness.get("args_env")
+            import shlex
+
+            argv += shlex.split(env.get(extra, "")) if extra else []
+        except ValueError as exc:
+            self.host.start_failed("the ACP agent command is not valid shell syntax: %s" % exc)
+            return
+        if not argv:
+            self.host.start_failed("the ACP agent command is empty%s" % (" (%s)" % variable if variable else ""))
+            return
+        if self.config.debug:
+            self.host.debug("%s: spawn %s" % (self.name, argv))
+        try:
+            self.child = self.host.spawn(argv, dict(env), self.config.cwd)
+        except OSError as exc:
+            self.host.start_failed("cannot start the ACP agent %s: %s (%s): %s" % (
+                self.label, argv[0], exc.strerror or exc, wire.install_hint(agent, presets)))
+            return
+        self.phase = "starting"
+        child = self.child
+        self.host.call_later(START_TIMEOUT, lambda: self._start_timed_out(child))
+        params = {"protocolVersion": PROTOCOL_VERSION, "clientInfo": CLIENT_INFO,
+                  "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": False}}
+        self._call("initialize", params, self._on_initialize)
+
+    def _presets(self) -> Dict[str, Any]:
+        from harnessctl import registry
+
+        try:
+            agents = registry.manifest("acp").get("agents")
+        except Exception:  # a package without the manifest: every agent is a command line
+            return {}
+        return agents if isinstance(agents, dict) else {}
+
+    def _start_timed_out(self, child: Any) -> None:
+        if self.phase == "starting" and self.child is child:
+            self._start_failed("the ACP agent %s did not get ready within %d s" % (self.label, START_TIMEOUT))
+
+    def _on_initialize(self, result: Optional[Dict[str, Any]], error: Any) -> None:
+        if error is not None:
+            self._start_failed("the ACP agent %s refused to initialize: %s" % (self.label, wire.rpc_error_text(error)))
+            return
+        self.init = wire.as_object(result)
+        version = self.init.get("protocolVersion")
+        if version != PROTOCOL_VERSION:
+            self._start_failed("the ACP agent %s speaks protocol version %s; harnessctl speaks %d"
+                               % (self.label, version, PROTOCOL_VERSION))
+            return
+        self.steering = wire.steering_supported(self.init)
+        self._open_session(wire.resume_method(self.init) if self.session_id else [])
+
+    def _open_session(self, methods: List[str], failures: Optional[List[str]] = None) -> None:
+        """Reopen the stored session by the first method left, else a new one."""
+        failures = failures or []
+        params: Dict[str, Any] = {"cwd": self.config.cwd, "mcpServers": []}
+        if methods:
+            method = methods[0]
+            self.replaying = method == "session/load"
+            self._call(method, dict(params, sessionId=self.session_id),
+                       lambda r, e: self._on_reopened(methods, failures, r, e))
+            return
+        if self.session_id:
+            reason = "; ".join(failures) or "the agent offers neither session/resume nor session/load"
+            self.host.log("diagnostic", "warning", message="the ACP agent %s cannot resume session %s (%s): "
+                          "a new session starts, without the earlier conversation" % (self.label, self.session_id,
+                                                                                      reason))
+            self.session_id = None
+        self._call("session/new", params, self._on_session_new)
+
+    def _on_reopened(self, methods: List[str], failures: List[str], result: Optional[Dict[str, Any]],
+                     error: Any) -> None:
+        self.replaying = False
+        if error is not None:
+            failures = failures + ["%s: %s" % (methods[0], wire.rpc_error_text(error))]
+            self._open_session(methods[1:], failures)
+            return
+        self._configure(wire.as_object(result))
+
+    def _on_session_new(self, result: Optional[Dict[str, Any]], error: Any) -> None:
+        session_id = wire.text_or_none(wire.as_object(result).get("sessionId"))
+        if error is not None or session_id is None:
+            text = wire.rpc_error_text(error) if error is not None else "no sessionId in the answer"
+            self._start_failed("the ACP agent %s refused a new session: %s" % (self.label, text))
+            return
+        self.session_id = session_id
+        try:
+            self.save_resume(SESSION_FILE, json.dumps({"session_id": session_id}))
+        except OSError as exc:  # the run can go on; only a later resume would miss it
+            self.host.log("diagnostic", "warning", message="cannot keep the ACP session id: %s" % exc)
+        self._configure(wire.as_object(result))
+
+    def _configure(self, session: Dict[str, Any]) -> None:
+        """HARNESSCTL_ACP_MODE by session/set_mode, then --model, then ready."""
+        mode = self.config.env.get(MODE_ENV, "").strip()
+        if mode:
+            offered = wire.mode_ids(session)
+            if mode not in offered:
+                self._start_failed("%s=%s: the ACP agent %s offers %s" % (
+                    MODE_ENV, mode, self.label, "the modes " + ", ".join(offered) if offered else "no modes"))
+                return
+
+            def moded(result: Optional[Dict[str, Any]], error: Any) -> None:
+                if error is not None:
+                    self._start_failed("the ACP agent %s refused mode %s: %s" % (self.label, mode,
+                                                                               wire.rpc_error_text(error)))
+                else:
+                    self._select_model(session, mode)
+
+            self._call("session/set_mode", {"sessionId": self.session_id, "modeId": mode}, moded)
+            return
+        self._select_model(session, wire.current_mode(session))
+
+    def _select_model(self, session: Dict[str, Any], mode: Optional[str]) -> None:
+        model = self.config.model
+        selector = wire.model_selector(session)
+        if not model:
+            self._ready(session, mode, wire.current_model(session))
+            return
+        if selector is None:
+            self.host.log("diagnostic", "warning", message="the ACP agent %s offers no model selection: --model %s "
+                          "is not applied" % (self.label, model))
+            self._ready(session, mode, wire.current_model(session))
+            return
+        method, config_id = selector
+        params: Dict[str, Any] = {"sessionId": self.session_id}
+        params.update({"modelId": model} if config_id is None else {"configId": config_id, "value": model})
+
+        def selected(result: Optional[Dict[str, Any]], error: Any) -> None:
+            if error is not None:
+                self._start_failed("the ACP agent %s refused model %s: %s" % (self.label, model,
+                                                                            wire.rpc_error_text(error)))
+            else:
+                self._ready(session, mode, model)
+
+        self._call(method, params, selected)
+
+    def _ready(self, session: Dict[str, Any], mode: Optional[str], model: Optional[str]) -> None:
+        info = wire.as_object(self.init.get("agentInfo"))
+        self.activity.session(self.session_id, str(info.get("name") or self.label),
+                              wire.text_or_none(info.get("version")), model, mode, None,
+                              capabilities=wire.session_capabilities(self.init))
+        self.phase = "ready"
+        self.host.ready()
+
+    def _start_failed(self, message: str) -> None:
+        if self.phase == "down":
+            return
+        self.phase = "down"
+        self.start_error = message
+        self.host.start_failed(message)
+        if self.child is not None:
+            self.child.kill()
+
+    def on_exit(self, returncode: Optional[int]) -> None:
+        """Forget the process.  Before it was ready: say why it could not start
+        (codex-acp exits 0 without answering initialize when its codex is
+        missing).  After: the runtime fails the open run and expires requests."""
+        phase, busy = self.phase, self.run is not None or bool(self.held) or self.inflight is not None
+        self._reset()
+        if phase == "starting":
+            self.host.start_failed("the ACP agent %s exited (code %s) before it was ready: see FILE.d/runtime.log "
+                                   "for its stderr" % (self.label, returncode))
+        self.host.log("diagnostic", "error" if busy or phase == "starting" else "info",
+                      message="the ACP agent %s exited (code %s)" % (self.label, returncode))
+
+    def before_stop(self) -> None:
+        """A turn goes on after stdin closes: cancel it first."""
+        if self.run is not None and self.session_id:
+            self._notify("session/cancel", {"sessionId": self.session_id})
+
+    # ------------------------------------------------------------------ sends
+
+    def send(self, item: Input) -> None:
+        if self.phase != "ready" or self.child is None:
+            self.host.send_failed(item.input_id, "the ACP agent is not running", unavailable=True)
+        elif self.run is None:
+            self._prompt([item], "start")
+        elif self.steering:
+            self._steer(self.run, item)
+        else:
+            self.held.append(item)
+            self.host.accepted(item.input_id, "queued", None)
+
+    def _prompt(self, items: List[Input], delivery: str) -> None:
+        """A new run: one session/prompt with the inputs' texts, in order."""
+        run = Run(self.host.new_run(), [i.input_id for i in items], self.cost)
+        self.run = run
+        prompt = [{"type": "text", "text": i.text} for i in items]
+        run.prompt_id = self._call("session/prompt", {"sessionId": self.session_id, "prompt": prompt},
+                                   lambda r, e: self._on_prompt_done(run, r, e))
+        for item in items:
+            if delivery == "start":
+                self.host.accepted(item.input_id, "start", run.run_id)
+            else:
+                self.host.attributed(item.input_id, run.run_id)
+
+    def _steer(self, run: Run, item: Input) -> None:
+        self.inflight = item
+        run.steering += 1
+        params = {"sessionId": self.session_id, "prompt": [{"type": "text", "text": item.text}],
+                  "_meta": {"steering": {"idleBehavior": "promptRequired"}}}
+        self._call("_session/steering", params, lambda r, e: self._on_steered(run, item, r, e))
+
+    def _on_steered(self, run: Run, item: Input, result: Optional[Dict[str, Any]], error: Any) -> None:
+        self.inflight = None
+        run.steering -= 1
+        dropped, self.drop_inflight = self.drop_inflight, False
+        outcome = wire.as_object(result).get("outcome") if error is None else None
+        if outcome == "injected":
+            run.input_ids.append(item.input_id)
+            self.host.accepted(item.input_id, "steer", run.run_id)
+            self._finish_if_done(run)
+            return
+        self._finish_if_done(run)
+        if outcome == "promptRequired":  # the turn ended first: the input starts the next run
+            if dropped:
+                self.host.accepted(item.input_id, "queued", None)
+                self.host.result(None, [item.input_id], "cancelled")
+            elif self.run is None:
+                self._prompt([item], "start")
+            else:  # its turn has ended but its response is still on the way
+                self.held.append(item)
+                self.host.accepted(item.input_id, "queued", None)
+        elif outcome == "startedNewTurn":
+            # an agent that ignored idleBehavior started a turn no session/prompt response will end
+            untracked = self.host.new_run()
+            self.host.accepted(item.input_id, "start", untracked)
+            self.host.result(untracked, [item.input_id], "failed",
+                             error="the agent started a turn of its own for this input (startedNewTurn), which "
+                                   "harnessctl cannot follow to its end", error_class="startedNewTurn")
+        else:
+            text = wire.rpc_error_text(error) if error is not None else "outcome %s" % json.dumps(result)
+            self.host.send_failed(item.input_id, "the ACP agent refused the steer: %s" % text, unavailable=True)
+
+    # ------------------------------------------------------------------ run end
+
+    def _on_prompt_done(self, run: Run, result: Optional[Dict[str, Any]], error: Any) -> None:
+        run.response = {"error": error} if error is not None else {"result": wire.as_object(result)}
+        self._finish_if_done(run)
+
+    def _finish_if_done(self, run: Run) -> None:
+        """The run's result, once its prompt was answered and no steer towards
+        it still waits for its answer (so the result lists that input)."""
+        if run.response is None or run.steering or run is not self.run:
+            return
+        self.run = None
+        self._close_message(run)
+        for agent_id in [k for k, v in self.requests.items() if v["run"] is run]:
+            # the runtime expires them with the result; an agent still waiting gets `cancelled`
+            self._answer_cancelled(agent_id)
+        error = run.response.get("error")
+        usage: Optional[Dict[str, int]] = None
+        cost: Optional[float] = None
+        text: Optional[str]
+        if error is not None:
+            status, text, error_class = "failed", wire.rpc_error_text(error), wire.rpc_error_class(error)
+        else:
+            result = run.response["result"]
+            status, text, error_class = wire.outcome(result.get("stopReason"))
+            usage = wire.usage(result)
+            if run.cost is not None:
+                cost = round(max(0.0, run.cost - (run.cost_base or 0.0)), 8)
+            if usage or run.context:
+                self._log_usage(run, usage)
+        self._end_tools(run)
+        output = "".join(run.messages[list(run.messages)[-1]]) if run.messages else ""
+        self.host.result(run.run_id, run.input_ids, status, output, usage, cost, text, error_class)
+        if self.held and self.phase == "ready":  # the held inputs start the next run together
+            held, self.held = self.held, []
+            self._prompt(held, "attributed")
+
+    def _end_tools(self, run: Run) -> None:
+        """Forget the run's open tools; one refused by our deny that the agent
+        never ended (gemini sends nothing after a reject) is declined."""
+        for tool_id, tool in [(k, t) for k, t in self.tools.items() if t.run_id == run.run_id]:
+            del self.tools[tool_id]
+            if tool.declined:
+                self.activity.tool_completed(run.run_id, tool_id, "declined", None, "", tool=tool.kind,
+                                             name=tool.name, title=tool.title)
+
+    def _log_usage(self, run: Run, usage: Optional[Dict[str, int]]) -> None:
+        usage = usage or {}
+        self.activity.usage(run.run_id, input_tokens=usage.get("input_tokens"),
+                            cached_input_tokens=usage.get("cached_input_tokens"),
+                            output_tokens=usage.get("output_tokens"), reasoning_tokens=usage.get("reasoning_tokens"),
+                            context_window=run.context.get("context_window"),
+                            context_used=run.context.get("context_used"))
+
+    def _close_message(self, run: Run) -> None:
+        """The message text chunks went to is complete: its snapshot."""
+        message_id = run.message_id
+        run.message_id = None
+        if message_id is not None and message_id in run.messages:
+            self.host.message(run.run_id, message_id, "".join(run.messages[message_id]))
+
+    # ------------------------------------------------------------------ cancel and replies
+
+    def interrupt(self) -> None:
+        held, self.held = self.held, []
+        if held:
+            self.host.result(None, [i.input_id for i in held], "cancelled")
+        if self.inflight is not None:
+            self.drop_inflight = True
+        run = self.run
+        if run is None or self.child is None:
+            return
+        self._notify("session/cancel", {"sessionId": self.session_id})
+        for agent_id in [k for k, v in self.requests.items() if v["run"] is run]:
+            self._answer_cancelled(agent_id)  # the spec's duty: gemini waits for it
+            self.host.request_closed(agent_id)
+
+    def answer(self, token: Any, answer: Any) -> None:
+        entry = self.requests.pop(token, None)
+        if entry is None or self.child is None:
+            return
+        option_id = entry["mapping"].get(answer)
+        if not option_id:  # `deny` where the agent offers no reject option
+            self._respond(token, {"outcome": {"outcome": "cancelled"}})
+            return
+        if str(answer).startswith("deny") and entry["tool_id"] in self.tools:
+            self.tools[entry["tool_id"]].declined = True
+        self._respond(token, {"outcome": {"outcome": "selected", "optionId": option_id}})
+
+    def _answer_cancelled(self, agent_id: Any) -> None:
+        if self.requests.pop(agent_id, None) is not None:
+            self._respond(agent_id, {"outcome": {"outcome": "cancelled"}})
+
+    # ------------------------------------------------------------------ the agent's messages
+
+    def on_message(self, msg: Dict[str, Any]) -> None:
+        """Responses by id, agent requests, then notifications."""
+        method = msg.get("method")
+        if method is None:
+            callback = self.pending.pop(msg.get("id"), None)
+            if callback is None:
+                self.host.log("native", level="debug", data=msg)
+            else:
+                callback(msg.get("result"), msg.get("error") if "error" in msg else None)
+        elif "id" in msg:
+            self._agent_request(str(method), msg.get("id"), wire.as_object(msg.get("params")))
+        elif method == "session/update":
+            self._on_update(wire.as_object(msg.get("params")), msg)
+        elif method == "$/cancel_request":
+            agent_id = wire.as_object(msg.get("params")).get("requestId")
+            if self.requests.pop(agent_id, None) is not None:
+                self.host.request_closed(agent_id)
+        else:
+            self.host.log("native", level="debug", run_id=self._run_id(), data=msg)
+
+    def _run_id(self) -> Optional[str]:
+        return self.run.run_id if self.run else None
+
+    def _on_update(self, params: Dict[str, Any], msg: Dict[str, Any]) -> None:
+        update = wire.as_object(params.get("update"))
+        kind = str(update.get("sessionUpdate"))
+        if self.replaying:  # history of a session/load: already in the event file
+            return
+        handler = self.UPDATES.get(kind)
+        if handler is None or self.run is None:
+            self.host.log("native", level="debug", run_id=self._run_id(), data=msg)
+        else:
+            getattr(self, handler)(self.run, update)
+
+    def _on_message_chunk(self, run: Run, update: Dict[str, Any]) -> None:
+        content = wire.as_object(update.get("content"))
+        text = content.get("text")
+        if content.get("type") != "text" or not isinstance(text, str):
+            self.host.log("native", level="debug", run_id=run.run_id, data=update)
+            return
+        if wire.is_agent_warning(wire.as_object(self.init.get("agentInfo")).get("name"), update, text):
+            self.activity.warning(run.run_id, text.strip(), source="agent_message")
+            return
+        message_id = wire.text_or_none(update.get("messageId"))
+        if message_id is None:  # gemini: one message per stretch of text between tool calls
+            current = run.message_id
+            if current is not None and current.startswith(run.run_id + ":"):
+                message_id = current
+            else:
+                run.unnamed += 1
+                message_id = "%s:%d" % (run.run_id, run.unnamed)
+        if message_id != run.message_id:
+            self._close_message(run)
+            run.message_id = message_id
+        run.messages.setdefault(message_id, []).append(text)
+        self.activity.text(run.run_id, message_id, text)
+
+    def _on_thought_chunk(self, run: Run, update: Dict[str, Any]) -> None:
+        content = wire.as_object(update.get("content"))
+        if content.get("type") == "text":
+            self.activity.reasoning(run.run_id, str(content.get("text") or ""), "raw")
+
+    def _on_tool_call(self, run: Run, update: Dict[str, Any]) -> None:
+        tool_id = wire.text_or_none(update.get("toolCallId"))
+        if tool_id is None:
+            self.host.log("native", level="debug", run_id=run.run_id, data=update)
+            return
+        self._close_message(run)
+        tool = self._tool(run, tool_id, update)
+        output = wire.terminal_output(update)
+        if output:
+            tool.output = (tool.output + output)[-OUTPUT_TAIL:]
+            self.activity.tool_output(run.run_id, tool_id, output)
+        status = update.get("status")
+        if status in ("completed", "failed"):
+            self._tool_done(run, tool_id, tool, str(status), update)
+
+    def _tool(self, run: Run, tool_id: str, update: Dict[str, Any]) -> Tool:
+        """The tool, started (tool.started) the first time the agent names it:
+        gemini sends no tool_call before a permission request."""
+        tool = self.tools.get(tool_id)
+        if tool is None:
+            tool = Tool(run.run_id, update)
+            if len(self.tools) >= 256:
+                self.tools.pop(next(iter(self.tools)))
+            self.tools[tool_id] = tool
+            self.activity.tool_started(run.run_id, tool_id, tool.kind, tool.name, tool.title, tool.input)
+        else:
+            tool.merge(update)
+        return tool
+
+    def _tool_done(self, run: Run, tool_id: str, tool: Tool, status: str, update: Dict[str, Any]) -> None:
+        del self.tools[tool_id]
+        if status == "failed" and (tool.declined or wire.declined(update)):
+            status = "declined"
+        output = wire.raw_output(update) or tool.output
+        self.activity.tool_completed(run.run_id, tool_id, status, wire.exit_code(update), output,
+                                     tool=tool.kind, name=tool.name, title=tool.title)
+        if status == "completed":
+            for path, change, old, new in wire.diffs(tool.content):
+                self.activity.file_changed(run.run_id, tool_id, path, change,
+                                           unified_diff(path, old, None if change == "delete" else new))
+
+    def _on_plan(self, run: Run, update: Dict[str, Any]) -> None:
+        self.activity.plan(run.run_id, wire.plan_entries(update))
+
+    def _on_usage_update(self, run: Run, update: Dict[str, Any]) -> None:
+        used, size = update.get("used"), update.get("size")
+        run.context = {"context_used": used if isinstance(used, int) else None,
+                       "context_window": size if isinstance(size, int) else None}
+        cost = wire.cost(update)
+        if cost is not None:
+            self.cost = run.cost = cost
+            if run.cost_base is None:
+                run.cost_base = 0.0
+        self.activity.usage(run.run_id, **run.context)
+
+    # -- the agent's requests
+
+    def _agent_request(self, method: str, agent_id: Any, params: Dict[str, Any]) -> None:
+        if method == "session/request_permission":
+            self._on_permission(agent_id, params)
+            return
+        try:
+            if method == "fs/read_text_file":
+                self._respond(agent_id, wire.read_text(self.config.cwd, params))
+            elif method == "fs/write_text_file":
+                self._respond(agent_id, wire.write_text(self.config.cwd, params))
+            else:
+                self.host.log("diagnostic", "warning", run_id=self._run_id(),
+                              message="the ACP agent asked %s, which harnessctl does not offer; refused" % method)
+                self._error(agent_id, -32601, "Method not found: %s" % method)
+        except PermissionError as exc:
+            self._error(agent_id, -32602, str(exc))
+        except ValueError as exc:
+            self._error(agent_id, -32602, "Invalid params: %s" % exc)
+        except OSError as exc:
+            self._error(agent_id, -32603, "Internal error: %s" % (exc.strerror or exc))
+
+    def _on_permission(self, agent_id: Any, params: Dict[str, Any]) -> None:
+        run = self.run
+        tool_call = wire.as_object(params.get("toolCall"))
+        tool_id = wire.text_or_none(tool_call.get("toolCallId"))
+        tool = self._tool(run, tool_id, tool_call) if run is not None and tool_id else None
+        names, texts, mapping = wire.permission_options(params.get("options"))
+        details: Dict[str, Any] = {"tool": tool.kind if tool else wire.tool_kind(tool_call.get("kind")),
+                                   "input": tool_call.get("rawInput") if tool is None else tool.input,
+                                   "option_descriptions": texts, "tool_id": tool_id}
+        self.requests[agent_id] = {"run": run, "mapping": mapping, "tool_id": tool_id}
+        self.host.request(self._run_id(), "permission", wire.permission_message(tool_call), options=names,
+                          details=details, token=agent_id)
+
+    # ------------------------------------------------------------------ JSON-RPC plumbing
+
+    def _call(self, method: str, params: Dict[str, Any], callback: Callback) -> int:
+        request_id, self.next_id = self.next_id, self.next_id + 1
+        self.pending[request_id] = callback
+        self.write_json({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        return request_id
+
+    def _notify(self, method: str, params: Dict[str, Any]) -> None:
+        self.write_json({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def _respond(self, agent_id: Any, result: Dict[str, Any]) -> None:
+        self.write_json({"jsonrpc": "2.0", "id": agent_id, "result": result})
+
+    def _error(self, agent_id: Any, code: int, message: str) -> None:
+        self.write_json({"jsonrpc": "2.0", "id": agent_id, "error": {"code": code, "message": message}})
+
+    # ------------------------------------------------------------------ sidecar
+
+    def _load_session_id(self) -> Optional[str]:
+        try:
+            value = json.loads(self.load_resume(SESSION_FILE) or "{}").get("session_id")
+        except (ValueError, AttributeError):
+            return None
+        return value if isinstance(value, str) and value else None

@@ -1,0 +1,373 @@
+"""The pure mappings between the Agent Client Protocol (version 1) and
+harnessctl: which command runs an agent, what its tool kinds, permission
+options, stop reasons, errors and usage mean in the activity vocabulary, and
+the client file system confined to the bound cwd.  No state, no I/O but the
+fs helpers: backend.py keeps the state machine.
+
+Every shape here was recorded from codex-acp 2.6.0, claude-agent-acp 0.101.0
+and gemini-cli 0.61.0 (`gemini --acp`) against loopback model mocks."""
+
+from __future__ import annotations
+
+import json
+import os
+
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Tuple
+
+# ACP tool kinds -> the vocabulary's (activity.TOOL_KINDS)
+TOOL_KINDS = {"execute": "command", "edit": "file_change", "delete": "file_change", "move": "file_change",
+              "read": "read", "search": "search", "fetch": "web_search", "think": "other", "other": "other"}
+# ACP permission option kinds -> the answer names every adapter uses
+OPTION_NAMES = {"allow_once": "allow", "allow_always": "allow-session", "reject_once": "deny",
+                "reject_always": "deny-always"}
+STOP_STATUSES = {"end_turn": "completed", "cancelled": "cancelled"}  # anything else (refusal, max_tokens,
+# max_turn_requests, an unknown reason) is failed, with the reason as error_class
+RPC_CLASSES = {-32000: "auth_required", -32002: "resource_not_found", -32600: "invalid_request",
+               -32601: "method_not_found", -32602: "invalid_params", -32603: "internal_error",
+               -32700: "parse_error"}
+PLAN_STATUSES = ("pending", "in_progress", "completed")
+# codex-acp turns codex `warning` events into assistant text with no messageId (REPORT §7.1)
+WARNING_PREFIXES = ("Warning: ", "Config warning: ")
+WARNING_AGENTS = ("@agentclientprotocol/codex-acp",)
+
+
+# -- which agent -------------------------------------------------------------------------
+
+
+def agent_command(agent: str, presets: Dict[str, Any], env: Dict[str, str]) -> Tuple[List[str], str, Optional[str]]:
+    """(argv, what to call it in messages, the variable that overrides it) for a
+    preset name or a command line; raises ValueError on a line shlex cannot split."""
+    import shlex
+
+    preset = presets.get(agent)
+    if isinstance(preset, dict):
+        variable = str(preset.get("command_env") or "") or None
+        line = (env.get(variable) if variable else None) or str(preset.get("command") or "")
+        return shlex.split(line), "%s (preset %s)" % (line, agent), variable
+    return shlex.split(agent), agent, None
+
+
+def install_hint(agent: str, presets: Dict[str, Any]) -> str:
+    """How to get a missing agent: its package and the variable that overrides the command."""
+    preset = presets.get(agent)
+    if not isinstance(preset, dict):
+        return "check the --agent command line (or %s)" % "HARNESSCTL_ACP_AGENT"
+    package = preset.get("package")
+    where = "install %s" % package if package else "install the %s agent" % agent
+    return "%s or set %s to its command line" % (where, preset.get("command_env"))
+
+
+# -- what the agent advertises -------------------------------------------------------------
+
+
+def steering_supported(init: Dict[str, Any]) -> bool:
+    """`_meta.steering.supported` of the initialize result (codex-acp, claude-agent-acp)."""
+    return bool(as_object(as_object(init.get("_meta")).get("steering")).get("supported"))
+
+
+def session_capabilities(init: Dict[str, Any]) -> Dict[str, Any]:
+    """What the session line records: the agentCapabilities as advertised, and steering."""
+    capabilities = dict(as_object(init.get("agentCapabilities")))
+    capabilities["steering"] = as_object(as_object(init.get("_meta")).get("steering")) or {"supported": False}
+    return capabilities
+
+
+def resume_method(init: Dict[str, Any]) -> List[str]:
+    """The ways to reopen a stored session, best first: session/resume (no replay),
+    then session/load (replays the history as session/update)."""
+    agent = as_object(init.get("agentCapabilities"))
+    methods = []
+    if "resume" in as_object(agent.get("sessionCapabilities")):
+        methods.append("session/resume")
+    if agent.get("loadSession") is True:
+        methods.append("session/load")
+    return methods
+
+
+def mode_ids(session: Dict[str, Any]) -> List[str]:
+    modes = as_object(session.get("modes")).get("availableModes")
+    return [str(m.get("id")) for m in modes if isinstance(m, dict) and m.get("id")] if isinstance(modes, list) else []
+
+
+def current_mode(session: Dict[str, Any]) -> Optional[str]:
+    return text_or_none(as_object(session.get("modes")).get("currentModeId"))
+
+
+def model_selector(session: Dict[str, Any]) -> Optional[Tuple[str, Optional[str]]]:
+    """How this agent selects a model: ("session/set_model", None) when it lists
+    `models` (codex-acp, gemini), ("session/set_config_option", config id) when a
+    config option of category or id `model` exists (claude-agent-acp), else None."""
+    if isinstance(session.get("models"), dict):
+        return "session/set_model", None
+    for option in session.get("configOptions") or []:
+        if isinstance(option, dict) and "model" in (option.get("category"), option.get("id")) and option.get("id"):
+            return "session/set_config_option", str(option["id"])
+    return None
+
+
+def current_model(session: Dict[str, Any]) -> Optional[str]:
+    model = text_or_none(as_object(session.get("models")).get("currentModelId"))
+    if model is None:
+        for option in session.get("configOptions") or []:
+            if isinstance(option, dict) and "model" in (option.get("category"), option.get("id")):
+                return text_or_none(option.get("currentValue"))
+    return model
+
+
+# -- activity ------------------------------------------------------------------------------
+
+
+def tool_kind(kind: Any) -> str:
+    return TOOL_KINDS.get(str(kind), "other")
+
+
+def tool_name(update: Dict[str, Any]) -> Optional[str]:
+    """The agent's own tool name: `name` (codex exec_command, claude Bash), claude's
+    _meta.claudeCode.toolName, else none (gemini: the id starts with it)."""
+    name = update.get("name") or as_object(as_object(update.get("_meta")).get("claudeCode")).get("toolName")
+    if isinstance(name, str) and name:
+        return name
+    tool_id = update.get("toolCallId")
+    if isinstance(tool_id, str) and "__" in tool_id:
+        return tool_id.split("__", 1)[0]
+    return None
+
+
+def terminal_output(update: Dict[str, Any]) -> str:
+    """codex-acp's streamed command output (the client said terminal:false)."""
+    delta = as_object(as_object(update.get("_meta")).get("terminal_output_delta")).get("data")
+    return delta if isinstance(delta, str) else ""
+
+
+def exit_code(update: Dict[str, Any]) -> Optional[int]:
+    code = as_object(as_object(update.get("_meta")).get("terminal_exit")).get("exit_code")
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def declined(update: Dict[str, Any]) -> bool:
+    """claude-agent-acp marks a tool refused by a person or its rules."""
+    kind = as_object(as_object(update.get("_meta")).get("claudeCode")).get("nonExecutionKind")
+    return kind in ("user-rejected", "permission-rule")
+
+
+def raw_output(update: Dict[str, Any]) -> str:
+    """A finished tool's output: rawOutput (claude) or its text content blocks."""
+    raw = update.get("rawOutput")
+    if isinstance(raw, str):
+        return raw
+    if raw is not None:
+        return json.dumps(raw)
+    texts = []
+    for block in update.get("content") or []:
+        inner = as_object(as_object(block).get("content"))
+        if as_object(block).get("type") == "content" and inner.get("type") == "text":
+            texts.append(str(inner.get("text") or ""))
+    return "\n".join(texts)
+
+
+def diffs(content: Any) -> List[Tuple[str, str, Optional[str], str]]:
+    """(path, change, old text, new text) of each `diff` content block; a block
+    with no oldText, or gemini's _meta.kind "add", creates the file."""
+    out = []
+    for block in content if isinstance(content, list) else []:
+        block = as_object(block)
+        if block.get("type") != "diff" or not isinstance(block.get("path"), str):
+            continue
+        old, new = block.get("oldText"), block.get("newText")
+        kind = as_object(block.get("_meta")).get("kind")
+        change = "add" if old is None or kind == "add" else "delete" if kind == "delete" else "update"
+        out.append((block["path"], change, None if change == "add" else str(old or ""), str(new or "")))
+    return out
+
+
+def plan_entries(update: Dict[str, Any]) -> List[Tuple[str, str]]:
+    entries = []
+    for entry in update.get("entries") or []:
+        entry = as_object(entry)
+        status = entry.get("status")
+        entries.append((str(entry.get("content") or ""), status if status in PLAN_STATUSES else "pending"))
+    return entries
+
+
+def is_agent_warning(agent_name: Optional[str], update: Dict[str, Any], text: str) -> bool:
+    """codex-acp sends codex's warnings as assistant text with no messageId
+    (every turn on an unknown model slug starts with one)."""
+    return agent_name in WARNING_AGENTS and "messageId" not in update and text.startswith(WARNING_PREFIXES)
+
+
+# -- permissions -------------------------------------------------------------------------------
+
+
+def permission_options(options: Any) -> Tuple[List[str], List[str], Dict[str, str]]:
+    """(our option names, their descriptions, our name -> the agent's optionId).
+
+    Names come from the ACP option kinds (allow_once -> allow, allow_always ->
+    allow-session, reject_once -> deny, reject_always -> deny-always); a second
+    option of the same kind gets `-2`, `-3`...; an option of an unknown kind is
+    named by its optionId.  With no reject option at all, `deny` answers the
+    request `cancelled`, so a person can always refuse."""
+    names: List[str] = []
+    texts: List[str] = []
+    mapping: Dict[str, str] = {}
+    rejects = False
+    for option in options if isinstance(options, list) else []:
+        option = as_object(option)
+        rejects = rejects or str(option.get("kind")).startswith("reject")
+        option_id = option.get("optionId")
+        if not isinstance(option_id, str) or not option_id:
+            continue
+        base = OPTION_NAMES.get(str(option.get("kind"))) or option_id
+        name, n = base, 1
+        while name in mapping:
+            n += 1
+            name = "%s-%d" % (base, n)
+        names.append(name)
+        texts.append(str(option.get("name") or option_id))
+        mapping[name] = option_id
+    if not rejects:
+        names.append("deny")
+        texts.append("refuse (the agent offers no reject option: the request is answered cancelled)")
+        mapping["deny"] = ""
+    return names, texts, mapping
+
+
+def permission_message(tool_call: Dict[str, Any]) -> str:
+    kind = str(tool_call.get("kind") or "other")
+    title = str(tool_call.get("title") or tool_name(tool_call) or "a tool")
+    verb = {"execute": "Run", "edit": "Edit", "delete": "Delete", "move": "Move", "read": "Read",
+            "fetch": "Fetch", "search": "Search"}.get(kind, "Allow")
+    return "%s: %s" % (verb, title)
+
+
+# -- results -------------------------------------------------------------------------------------
+
+
+def outcome(stop_reason: Any) -> Tuple[str, Optional[str], Optional[str]]:
+    """(status, error, error_class) of a session/prompt result's stopReason."""
+    status = STOP_STATUSES.get(str(stop_reason))
+    if status is not None:
+        return status, None, None
+    reason = str(stop_reason) if isinstance(stop_reason, str) and stop_reason else "unknown"
+    return "failed", "the agent stopped the turn: %s" % reason, reason
+
+
+def rpc_error_text(error: Any) -> str:
+    """A JSON-RPC error as one line: its message, the details it carries, and
+    the inner message of gemini's raw JSON bodies."""
+    if not isinstance(error, dict):
+        return str(error)
+    message = str(error.get("message") or "error %s" % error.get("code"))
+    try:
+        body = json.loads(message)
+    except ValueError:
+        body = None
+    inner = as_object(as_object(body).get("error"))
+    if inner.get("message"):
+        message = "%s (%s)" % (inner["message"], inner.get("status") or inner.get("code"))
+    data = as_object(error.get("data"))
+    details = data.get("details") or data.get("message")
+    if isinstance(details, str) and details and details not in message:
+        message = "%s: %s" % (message, details)
+    return message
+
+
+def rpc_error_class(error: Any) -> Optional[str]:
+    """data.errorKind when the agent names it (claude: server_error), `http_NNN`
+    when the code is an HTTP status (gemini passes it through), else the
+    JSON-RPC code's name."""
+    if not isinstance(error, dict):
+        return None
+    kind = as_object(error.get("data")).get("errorKind")
+    if isinstance(kind, str) and kind:
+        return kind
+    code = error.get("code")
+    if isinstance(code, int) and 100 <= code < 600:
+        return "http_%d" % code
+    return RPC_CLASSES.get(code) if isinstance(code, int) else None
+
+
+def usage(result: Dict[str, Any]) -> Optional[Dict[str, int]]:
+    """The run's tokens from a session/prompt result: `usage` (codex, claude;
+    inputTokens leaves cached reads out, so input_tokens adds them back, as the
+    other adapters count), else gemini's _meta.quota.token_count."""
+    raw = as_object(result.get("usage"))
+    if raw:
+        values = {k: v for k, v in raw.items() if isinstance(v, int) and not isinstance(v, bool)}
+        out = {"input_tokens": sum(values.get(k, 0) for k in ("inputTokens", "cachedReadTokens", "cachedWriteTokens")),
+               "cached_input_tokens": values.get("cachedReadTokens", 0), "output_tokens": values.get("outputTokens", 0)}
+        if "thoughtTokens" in values:
+            out["reasoning_tokens"] = values["thoughtTokens"]
+        if "totalTokens" in values:
+            out["total_tokens"] = values["totalTokens"]
+        return out
+    count = as_object(as_object(as_object(result.get("_meta")).get("quota")).get("token_count"))
+    if isinstance(count.get("input_tokens"), int) or isinstance(count.get("output_tokens"), int):
+        return {k: int(count[k]) for k in ("input_tokens", "output_tokens") if isinstance(count.get(k), int)}
+    return None
+
+
+def cost(update: Dict[str, Any]) -> Optional[float]:
+    """usage_update's `cost` (the session's cumulative cost) in US dollars."""
+    raw = as_object(update.get("cost"))
+    amount = raw.get("amount")
+    if isinstance(amount, (int, float)) and not isinstance(amount, bool) and raw.get("currency", "USD") == "USD":
+        return float(amount)
+    return None
+
+
+# -- the client file system, confined to the bound cwd ------------------------------------------------
+
+
+def confined(cwd: str, path: Any) -> str:
+    """The real path of `path` when it lies inside the real `cwd`; raises
+    PermissionError otherwise (and ValueError for a path that is not absolute)."""
+    if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:
+        raise ValueError("path must be an absolute path")
+    root = os.path.realpath(cwd)
+    real = os.path.realpath(path)
+    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+        raise PermissionError("%s is outside the session's working directory %s" % (path, cwd))
+    return real
+
+
+def read_text(cwd: str, params: Dict[str, Any]) -> Dict[str, Any]:
+    """fs/read_text_file: `line` (1-based) and `limit` honoured; a missing file
+    reads as empty text (gemini fails a write of a new file otherwise: REPORT §6)."""
+    real = confined(cwd, params.get("path"))
+    try:
+        with open(real, encoding="utf-8", errors="replace", newline="") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return {"content": ""}
+    line, limit = params.get("line"), params.get("limit")
+    if isinstance(line, int) or isinstance(limit, int):
+        lines = text.splitlines(True)
+        start = max(line - 1, 0) if isinstance(line, int) else 0
+        end = start + max(limit, 0) if isinstance(limit, int) else len(lines)
+        text = "".join(lines[start:end])
+    return {"content": text}
+
+
+def write_text(cwd: str, params: Dict[str, Any]) -> Dict[str, Any]:
+    """fs/write_text_file: creates missing parent folders inside the cwd."""
+    real = confined(cwd, params.get("path"))
+    content = params.get("content")
+    if not isinstance(content, str):
+        raise ValueError("content must be a string")
+    os.makedirs(os.path.dirname(real), exist_ok=True)
+    with open(real, "w", encoding="utf-8", newline="") as f:
+        f.write(content)
+    return {}
+
+
+# -- small helpers ---------------------------------------------------------------------------------
+
+
+def as_object(value: Any) -> Dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def text_or_none(value: Any) -> Optional[str]:
+    return value if isinstance(value, str) and value else None
