@@ -490,7 +490,8 @@ def test_a_request_the_agent_withdraws_is_closed(tmp_path):
     backend.send(Input("in-1", "go"))
     agent_asks(backend, 0, "session/request_permission", {"sessionId": "s-1", "toolCall": {
         "toolCallId": "t1", "kind": "execute", "title": "rm x"}, "options": [
-        {"optionId": "y", "name": "Yes", "kind": "allow_once"}, {"optionId": "n", "name": "No", "kind": "reject_once"}]})
+        {"optionId": "y", "name": "Yes", "kind": "allow_once"},
+        {"optionId": "n", "name": "No", "kind": "reject_once"}]})
     backend.on_line(json.dumps({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 0}}))
     assert host.named("request_closed") == [("request_closed", "req-1")]
 
