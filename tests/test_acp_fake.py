@@ -8,6 +8,7 @@ import json
 import os
 import shlex
 
+import pytest
 from cliutil import ROOT, cli_env, of_type, ok, run, runtime_pids, wait_for, wait_results
 
 FAKE = os.path.join(ROOT, "tests", "acp_support", "fake_agent.py")
@@ -110,19 +111,17 @@ def test_a_held_input_starts_the_next_run_when_the_first_completes(workdir):
         {"type": "text", "text": "next please"}]
 
 
-def test_cancel_while_a_permission_is_pending_cancels_the_run_and_expires_the_request(workdir):
-    for flags in ((), ("--no-steering",)):  # withdrawn by $/cancel_request, or waiting for our cancelled reply
-        agent = Agent(workdir / ("d%d" % len(flags)), *flags)
-        os.makedirs(os.path.dirname(agent.path), exist_ok=True)
-        input_id = agent.start("/approve 1")
-        wait_for(lambda: of_type(agent.path, "request"), what="the permission request")
-        ok("cancel", agent.path, env=agent.env)
-        code, result = agent.wait(input_id)
-        assert (code, result["status"]) == (8, "cancelled"), flags
-        states = [r["state"] for r in of_type(agent.path, "request")]
-        assert states[-1] == "expired", flags
-        refused = run("reply", agent.path, of_type(agent.path, "request")[0]["request_id"], "allow", env=agent.env)
-        assert refused.returncode != 0
+@pytest.mark.parametrize("flags", [(), ("--no-steering",)], ids=["withdrawn", "waiting-for-our-reply"])
+def test_cancel_while_a_permission_is_pending_cancels_the_run_and_expires_the_request(workdir, flags):
+    """codex-acp withdraws the request with $/cancel_request; gemini waits for our `cancelled` reply."""
+    agent = Agent(workdir, *flags)
+    input_id = agent.start("/approve 1")
+    request = wait_for(lambda: of_type(agent.path, "request"), what="the permission request")[0]
+    ok("cancel", agent.path, env=agent.env)
+    code, result = agent.wait(input_id)
+    assert (code, result["status"]) == (8, "cancelled")
+    assert [r["state"] for r in of_type(agent.path, "request")][-1] == "expired"
+    assert run("reply", agent.path, request["request_id"], "allow", env=agent.env).returncode != 0
 
 
 def test_a_permission_denied_by_reply_reaches_the_agent_as_its_reject_option(workdir):
