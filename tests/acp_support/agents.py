@@ -277,6 +277,17 @@ class Session:
         except OSError:
             return ""
 
+    def kill_agent(self) -> None:
+        """SIGKILL the agent's whole process tree (a crash); the runtime stays."""
+        (runtime,) = runtime_pids(self.path)
+        tree = children(runtime)
+        assert tree, "the runtime has no agent process"
+        for pid in tree:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
     def schema_errors(self) -> List[str]:
         return ["%s: %s" % (e.get("seq"), err) for e in events(self.path) for err in check_event(e)]
 
