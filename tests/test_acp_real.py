@@ -138,6 +138,22 @@ def test_permission_denied_by_a_later_reply_does_not_run_the_command(start, agen
     assert (final["request_id"], final["state"], final["answer"]) == (request["request_id"], "replied", "deny")
 
 
+@pytest.mark.parametrize("agent", AGENTS)
+def test_permission_allowed_by_a_later_reply_runs_the_command(start, agent):
+    s = start(agent)
+    s.model.asks_permission()
+    s.model.answer("Created it.")
+    proc = s.cmd("send", s.path, "Create the file.", *s.flags(), "--wait")
+    assert proc.returncode == 9, (proc.returncode, proc.stderr.decode())
+    request = json.loads(proc.stdout.decode().splitlines()[-1])
+    assert "allow" in request["options"]
+    assert s.cmd("reply", s.path, request["request_id"], "allow").returncode == 0
+    waited = s.cmd("wait", s.path, only(s.events("accepted"))["input_id"])
+    result = json.loads(waited.stdout.decode().splitlines()[-1])
+    assert (waited.returncode, result["status"], result["output"]) == (0, "completed", "Created it.")
+    assert os.path.exists(os.path.join(s.cwd, PERMISSION_FILE))
+
+
 @pytest.mark.parametrize("agent", RESUMING)
 def test_send_after_idle_exit_resumes_the_conversation(start, agent):
     s = start(agent, HARNESSCTL_IDLE_TIMEOUT="3")
