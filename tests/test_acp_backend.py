@@ -401,6 +401,27 @@ def test_a_busy_send_to_a_steering_agent_is_injected_into_the_running_run(tmp_pa
     assert result[2] == ["in-1", "in-2"] and result[4]["output"] == "Steered answer: bananas are included."
 
 
+def test_a_message_a_steer_cut_off_is_never_a_message_its_fragments_stay_in_the_log(tmp_path):
+    host, backend, replay = started(tmp_path, "codex__b_steer")
+    send_prompt(replay, backend, "in-1")
+    steer = replay.to("_session/steering")
+    backend.send(Input("in-2", steer["params"]["prompt"][0]["text"]))
+    replay.to()
+    texts = [call[4]["text"] for call in host.logs("text.delta")]
+    assert [m[3] for m in host.named("message")] == ["Steered answer: bananas are included."]
+    assert any(t.startswith("PART1") for t in texts), texts  # the cut text is in the log only
+
+
+def test_a_message_a_cancel_cut_off_is_never_a_message(tmp_path):
+    host, backend = ready_agent(tmp_path)
+    backend.send(Input("in-1", "go"))
+    agent_says(backend, {"sessionUpdate": "agent_message_chunk", "messageId": "m1",
+                         "content": {"type": "text", "text": "half a sen"}})
+    backend.interrupt()
+    respond(backend, host, "session/prompt", {"stopReason": "cancelled"})
+    assert host.named("message") == [] and host.results()[0][3] == "cancelled"
+
+
 def test_a_steer_answered_after_the_runs_response_is_still_in_its_result(tmp_path):
     host, backend = ready_agent(tmp_path)
     backend.send(Input("in-1", "go"))

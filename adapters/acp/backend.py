@@ -25,6 +25,7 @@ codex-acp 2.6.0, claude-agent-acp 0.101.0 and gemini-cli 0.61.0:
 from __future__ import annotations
 
 import json
+import os
 
 from harnessctl.activity import OUTPUT_TAIL, unified_diff
 from harnessctl.backend import Config, Host, Input
@@ -302,8 +303,8 @@ class AcpBackend(ChildBackend):
         phase, busy = self.phase, self.run is not None or bool(self.held) or self.inflight is not None
         self._reset()
         if phase == "starting":
-            self.host.start_failed("the ACP agent %s exited (code %s) before it was ready: see FILE.d/runtime.log "
-                                   "for its stderr" % (self.label, returncode))
+            self.host.start_failed("the ACP agent %s exited (code %s) before it was ready: its stderr is in %s" % (
+                self.label, returncode, os.path.join(self.config.sidecar, "runtime.log")))
         self.host.log("diagnostic", "error" if busy or phase == "starting" else "info",
                       message="the ACP agent %s exited (code %s)" % (self.label, returncode))
 
@@ -352,6 +353,7 @@ class AcpBackend(ChildBackend):
         outcome = wire.as_object(result).get("outcome") if error is None else None
         if outcome == "injected":
             run.input_ids.append(item.input_id)
+            self._cut_message(run)
             self.host.accepted(item.input_id, "steer", run.run_id)
             self._finish_if_done(run)
             return
@@ -388,7 +390,6 @@ class AcpBackend(ChildBackend):
         if run.response is None or run.steering or run is not self.run:
             return
         self.run = None
-        self._close_message(run)
         for agent_id in [k for k, v in self.requests.items() if v["run"] is run]:
             # the runtime expires them with the result; an agent still waiting gets `cancelled`
             self._answer_cancelled(agent_id)
@@ -401,11 +402,14 @@ class AcpBackend(ChildBackend):
         else:
             result = run.response["result"]
             status, text, error_class = wire.outcome(result.get("stopReason"))
+            if status == "cancelled":
+                self._cut_message(run)
             usage = wire.usage(result)
             if run.cost is not None:
                 cost = round(max(0.0, run.cost - (run.cost_base or 0.0)), 8)
             if usage or run.context:
                 self._log_usage(run, usage)
+        self._close_message(run)
         self._end_tools(run)
         output = "".join(run.messages[list(run.messages)[-1]]) if run.messages else ""
         self.host.result(run.run_id, run.input_ids, status, output, usage, cost, text, error_class)
@@ -436,6 +440,13 @@ class AcpBackend(ChildBackend):
         run.message_id = None
         if message_id is not None and message_id in run.messages:
             self.host.message(run.run_id, message_id, "".join(run.messages[message_id]))
+
+    def _cut_message(self, run: Run) -> None:
+        """A steer or a cancel cut off the message being streamed: as with every
+        adapter (EVENT.md), it is never a `message`; its fragments stay in log."""
+        if run.message_id is not None:
+            run.messages.pop(run.message_id, None)
+            run.message_id = None
 
     # ------------------------------------------------------------------ cancel and replies
 
