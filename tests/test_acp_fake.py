@@ -230,3 +230,20 @@ def test_usage_and_cost_reach_the_result(workdir):
     assert result["usage"]["input_tokens"] == 12 and result["usage"]["cached_input_tokens"] == 2
     assert result["cost_usd"] == 0.001
     wait_results(agent.path, 1)
+
+
+def test_the_agent_is_bound_to_the_file_and_another_agent_exits_2(workdir):
+    agent = Agent(workdir)
+    assert agent.send("hello", "--wait").returncode == 0
+    other = run("send", agent.path, "again", "--agent", "gemini", env=agent.env)
+    assert other.returncode == 2 and b"agent is bound to this event path: " + agent.agent.encode() in other.stderr
+    assert json.loads(ok("status", agent.path, env=agent.env).stdout)["agent"] == agent.agent
+    assert run("send", agent.path, "again", "--wait", env=agent.env).returncode == 0  # omitted: the bound one
+
+
+def test_a_first_send_without_an_agent_exits_2_naming_the_presets(workdir):
+    env = cli_env()
+    env.pop("HARNESSCTL_ACP_AGENT", None)
+    proc = run("send", str(workdir / "e.jsonl"), "hi", "--adapter", "acp", env=env)
+    assert proc.returncode == 2 and b"the acp adapter needs --agent NAME_OR_COMMAND (presets: " in proc.stderr
+    assert not (workdir / "e.jsonl").exists()

@@ -216,3 +216,45 @@ def test_package_refuses_a_manifest_that_breaks_the_schema_in_one_line(mutate, s
     assert proc.stderr.count(b"\n") == 1 and proc.stderr.startswith(b"package.py: error: adapters/tiny/manifest.json: ")
     assert said.encode() in proc.stderr, proc.stderr
     assert not (tmp_path / "dist").exists()
+
+
+# -- an ACP preset fixed in the entry point -------------------------------------------------
+
+FAKE_AGENT = os.path.join(ROOT, "tests", "acp_support", "fake_agent.py")
+
+
+def acp_gemini_entry(tmp_path):
+    archive = build("acp", tmp_path / "dist", "--agent", "gemini")
+    assert os.path.basename(archive).startswith("harnessctl-acp-gemini-")
+    with tarfile.open(archive) as tar:
+        tar.extractall(str(tmp_path / "harness"))
+        manifest = json.load(tar.extractfile("acp-gemini/manifest.json"))
+    return str(tmp_path / "harness" / "acp-gemini" / "harnessctl"), manifest
+
+
+def test_an_acp_package_with_agent_carries_that_preset_and_what_was_proved_against_it(tmp_path):
+    _, manifest = acp_gemini_entry(tmp_path)
+    preset = registry.manifest("acp")["agents"]["gemini"]
+    assert manifest["name"] == "harnessctl-acp-gemini" and manifest["agent"] == dict(preset, name="gemini")
+
+
+def test_an_acp_package_with_agent_sends_without_adapter_or_agent_and_refuses_another_agent(tmp_path, workdir):
+    entry, _ = acp_gemini_entry(tmp_path)
+    env = cli_env(HARNESSCTL_ACP_GEMINI_CMD="%s %s --no-steering" % (sys.executable, FAKE_AGENT),
+                  FAKE_ACP_HOME=str(workdir / "sessions"))
+    del env["PYTHONPATH"]
+    path = str(workdir / "e.jsonl")
+    sent = subprocess.run([entry, "send", path, "hi", "--wait"], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+    assert sent.returncode == 0 and json.loads(sent.stdout)["status"] == "completed", sent.stderr
+    status = subprocess.run([entry, "status", path], env=env, stdout=subprocess.PIPE, check=True)
+    assert json.loads(status.stdout)["agent"] == "gemini"
+    other = subprocess.run([entry, "send", path, "hi", "--agent", "claude"], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    assert other.returncode == 2 and b"runs the gemini agent" in other.stderr
+
+
+def test_a_package_agent_that_is_not_a_preset_is_refused(tmp_path):
+    proc = package("acp", tmp_path, "--agent", "nope")
+    assert proc.returncode == 2 and b"--agent nope is not a preset of the acp adapter" in proc.stderr
+    assert not os.path.exists(tmp_path) or not os.listdir(tmp_path)
