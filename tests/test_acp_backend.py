@@ -182,15 +182,6 @@ def test_an_agent_that_exits_before_answering_initialize_fails_the_start(tmp_pat
     assert "exited (code 0) before it was ready" in message
 
 
-def test_a_start_that_takes_too_long_fails_and_kills_the_agent(tmp_path):
-    host, backend = make(tmp_path)
-    backend.start()
-    ((seconds, fire),) = host.timers
-    fire()
-    assert host.named("start_failed") and host.children[0].killed
-    assert "did not get ready" in host.named("start_failed")[0][1]
-
-
 def test_the_mode_variable_selects_a_mode_the_agent_offers(tmp_path):
     host, backend, replay = started(tmp_path, "claude__a_basic", HARNESSCTL_ACP_MODE="default")
     replay.to("session/prompt")
