@@ -21,9 +21,11 @@ from typing import Any, Dict, List, Tuple
 
 from cliutil import ROOT, events, runtime_pids, status, timed, wait_for
 
+from claudecode_support import mock_messages as mm
 from codex_support import mock_responses as mr
 
 from . import agents
+from . import mock_gemini as mg
 
 FLOOR = [sys.executable, "-I", "-S", "-c", "pass"]  # started as the package entry point is
 
@@ -70,12 +72,21 @@ def result_after(path: str, argv: List[str], env: Dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
-def busy(model: agents.Model) -> None:
-    """The next reply keeps its run going for a minute (codex's mock has no gate: a slow stream)."""
+def busy(model: agents.Model, gate: str) -> None:
+    """The next reply keeps its run going: it waits at `gate` after its first
+    words (codex's mock has no gates: a minute-long stream instead)."""
+    words = " ".join("word%d" % i for i in range(100))  # gemini ends a turn that repeats itself
     if model.agent == "codex":
-        model.mock.add(mr.text("word " * 600, chunks=600, delay=0.1))
+        model.mock.add(mr.text(words, chunks=100, delay=0.6))
+    elif model.agent == "claude":
+        model.mock.script(mm.reply(mm.text(words), gate=gate, gate_after=1))
     else:
-        model.held(" ".join("word%d" % i for i in range(100)))  # gemini ends a turn that repeats itself
+        model.mock.script(mg.reply(mg.text(words), gate=gate, gate_after=1))
+
+
+def release(model: agents.Model, gate: str) -> None:
+    if model.agent != "codex":
+        model.mock.release(gate)
 
 
 def rows(repeat: int, tmp: str, agent: str, entry: List[str]) -> List[Tuple[str, List[float], Any]]:
@@ -93,37 +104,49 @@ def rows(repeat: int, tmp: str, agent: str, entry: List[str]) -> List[Tuple[str,
     os.makedirs(work)
     files = [os.path.join(tmp, "f%d.jsonl" % i) for i in range(repeat)]
     out: List[Tuple[str, List[float], Any]] = []
+
+    def state(path: str, wanted: str) -> None:
+        wait_for(lambda: status(path, env=env)["state"] == wanted, 60, "state %s" % wanted)
+
+    def quietly(*args: str) -> None:
+        subprocess.run(cli(*args), env=env, cwd=ROOT, stdout=subprocess.DEVNULL, check=True)
+
     try:
         first, floor = [], []
-        for path in files:
-            busy(model)  # the run stays busy for the steer
+        for path in files:  # one agent at a time: each first send's run ends at once, its agent goes
+            model.answer("ok")
             floor.append(timed(FLOOR, env))
             first.append(timed(cli("send", path, "hello", "--adapter", "acp", "--agent", agent, "--cwd", work), env))
+            state(path, "idle")
+            for pid in runtime_pids(path):
+                agents.kill_tree(pid)
         out.append(("first send (runtime + agent + initialize + session/new + mode + prompt)", first, floor))
         argv = shlex.split(env["HARNESSCTL_ACP_%s_CMD" % agent.upper()])
         bare = []
-        for _ in range(repeat):
-            model.answer("ok")
+        for _ in range(repeat):  # killed once its prompt is written: it takes no scripted reply
             bare.append(native_start(argv, env, work, agents.MODES[agent]))
         out.append(("  bare agent: spawn to the prompt written (minimal native driver)", bare, None))
-        steer, floor = [], []
-        for i, path in enumerate(files):
-            model.answer("steered %d" % i)
+        path = files[0]  # one live agent for the rest; a reply nobody scripted is the mock's default "ok"
+        steer, floor, cancels = [], [], []
+        for i in range(repeat):  # a busy run, a send into it; the run then ends
+            busy(model, "steer%d" % i)
+            quietly("send", path, "work %d" % i)
+            state(path, "running")
             floor.append(timed(FLOOR, env))
             steer.append(timed(cli("send", path, "also this"), env))
+            release(model, "steer%d" % i)
+            state(path, "idle")
+        for i in range(repeat):  # a busy run, cancelled
+            busy(model, "cancel%d" % i)
+            quietly("send", path, "work %d" % i)
+            state(path, "running")
+            cancels.append(result_after(path, cli("cancel", path), env))
+            release(model, "cancel%d" % i)
+            state(path, "idle")
         how = "held for the next run" if agent == "gemini" else "_session/steering"
         out.append(("send into the busy run (%s)" % how, steer, floor))
-        cancels = []
-        for path in files:
-            if agent != "gemini":  # the steered run ends with its answer: start a busy one to cancel
-                wait_for(lambda p=path: status(p, env=env)["state"] == "idle", 60, "the steered run's end")
-                busy(model)
-                subprocess.run(cli("send", path, "one more"), env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-                               check=True)
-            cancels.append(result_after(path, cli("cancel", path), env))
         out.append(("cancel -> the cancelled result in the file", cancels, None))
     finally:
-        model.release()
         for pid in [p for path in files for p in runtime_pids(path)]:
             agents.kill_tree(pid)  # the runtime and the agent it started
         agents.stop_mock(agent, mock)

@@ -21,12 +21,12 @@ Stdlib only; binds 127.0.0.1 port 0::
 
 from __future__ import annotations
 
-import itertools
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Dict, List, Optional
+
+from scripted_mock import ScriptedMock
 
 STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
                 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
@@ -149,99 +149,16 @@ def function_responses(body: Dict[str, Any]) -> List[Dict[str, Any]]:
 # -- the server -------------------------------------------------------------------
 
 
-class MockGemini:
-    """The mock server; a context manager.  Thread-safe.
+class MockGemini(ScriptedMock):
+    """The mock server (scripted_mock.py: the script, gates and logs); a context manager.
 
     `requests`: the scripted (streamGenerateContent) requests, each
     {seq, t, path, model, headers, body, aborted}; `aux`: the generateContent
     side requests; `token_counts`: how many countTokens calls came."""
 
     def __init__(self, default: Optional[Dict[str, Any]] = None) -> None:
-        self._lock = threading.Condition()
-        self._queue: List[Dict[str, Any]] = []
-        self._default = default or reply(text("ok"))
-        self._gates: Dict[str, threading.Event] = {}
-        self._reached: Dict[str, int] = {}
-        self._seq = itertools.count(1)
-        self.requests: List[Dict[str, Any]] = []
-        self.aux: List[Dict[str, Any]] = []
         self.token_counts = 0
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    # lifecycle
-    def __enter__(self) -> "MockGemini":
-        self.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def start(self) -> "MockGemini":
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        with self._lock:
-            for event in self._gates.values():
-                event.set()
-            self._lock.notify_all()
-        self._server.shutdown()
-        self._server.server_close()
-
-    @property
-    def base_url(self) -> str:
-        """The value of GOOGLE_GEMINI_BASE_URL."""
-        return "http://127.0.0.1:%d" % self._server.server_address[1]
-
-    # scripting
-    def script(self, *replies: Dict[str, Any]) -> None:
-        """Queue replies; each streamGenerateContent takes the next (the default when empty)."""
-        with self._lock:
-            self._queue.extend(replies)
-
-    def set_default(self, chosen: Dict[str, Any]) -> None:
-        with self._lock:
-            self._default = chosen
-
-    def release(self, gate: str) -> None:
-        """Open a gate: a stream waiting there (now or later) goes on."""
-        self._gate(gate).set()
-
-    def wait_gate(self, gate: str, timeout: float = 60.0) -> None:
-        """Block until a stream is waiting at `gate`."""
-        self._wait(lambda: self._reached.get(gate, 0) > 0, timeout, "gate %s never reached" % gate)
-
-    def wait_requests(self, count: int, timeout: float = 60.0) -> List[Dict[str, Any]]:
-        """Block until at least `count` scripted requests arrived; return them."""
-        self._wait(lambda: len(self.requests) >= count, timeout, "fewer than %d requests" % count)
-        with self._lock:
-            return list(self.requests)
-
-    def bodies(self) -> List[Dict[str, Any]]:
-        with self._lock:
-            return [entry["body"] for entry in self.requests]
-
-    def _wait(self, predicate: Any, timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while not predicate():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError("mock: " + what)
-                self._lock.wait(left)
-
-    def _gate(self, name: str) -> threading.Event:
-        with self._lock:
-            return self._gates.setdefault(name, threading.Event())
-
-    def _arrive(self, gate: str) -> threading.Event:
-        event = self._gate(gate)
-        with self._lock:
-            self._reached[gate] = self._reached.get(gate, 0) + 1
-            self._lock.notify_all()
-        return event
+        super().__init__(default or reply(text("ok")))
 
     def _record(self, into: List[Dict[str, Any]], path: str, headers: Dict[str, str],
                 body: Dict[str, Any]) -> Dict[str, Any]:
@@ -256,7 +173,7 @@ class MockGemini:
     def _next_reply(self, path: str, headers: Dict[str, str], body: Dict[str, Any]) -> Any:
         entry = self._record(self.requests, path, headers, body)
         with self._lock:
-            chosen = self._queue.pop(0) if self._queue else self._default
+            chosen = self._take()
         return entry, chosen
 
     def _handler_class(self) -> type:

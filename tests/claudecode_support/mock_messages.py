@@ -25,13 +25,13 @@ Stdlib only; binds 127.0.0.1 port 0.  Use it in-process::
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Dict, List, Optional
+
+from scripted_mock import ScriptedMock
 
 # -- building replies ---------------------------------------------------------
 
@@ -178,95 +178,19 @@ AUX_ANSWERS = {"classifier": "<block>no</block>", "title": "Mock title", "sugges
 # -- the server -------------------------------------------------------------------
 
 
-class MockMessages:
-    """The mock server; a context manager.  Thread-safe."""
+class MockMessages(ScriptedMock):
+    """The mock server (scripted_mock.py: the script, gates and logs); a context
+    manager.  `aux`: Claude's side requests (title, suggestion, classifier)."""
 
     def __init__(self, default: Optional[Dict[str, Any]] = None, log_path: Optional[str] = None) -> None:
-        self._lock = threading.Condition()
-        self._queue: List[Dict[str, Any]] = []
-        self._default = default or reply(text("ok"))
-        self._gates: Dict[str, threading.Event] = {}
-        self._reached: Dict[str, int] = {}
-        self._seq = itertools.count(1)
-        self.requests: List[Dict[str, Any]] = []
-        self.aux: List[Dict[str, Any]] = []  # side requests (title, suggestion, classifier): not scripted
         self.log_path = log_path
-        self._closed = False
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    # lifecycle
-    def __enter__(self) -> "MockMessages":
-        self.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            for event in self._gates.values():
-                event.set()
-            self._lock.notify_all()
-        self._server.shutdown()
-        self._server.server_close()
-
-    @property
-    def base_url(self) -> str:
-        return "http://127.0.0.1:%d" % self._server.server_address[1]
-
-    # scripting
-    def script(self, *replies: Dict[str, Any]) -> None:
-        """Queue replies; each POST takes the next one (the default when empty)."""
-        with self._lock:
-            self._queue.extend(replies)
-
-    def set_default(self, chosen: Dict[str, Any]) -> None:
-        """The reply served when the script is empty (e.g. a sticky 500)."""
-        with self._lock:
-            self._default = chosen
-
-    def release(self, gate: str) -> None:
-        """Open a gate: a response waiting there (now or later) goes on."""
-        self._gate(gate).set()
-
-    def wait_gate(self, gate: str, timeout: float = 60.0) -> None:
-        """Block until a response is waiting at `gate`."""
-        self._wait(lambda: self._reached.get(gate, 0) > 0, timeout, "gate %s never reached" % gate)
-
-    def wait_requests(self, count: int, timeout: float = 60.0) -> List[Dict[str, Any]]:
-        """Block until at least `count` requests arrived; return the log."""
-        self._wait(lambda: len(self.requests) >= count, timeout, "fewer than %d requests" % count)
-        with self._lock:
-            return list(self.requests)
-
-    def bodies(self) -> List[Dict[str, Any]]:
-        with self._lock:
-            return [entry["body"] for entry in self.requests]
-
-    def _wait(self, predicate: Any, timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while not predicate():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError("mock: " + what)
-                self._lock.wait(left)
-
-    def _gate(self, name: str) -> threading.Event:
-        with self._lock:
-            return self._gates.setdefault(name, threading.Event())
+        super().__init__(default or reply(text("ok")))
 
     # serving
     def _next_reply(self, body: Dict[str, Any], path: str, headers: Dict[str, str]) -> Dict[str, Any]:
         with self._lock:
             seq = next(self._seq)
-            chosen = self._queue.pop(0) if self._queue else self._default
+            chosen = self._take()
             entry = {"seq": seq, "t": time.time(), "path": path, "headers": headers, "body": body}
             self.requests.append(entry)
             self._lock.notify_all()
@@ -284,13 +208,6 @@ class MockMessages:
                              "body": body})
             self._lock.notify_all()
         return dict(reply(text(AUX_ANSWERS[kind])), seq=seq)
-
-    def _arrive(self, gate: str) -> threading.Event:
-        event = self._gate(gate)
-        with self._lock:
-            self._reached[gate] = self._reached.get(gate, 0) + 1
-            self._lock.notify_all()
-        return event
 
     def _handler_class(self) -> type:
         mock = self
