@@ -27,11 +27,11 @@ from __future__ import annotations
 import json
 import os
 
-from harnessctl.activity import OUTPUT_TAIL, unified_diff
 from harnessctl.backend import Config, Host, Input
 from harnessctl.childbackend import ChildBackend
 
 from . import wire
+from .updates import Run, Updates
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -45,61 +45,11 @@ CLIENT_INFO = {"name": "harnessctl", "title": "harnessctl", "version": "0.1.0"}
 MODE_ENV = "HARNESSCTL_ACP_MODE"
 
 
-class Run:
-    """One session/prompt = one harnessctl run."""
-
-    def __init__(self, run_id: str, input_ids: List[str], cost_base: Optional[float]) -> None:
-        self.run_id = run_id
-        self.input_ids = list(input_ids)
-        self.prompt_id: Any = None  # the JSON-RPC id of its session/prompt
-        self.response: Optional[Dict[str, Any]] = None  # {"result": ...} or {"error": ...} once answered
-        self.steering = 0  # _session/steering requests in flight into this run
-        self.messages: Dict[str, List[str]] = {}  # message id -> its text chunks, in order
-        self.message_id: Optional[str] = None  # the message text chunks go to
-        self.unnamed = 0  # messages the agent gave no messageId (gemini)
-        self.context: Dict[str, Optional[int]] = {}  # the last usage_update: context_used, context_window
-        self.cost_base = cost_base  # the session's cumulative cost when the run began
-        self.cost: Optional[float] = None  # the last cumulative cost seen during the run
-
-
-class Tool:
-    """A tool call as the agent has described it so far."""
-
-    def __init__(self, run_id: str, update: Dict[str, Any]) -> None:
-        self.run_id = run_id
-        self.kind = wire.tool_kind(update.get("kind"))
-        self.name = wire.tool_name(update) or str(update.get("kind") or "tool")
-        self.title = str(update.get("title") or self.name)
-        self.input: Any = update.get("rawInput")
-        self.content: Any = update.get("content")
-        self.output = ""
-        self.declined = False
-
-    def merge(self, update: Dict[str, Any]) -> None:
-        if update.get("kind"):
-            self.kind = wire.tool_kind(update["kind"])
-        if isinstance(update.get("title"), str) and update["title"]:
-            self.title = update["title"]
-        if update.get("rawInput"):
-            self.input = update["rawInput"]
-        if isinstance(update.get("content"), list) and update["content"]:
-            self.content = update["content"]
-
-
 class AcpBackend(ChildBackend):
     """harnessctl Backend over one ACP agent process."""
 
     KEY = "method"
     STOP_GRACE = 5.0  # codex-acp exits 2.0 s after its stdin closes (its app-server supervisor)
-    UPDATES = {
-        "agent_message_chunk": "_on_message_chunk",
-        "agent_thought_chunk": "_on_thought_chunk",
-        "tool_call": "_on_tool_call",
-        "tool_call_update": "_on_tool_call",
-        "plan": "_on_plan",
-        "usage_update": "_on_usage_update",
-    }  # user_message_chunk, available_commands_update, config_option_update, current_mode_update,
-    # session_info_update and anything new: `native` at debug
 
     def __init__(self, host: Host, config: Config) -> None:
         super().__init__(host, config)
@@ -120,10 +70,9 @@ class AcpBackend(ChildBackend):
         self.inflight: Optional[Input] = None  # the input whose _session/steering awaits its answer
         self.drop_inflight = False  # cancel asked while that steer was in flight
         self.requests: Dict[Any, Dict[str, Any]] = {}  # agent request id -> what answering it needs
-        self.tools: Dict[str, Tool] = {}
+        self.updates = Updates(self.host, self.activity)  # session/update -> the activity vocabulary
         self.replaying = False  # session/load replays history as session/update: not new activity
         self.start_error: Optional[str] = None
-        self.cost: Optional[float] = None  # the session's cumulative cost, as last reported
 
     @property
     def name(self) -> str:
@@ -181,6 +130,7 @@ class AcpBackend(ChildBackend):
                                % (self.label, version, PROTOCOL_VERSION))
             return
         self.steering = wire.steering_supported(self.init)
+        self.updates.agent = wire.as_object(self.init.get("agentInfo")).get("name")
         self._open_session(wire.resume_method(self.init) if self.session_id else [])
 
     def _open_session(self, methods: List[str], failures: Optional[List[str]] = None) -> None:
@@ -317,7 +267,7 @@ class AcpBackend(ChildBackend):
 
     def _prompt(self, items: List[Input], delivery: str) -> None:
         """A new run: one session/prompt with the inputs' texts, in order."""
-        run = Run(self.host.new_run(), [i.input_id for i in items], self.cost)
+        run = Run(self.host.new_run(), [i.input_id for i in items], self.updates.cost)
         self.run = run
         prompt = [{"type": "text", "text": i.text} for i in items]
         run.prompt_id = self._call("session/prompt", {"sessionId": self.session_id, "prompt": prompt},
@@ -342,7 +292,7 @@ class AcpBackend(ChildBackend):
         outcome = wire.as_object(result).get("outcome") if error is None else None
         if outcome == "injected":
             run.input_ids.append(item.input_id)
-            self._cut_message(run)
+            self.updates.cut_message(run)
             self.host.accepted(item.input_id, "steer", run.run_id)
             self._finish_if_done(run)
             return
@@ -392,50 +342,19 @@ class AcpBackend(ChildBackend):
             result = run.response["result"]
             status, text, error_class = wire.outcome(result.get("stopReason"))
             if status == "cancelled":
-                self._cut_message(run)
+                self.updates.cut_message(run)
             usage = wire.usage(result)
             if run.cost is not None:
                 cost = round(max(0.0, run.cost - (run.cost_base or 0.0)), 8)
             if usage or run.context:
-                self._log_usage(run, usage)
-        self._close_message(run)
-        self._end_tools(run)
+                self.updates.log_usage(run, usage)
+        self.updates.close_message(run)
+        self.updates.end_tools(run)
         output = "".join(run.messages[list(run.messages)[-1]]) if run.messages else ""
         self.host.result(run.run_id, run.input_ids, status, output, usage, cost, text, error_class)
         if self.held and self.phase == "ready":  # the held inputs start the next run together
             held, self.held = self.held, []
             self._prompt(held, "attributed")
-
-    def _end_tools(self, run: Run) -> None:
-        """Forget the run's open tools; one refused by our deny that the agent
-        never ended (gemini sends nothing after a reject) is declined."""
-        for tool_id, tool in [(k, t) for k, t in self.tools.items() if t.run_id == run.run_id]:
-            del self.tools[tool_id]
-            if tool.declined:
-                self.activity.tool_completed(run.run_id, tool_id, "declined", None, "", tool=tool.kind,
-                                             name=tool.name, title=tool.title)
-
-    def _log_usage(self, run: Run, usage: Optional[Dict[str, int]]) -> None:
-        usage = usage or {}
-        self.activity.usage(run.run_id, input_tokens=usage.get("input_tokens"),
-                            cached_input_tokens=usage.get("cached_input_tokens"),
-                            output_tokens=usage.get("output_tokens"), reasoning_tokens=usage.get("reasoning_tokens"),
-                            context_window=run.context.get("context_window"),
-                            context_used=run.context.get("context_used"))
-
-    def _close_message(self, run: Run) -> None:
-        """The message text chunks went to is complete: its snapshot."""
-        message_id = run.message_id
-        run.message_id = None
-        if message_id is not None and message_id in run.messages:
-            self.host.message(run.run_id, message_id, "".join(run.messages[message_id]))
-
-    def _cut_message(self, run: Run) -> None:
-        """A steer or a cancel cut off the message being streamed: as with every
-        adapter (EVENT.md), it is never a `message`; its fragments stay in log."""
-        if run.message_id is not None:
-            run.messages.pop(run.message_id, None)
-            run.message_id = None
 
     # ------------------------------------------------------------------ cancel and replies
 
@@ -461,8 +380,8 @@ class AcpBackend(ChildBackend):
         if not option_id:  # `deny` where the agent offers no reject option
             self._respond(token, {"outcome": {"outcome": "cancelled"}})
             return
-        if str(answer).startswith("deny") and entry["tool_id"] in self.tools:
-            self.tools[entry["tool_id"]].declined = True
+        if str(answer).startswith("deny"):
+            self.updates.declined(entry["tool_id"])
         self._respond(token, {"outcome": {"outcome": "selected", "optionId": option_id}})
 
     def _answer_cancelled(self, agent_id: Any) -> None:
@@ -495,98 +414,9 @@ class AcpBackend(ChildBackend):
         return self.run.run_id if self.run else None
 
     def _on_update(self, params: Dict[str, Any], msg: Dict[str, Any]) -> None:
-        update = wire.as_object(params.get("update"))
-        kind = str(update.get("sessionUpdate"))
         if self.replaying:  # history of a session/load: already in the event file
             return
-        handler = self.UPDATES.get(kind)
-        if handler is None or self.run is None:
-            self.host.log("native", level="debug", run_id=self._run_id(), data=msg)
-        else:
-            getattr(self, handler)(self.run, update)
-
-    def _on_message_chunk(self, run: Run, update: Dict[str, Any]) -> None:
-        content = wire.as_object(update.get("content"))
-        text = content.get("text")
-        if content.get("type") != "text" or not isinstance(text, str):
-            self.host.log("native", level="debug", run_id=run.run_id, data=update)
-            return
-        if wire.is_agent_warning(wire.as_object(self.init.get("agentInfo")).get("name"), update, text):
-            self.activity.warning(run.run_id, text.strip(), source="agent_message")
-            return
-        message_id = wire.text_or_none(update.get("messageId"))
-        if message_id is None:  # gemini: one message per stretch of text between tool calls
-            current = run.message_id
-            if current is not None and current.startswith(run.run_id + ":"):
-                message_id = current
-            else:
-                run.unnamed += 1
-                message_id = "%s:%d" % (run.run_id, run.unnamed)
-        if message_id != run.message_id:
-            self._close_message(run)
-            run.message_id = message_id
-        run.messages.setdefault(message_id, []).append(text)
-        self.activity.text(run.run_id, message_id, text)
-
-    def _on_thought_chunk(self, run: Run, update: Dict[str, Any]) -> None:
-        content = wire.as_object(update.get("content"))
-        if content.get("type") == "text":
-            self.activity.reasoning(run.run_id, str(content.get("text") or ""), "raw")
-
-    def _on_tool_call(self, run: Run, update: Dict[str, Any]) -> None:
-        tool_id = wire.text_or_none(update.get("toolCallId"))
-        if tool_id is None:
-            self.host.log("native", level="debug", run_id=run.run_id, data=update)
-            return
-        self._close_message(run)
-        tool = self._tool(run, tool_id, update)
-        output = wire.terminal_output(update)
-        if output:
-            tool.output = (tool.output + output)[-OUTPUT_TAIL:]
-            self.activity.tool_output(run.run_id, tool_id, output)
-        status = update.get("status")
-        if status in ("completed", "failed"):
-            self._tool_done(run, tool_id, tool, str(status), update)
-
-    def _tool(self, run: Run, tool_id: str, update: Dict[str, Any]) -> Tool:
-        """The tool, started (tool.started) the first time the agent names it:
-        gemini sends no tool_call before a permission request."""
-        tool = self.tools.get(tool_id)
-        if tool is None:
-            tool = Tool(run.run_id, update)
-            if len(self.tools) >= 256:
-                self.tools.pop(next(iter(self.tools)))
-            self.tools[tool_id] = tool
-            self.activity.tool_started(run.run_id, tool_id, tool.kind, tool.name, tool.title, tool.input)
-        else:
-            tool.merge(update)
-        return tool
-
-    def _tool_done(self, run: Run, tool_id: str, tool: Tool, status: str, update: Dict[str, Any]) -> None:
-        del self.tools[tool_id]
-        if status == "failed" and (tool.declined or wire.declined(update)):
-            status = "declined"
-        output = wire.raw_output(update) or tool.output
-        self.activity.tool_completed(run.run_id, tool_id, status, wire.exit_code(update), output,
-                                     tool=tool.kind, name=tool.name, title=tool.title)
-        if status == "completed":
-            for path, change, old, new in wire.diffs(tool.content):
-                self.activity.file_changed(run.run_id, tool_id, path, change,
-                                           unified_diff(path, old, None if change == "delete" else new))
-
-    def _on_plan(self, run: Run, update: Dict[str, Any]) -> None:
-        self.activity.plan(run.run_id, wire.plan_entries(update))
-
-    def _on_usage_update(self, run: Run, update: Dict[str, Any]) -> None:
-        used, size = update.get("used"), update.get("size")
-        run.context = {"context_used": used if isinstance(used, int) else None,
-                       "context_window": size if isinstance(size, int) else None}
-        cost = wire.cost(update)
-        if cost is not None:
-            self.cost = run.cost = cost
-            if run.cost_base is None:
-                run.cost_base = 0.0
-        self.activity.usage(run.run_id, **run.context)
+        self.updates.on_update(self.run, wire.as_object(params.get("update")), msg)
 
     # -- the agent's requests
 
@@ -614,7 +444,7 @@ class AcpBackend(ChildBackend):
         run = self.run
         tool_call = wire.as_object(params.get("toolCall"))
         tool_id = wire.text_or_none(tool_call.get("toolCallId"))
-        tool = self._tool(run, tool_id, tool_call) if run is not None and tool_id else None
+        tool = self.updates.tool(run, tool_id, tool_call) if run is not None and tool_id else None
         names, texts, mapping = wire.permission_options(params.get("options"))
         details: Dict[str, Any] = {"tool": tool.kind if tool else wire.tool_kind(tool_call.get("kind")),
                                    "input": tool_call.get("rawInput") if tool is None else tool.input,

@@ -1,0 +1,208 @@
+"""What an ACP agent did, from its `session/update` notifications, in the
+activity vocabulary (harnessctl/activity.py): message chunks and their
+`message` snapshots, thoughts, tool calls with their streamed output, exit
+codes and diffs, plans, and usage.  The backend (backend.py) owns the runs'
+lives; this holds what a run's updates build: its messages and open tools."""
+
+from __future__ import annotations
+
+from harnessctl.activity import OUTPUT_TAIL, Activity, unified_diff
+from harnessctl.backend import Host
+
+from . import wire
+
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional
+
+OPEN_TOOLS_LIMIT = 256  # tools remembered while open (an interrupted tool never completes)
+
+
+class Run:
+    """One session/prompt = one harnessctl run."""
+
+    def __init__(self, run_id: str, input_ids: List[str], cost_base: Optional[float]) -> None:
+        self.run_id = run_id
+        self.input_ids = list(input_ids)
+        self.prompt_id: Any = None  # the JSON-RPC id of its session/prompt
+        self.response: Optional[Dict[str, Any]] = None  # {"result": ...} or {"error": ...} once answered
+        self.steering = 0  # _session/steering requests in flight into this run
+        self.messages: Dict[str, List[str]] = {}  # message id -> its text chunks, in order
+        self.message_id: Optional[str] = None  # the message text chunks go to
+        self.unnamed = 0  # messages the agent gave no messageId (gemini)
+        self.context: Dict[str, Optional[int]] = {}  # the last usage_update: context_used, context_window
+        self.cost_base = cost_base  # the session's cumulative cost when the run began
+        self.cost: Optional[float] = None  # the last cumulative cost seen during the run
+
+
+class Tool:
+    """A tool call as the agent has described it so far."""
+
+    def __init__(self, run_id: str, update: Dict[str, Any]) -> None:
+        self.run_id = run_id
+        self.kind = wire.tool_kind(update.get("kind"))
+        self.name = wire.tool_name(update) or str(update.get("kind") or "tool")
+        self.title = str(update.get("title") or self.name)
+        self.input: Any = update.get("rawInput")
+        self.content: Any = update.get("content")
+        self.output = ""
+        self.declined = False
+
+    def merge(self, update: Dict[str, Any]) -> None:
+        if update.get("kind"):
+            self.kind = wire.tool_kind(update["kind"])
+        if isinstance(update.get("title"), str) and update["title"]:
+            self.title = update["title"]
+        if update.get("rawInput"):
+            self.input = update["rawInput"]
+        if isinstance(update.get("content"), list) and update["content"]:
+            self.content = update["content"]
+
+
+class Updates:
+    """Turns one agent's session/update notifications into host calls."""
+
+    HANDLERS = {
+        "agent_message_chunk": "_on_message_chunk",
+        "agent_thought_chunk": "_on_thought_chunk",
+        "tool_call": "_on_tool_call",
+        "tool_call_update": "_on_tool_call",
+        "plan": "_on_plan",
+        "usage_update": "_on_usage_update",
+    }  # user_message_chunk, available_commands_update, config_option_update, current_mode_update,
+    # session_info_update and anything new: `native` at debug
+
+    def __init__(self, host: Host, activity: Activity) -> None:
+        self.host = host
+        self.activity = activity
+        self.agent: Any = None  # the agent's agentInfo.name (codex-acp sends warnings as text)
+        self.tools: Dict[str, Tool] = {}  # open tool calls by toolCallId
+        self.cost: Optional[float] = None  # the session's cumulative cost, as last reported
+
+    def on_update(self, run: Optional[Run], update: Dict[str, Any], msg: Dict[str, Any]) -> None:
+        """One session/update of the run going on (none: it is only logged)."""
+        handler = self.HANDLERS.get(str(update.get("sessionUpdate")))
+        if handler is None or run is None:
+            self.host.log("native", level="debug", run_id=run.run_id if run else None, data=msg)
+        else:
+            getattr(self, handler)(run, update)
+
+    def declined(self, tool_id: Optional[str]) -> None:
+        """We refused the tool's permission: it ends `declined` whatever the agent says."""
+        if tool_id in self.tools:
+            self.tools[tool_id].declined = True
+
+    def end_tools(self, run: Run) -> None:
+        """Forget the run's open tools; one refused by our deny that the agent
+        never ended (gemini sends nothing after a reject) is declined."""
+        for tool_id, tool in [(k, t) for k, t in self.tools.items() if t.run_id == run.run_id]:
+            del self.tools[tool_id]
+            if tool.declined:
+                self.activity.tool_completed(run.run_id, tool_id, "declined", None, "", tool=tool.kind,
+                                             name=tool.name, title=tool.title)
+
+    def log_usage(self, run: Run, usage: Optional[Dict[str, int]]) -> None:
+        usage = usage or {}
+        self.activity.usage(run.run_id, input_tokens=usage.get("input_tokens"),
+                            cached_input_tokens=usage.get("cached_input_tokens"),
+                            output_tokens=usage.get("output_tokens"), reasoning_tokens=usage.get("reasoning_tokens"),
+                            context_window=run.context.get("context_window"),
+                            context_used=run.context.get("context_used"))
+
+    def close_message(self, run: Run) -> None:
+        """The message text chunks went to is complete: its snapshot."""
+        message_id = run.message_id
+        run.message_id = None
+        if message_id is not None and message_id in run.messages:
+            self.host.message(run.run_id, message_id, "".join(run.messages[message_id]))
+
+    def cut_message(self, run: Run) -> None:
+        """A steer or a cancel cut off the message being streamed: as with every
+        adapter (EVENT.md), it is never a `message`; its fragments stay in log."""
+        if run.message_id is not None:
+            run.messages.pop(run.message_id, None)
+            run.message_id = None
+
+    def _on_message_chunk(self, run: Run, update: Dict[str, Any]) -> None:
+        content = wire.as_object(update.get("content"))
+        text = content.get("text")
+        if content.get("type") != "text" or not isinstance(text, str):
+            self.host.log("native", level="debug", run_id=run.run_id, data=update)
+            return
+        if wire.is_agent_warning(self.agent, update, text):
+            self.activity.warning(run.run_id, text.strip(), source="agent_message")
+            return
+        message_id = wire.text_or_none(update.get("messageId"))
+        if message_id is None:  # gemini: one message per stretch of text between tool calls
+            current = run.message_id
+            if current is not None and current.startswith(run.run_id + ":"):
+                message_id = current
+            else:
+                run.unnamed += 1
+                message_id = "%s:%d" % (run.run_id, run.unnamed)
+        if message_id != run.message_id:
+            self.close_message(run)
+            run.message_id = message_id
+        run.messages.setdefault(message_id, []).append(text)
+        self.activity.text(run.run_id, message_id, text)
+
+    def _on_thought_chunk(self, run: Run, update: Dict[str, Any]) -> None:
+        content = wire.as_object(update.get("content"))
+        if content.get("type") == "text":
+            self.activity.reasoning(run.run_id, str(content.get("text") or ""), "raw")
+
+    def _on_tool_call(self, run: Run, update: Dict[str, Any]) -> None:
+        tool_id = wire.text_or_none(update.get("toolCallId"))
+        if tool_id is None:
+            self.host.log("native", level="debug", run_id=run.run_id, data=update)
+            return
+        self.close_message(run)
+        tool = self.tool(run, tool_id, update)
+        output = wire.terminal_output(update)
+        if output:
+            tool.output = (tool.output + output)[-OUTPUT_TAIL:]
+            self.activity.tool_output(run.run_id, tool_id, output)
+        status = update.get("status")
+        if status in ("completed", "failed"):
+            self._tool_done(run, tool_id, tool, str(status), update)
+
+    def tool(self, run: Run, tool_id: str, update: Dict[str, Any]) -> Tool:
+        """The tool, started (tool.started) the first time the agent names it:
+        gemini sends no tool_call before a permission request."""
+        tool = self.tools.get(tool_id)
+        if tool is None:
+            tool = Tool(run.run_id, update)
+            if len(self.tools) >= OPEN_TOOLS_LIMIT:
+                self.tools.pop(next(iter(self.tools)))
+            self.tools[tool_id] = tool
+            self.activity.tool_started(run.run_id, tool_id, tool.kind, tool.name, tool.title, tool.input)
+        else:
+            tool.merge(update)
+        return tool
+
+    def _tool_done(self, run: Run, tool_id: str, tool: Tool, status: str, update: Dict[str, Any]) -> None:
+        del self.tools[tool_id]
+        if status == "failed" and (tool.declined or wire.declined(update)):
+            status = "declined"
+        output = wire.raw_output(update) or tool.output
+        self.activity.tool_completed(run.run_id, tool_id, status, wire.exit_code(update), output,
+                                     tool=tool.kind, name=tool.name, title=tool.title)
+        if status == "completed":
+            for path, change, old, new in wire.diffs(tool.content):
+                self.activity.file_changed(run.run_id, tool_id, path, change,
+                                           unified_diff(path, old, None if change == "delete" else new))
+
+    def _on_plan(self, run: Run, update: Dict[str, Any]) -> None:
+        self.activity.plan(run.run_id, wire.plan_entries(update))
+
+    def _on_usage_update(self, run: Run, update: Dict[str, Any]) -> None:
+        used, size = update.get("used"), update.get("size")
+        run.context = {"context_used": used if isinstance(used, int) else None,
+                       "context_window": size if isinstance(size, int) else None}
+        cost = wire.cost(update)
+        if cost is not None:
+            self.cost = run.cost = cost
+            if run.cost_base is None:
+                run.cost_base = 0.0
+        self.activity.usage(run.run_id, **run.context)
+
