@@ -74,6 +74,21 @@ def of_type(path: str, kind: str) -> List[Dict[str, Any]]:
     return [e for e in events(path) if e["type"] == kind]
 
 
+def matching(path: str, type_: Optional[str] = None, kind: Optional[str] = None,
+             **fields: Any) -> List[Dict[str, Any]]:
+    """The file's events of that type (and log kind), whose fields have these values."""
+    return [e for e in events(path) if (type_ is None or e["type"] == type_)
+            and (kind is None or e.get("kind") == kind) and all(e.get(k) == v for k, v in fields.items())]
+
+
+def wait_matching(path: str, type_: str, count: int = 1, timeout: float = 60, **fields: Any) -> List[Dict[str, Any]]:
+    """Wait until the file holds `count` such events; they, in order."""
+    def found() -> Optional[List[Dict[str, Any]]]:
+        hits = matching(path, type_, **fields)
+        return hits if len(hits) >= count else None
+    return wait_for(found, timeout, "%d %s events matching %s" % (count, type_, fields))
+
+
 def real_binary(variable: str, name: str) -> str:
     """Path of a real harness binary ($variable, else `name` on PATH), or skip
     the test with the reason; under HARNESSCTL_REQUIRE_REAL=1 (CI) fail instead."""

@@ -33,7 +33,7 @@ import subprocess
 import sys
 from typing import Any, Dict, Iterator, List, Optional
 
-from cliutil import ROOT, events, run, runtime_pids, wait_for
+from cliutil import ROOT, events, matching, run, runtime_pids, wait_for, wait_matching
 from schemacheck import check_event
 
 from claudecode_support import mock_messages as mm
@@ -251,18 +251,10 @@ class Session:
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env, cwd=ROOT)
 
     def events(self, type_: Optional[str] = None, kind: Optional[str] = None) -> List[Dict[str, Any]]:
-        out = events(self.path)
-        if type_:
-            out = [e for e in out if e["type"] == type_]
-        if kind:
-            out = [e for e in out if e.get("kind") == kind]
-        return out
+        return matching(self.path, type_, kind)
 
     def wait(self, type_: str, count: int = 1, timeout: float = 90, **match: Any) -> List[Dict[str, Any]]:
-        def found() -> Optional[List[Dict[str, Any]]]:
-            hits = [e for e in self.events(type_) if all(e.get(k) == v for k, v in match.items())]
-            return hits if len(hits) >= count else None
-        return wait_for(found, timeout, "%d %s events matching %s" % (count, type_, match))
+        return wait_matching(self.path, type_, count, timeout, **match)
 
     def wait_log(self, kind: str, timeout: float = 90) -> Dict[str, Any]:
         return wait_for(lambda: next(iter(self.events("log", kind)), None), timeout, "a %s log line" % kind)

@@ -19,7 +19,7 @@ import sys
 from typing import Any, Dict, List, Optional
 
 
-from cliutil import cli_env, events, real_binary, run, runtime_pids, wait_for
+from cliutil import cli_env, events, matching, real_binary, run, runtime_pids, wait_for, wait_matching
 from schemacheck import check_event
 
 from .mock_responses import MockResponses, write_codex_home
@@ -72,18 +72,10 @@ class Session:
                                 cwd=os.path.dirname(HERE))
 
     def events(self, type_: Optional[str] = None, kind: Optional[str] = None) -> List[Dict[str, Any]]:
-        out = events(self.path)
-        if type_:
-            out = [e for e in out if e["type"] == type_]
-        if kind:
-            out = [e for e in out if e.get("kind") == kind]
-        return out
+        return matching(self.path, type_, kind)
 
     def wait(self, type_: str, count: int = 1, timeout: float = 60, **match: Any) -> List[Dict[str, Any]]:
-        def found():
-            hits = [e for e in self.events(type_) if all(e.get(k) == v for k, v in match.items())]
-            return hits if len(hits) >= count else None
-        return wait_for(found, timeout, "%d %s events matching %s" % (count, type_, match))
+        return wait_matching(self.path, type_, count, timeout, **match)
 
     def wait_log(self, predicate, timeout: float = 60) -> Dict[str, Any]:
         return wait_for(lambda: next((e for e in self.events("log") if predicate(e)), None), timeout, "log line")
