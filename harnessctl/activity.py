@@ -9,9 +9,10 @@ has one (message and thought chunks, tool calls with a kind and a status,
 plans, usage), so an ACP adapter maps one to one.
 
 A backend lives for one harness start, and so does its `Activity`.
-It remembers each open tool (its kind, name, title and start
-time), so `tool.completed` repeats them and carries the duration even where a
-harness says only "tool X finished".
+It remembers each open tool (its kind, name, title, start time and the tail
+of its streamed output), so `tool.completed` repeats them, carries the
+duration and falls back to the streamed output even where a harness says
+only "tool X finished".
 """
 
 from __future__ import annotations
@@ -39,12 +40,27 @@ DIFF_LIMIT = 65536  # characters of a file.changed diff; `added`/`removed` alway
 OPEN_TOOLS_LIMIT = 256  # tools remembered while open (an interrupted tool never completes)
 
 
+class OpenTool:
+    """A tool that started and has not completed."""
+
+    __slots__ = ("tool", "name", "title", "started", "output")
+
+    def __init__(self, tool: str, name: str, title: str) -> None:
+        self.tool, self.name, self.title = tool, name, title
+        self.started = time.monotonic()
+        self.output = ""  # the tail of what tool_output streamed
+
+
 class Activity:
     """Writes the vocabulary's `log` lines through a Host."""
 
     def __init__(self, host: Host) -> None:
         self.host = host
-        self._open: Dict[str, Tuple[str, str, str, float]] = {}  # tool_id -> (tool, name, title, started)
+        self._open: Dict[str, OpenTool] = {}
+
+    def is_open(self, tool_id: str) -> bool:
+        """Whether tool_started was written for `tool_id` and tool_completed not yet."""
+        return tool_id in self._open
 
     # -- text ---------------------------------------------------------------------
 
@@ -74,13 +90,17 @@ class Activity:
         title = one_line(title)
         if len(self._open) >= OPEN_TOOLS_LIMIT:
             self._open.pop(next(iter(self._open)))
-        self._open[tool_id] = (tool, name, title, time.monotonic())
+        self._open[tool_id] = OpenTool(tool, name, title)
         self.host.log("tool.started", run_id=run_id, tool_id=tool_id, tool=tool, name=name, title=title,
                       input=input, **_present(parent_tool_id=parent_tool_id))
 
     def tool_output(self, run_id: Optional[str], tool_id: str, text: str) -> None:
-        """Output of a running tool, as it streams."""
+        """Output of a running tool, as it streams (its tail is the completed
+        tool's output when the harness gives none then)."""
         if text:
+            known = self._open.get(tool_id)
+            if known is not None:
+                known.output = (known.output + text)[-OUTPUT_TAIL:]
             self.host.log("tool.output", run_id=run_id, tool_id=tool_id, text=text)
 
     def tool_completed(self, run_id: Optional[str], tool_id: str, status: str, exit_code: Optional[int] = None,
@@ -88,13 +108,15 @@ class Activity:
                        name: Optional[str] = None, title: Optional[str] = None) -> None:
         """A tool call ended: `completed`, `failed` or `declined` (a person or a
         policy refused it).  `exit_code` only for commands, None where the
-        harness does not say.  Kind, name and title default to what its start said."""
+        harness does not say.  Kind, name, title and output default to what its
+        start and its streamed output said."""
         _check("tool status", status, TOOL_STATUSES)
         known = self._open.pop(tool_id, None)
         if known is not None:
-            tool, name, title = tool or known[0], name or known[1], title or known[2]
+            tool, name, title = tool or known.tool, name or known.name, title or known.title
+            output = output or known.output
             if duration_ms is None:
-                duration_ms = int((time.monotonic() - known[3]) * 1000)
+                duration_ms = int((time.monotonic() - known.started) * 1000)
         tool = tool or "other"
         _check("tool kind", tool, TOOL_KINDS)
         self.host.log("tool.completed", run_id=run_id, tool_id=tool_id, tool=tool, name=name or tool,

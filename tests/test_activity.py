@@ -135,3 +135,14 @@ def test_fragments_merge_per_stream_never_across_messages_or_tools(tmp_path):
         lines = [json.loads(line) for line in f]
     assert [(e.get("message_id") or e.get("tool_id"), e["text"]) for e in lines] == [
         ("m1", "ab"), ("m2", "cd"), ("t1", "x"), ("t2", "yz")]
+
+
+def test_a_tool_the_harness_ends_without_output_completes_with_the_tail_it_streamed(host):
+    a = Activity(host)
+    a.tool_started("r1", "t1", "command", "shell", "make")
+    assert a.is_open("t1")
+    a.tool_output("r1", "t1", "x" * 5000)
+    a.tool_output("r1", "t1", "done\n")
+    a.tool_completed("r1", "t1", "completed", exit_code=0)
+    output = fields(host, "tool.completed")[0]["output"]
+    assert len(output) == activity.OUTPUT_TAIL and output.endswith("done\n") and not a.is_open("t1")

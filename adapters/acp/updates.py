@@ -6,7 +6,7 @@ lives; this holds what a run's updates build: its messages and open tools."""
 
 from __future__ import annotations
 
-from harnessctl.activity import OUTPUT_TAIL, Activity, unified_diff
+from harnessctl.activity import Activity, unified_diff
 from harnessctl.backend import Host
 
 from . import wire
@@ -45,7 +45,6 @@ class Tool:
         self.title = str(update.get("title") or self.name)
         self.input: Any = update.get("rawInput")
         self.content: Any = update.get("content")
-        self.output = ""
         self.declined = False
 
     def merge(self, update: Dict[str, Any]) -> None:
@@ -160,7 +159,6 @@ class Updates:
         tool = self.tool(run, tool_id, update)
         output = wire.terminal_output(update)
         if output:
-            tool.output = (tool.output + output)[-OUTPUT_TAIL:]
             self.activity.tool_output(run.run_id, tool_id, output)
         status = update.get("status")
         if status in ("completed", "failed"):
@@ -184,7 +182,7 @@ class Updates:
         del self.tools[tool_id]
         if status == "failed" and (tool.declined or wire.declined(update)):
             status = "declined"
-        output = wire.raw_output(update) or tool.output
+        output = wire.raw_output(update)  # else the streamed tail activity.py kept
         self.activity.tool_completed(run.run_id, tool_id, status, wire.exit_code(update), output,
                                      tool=tool.kind, name=tool.name, title=tool.title)
         if status == "completed":

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 
-from harnessctl.activity import OUTPUT_TAIL
 from harnessctl.backend import Config, Host, Input
 from harnessctl.childbackend import ChildBackend
 
@@ -97,8 +96,6 @@ class CodexBackend(ChildBackend):
         self.drop_inflight = False  # cancel asked while a steer was in flight
         self.limbo: Set[str] = set()  # accepted steers codex has not yet shown in a turn
         self.file_changes: Dict[str, List[Dict[str, Any]]] = {}  # "turn:item" -> its latest changes
-        self.tools: Set[str] = set()  # tool ids whose tool.started was written and not yet completed
-        self.outputs: Dict[str, str] = {}  # tool id -> the tail of its streamed output (codex may not aggregate it)
         self.requests: Dict[Any, Dict[str, Any]] = {}  # codex request id -> its kind, turn, replies
         self.version: Optional[str] = None  # codex's, from initialize's userAgent
 
@@ -412,8 +409,6 @@ class CodexBackend(ChildBackend):
         prefix = run.turn_id + ":"
         for key in [k for k in self.file_changes if k.startswith(prefix)]:
             del self.file_changes[key]  # items an interrupt cut never complete
-        self.tools = {t for t in self.tools if not t.startswith(prefix)}
-        self.outputs = {t: o for t, o in self.outputs.items() if not t.startswith(prefix)}
         self.host.result(run.run_id, run.input_ids, status, output or "", run.usage, None, error, error_class)
 
     def _on_item_started(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
@@ -441,8 +436,7 @@ class CodexBackend(ChildBackend):
         info = wire.tool_info(item)
         if info is None:
             return False
-        if tool_id not in self.tools:
-            self.tools.add(tool_id)
+        if not self.activity.is_open(tool_id):
             self.activity.tool_started(run.run_id if run else None, tool_id, *info)
         return True
 
@@ -472,10 +466,8 @@ class CodexBackend(ChildBackend):
                     if mapped is not None:
                         path, how, move_path, diff = mapped
                         self.activity.file_changed(run_id, tool_id, path, how, diff, move_path)
-        self.tools.discard(tool_id)
-        streamed = self.outputs.pop(tool_id, "")
         self.activity.tool_completed(run_id, tool_id, status, _int(item.get("exitCode")),
-                                     wire.tool_output(item) or streamed, _int(item.get("durationMs")))
+                                     wire.tool_output(item), _int(item.get("durationMs")))
 
     def _message_id(self, run: Run, item: Dict[str, Any]) -> str:
         # codex item ids come from the model and are only unique within a turn
@@ -493,8 +485,6 @@ class CodexBackend(ChildBackend):
 
     def _on_tool_output(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
         tool_id, delta = self._tool_id(params, params.get("itemId")), str(params.get("delta") or "")
-        if tool_id in self.tools:
-            self.outputs[tool_id] = (self.outputs.get(tool_id, "") + delta)[-OUTPUT_TAIL:]
         self.activity.tool_output(run.run_id if run else None, tool_id, delta)
 
     def _on_patch_updated(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
