@@ -55,6 +55,7 @@ class AcpBackend(ChildBackend):
         super().__init__(host, config)
         self.session_id: Optional[str] = self._load_session_id()
         self.label = config.agent or "agent"
+        self.no_resume: Optional[str] = None  # why the agent's preset does not try to resume
         self._reset()
 
     def _reset(self) -> None:
@@ -91,6 +92,7 @@ class AcpBackend(ChildBackend):
         env = self.config.env
         try:
             argv, self.label, variable = wire.agent_command(agent, presets, env)
+            self.no_resume = wire.as_object(wire.as_object(presets.get(agent)).get("degraded")).get("resume")
             extra = self.config.harness.get("args_env")
             import shlex
 
@@ -131,7 +133,10 @@ class AcpBackend(ChildBackend):
             return
         self.steering = wire.steering_supported(self.init)
         self.updates.agent = wire.as_object(self.init.get("agentInfo")).get("name")
-        self._open_session(wire.resume_method(self.init) if self.session_id else [])
+        if self.session_id and self.no_resume:  # the same every time, even when the agent's load works by chance
+            self._open_session([], ["not tried: %s" % self.no_resume])
+        else:
+            self._open_session(wire.resume_method(self.init) if self.session_id else [])
 
     def _open_session(self, methods: List[str], failures: Optional[List[str]] = None) -> None:
         """Reopen the stored session by the first method left, else a new one."""
