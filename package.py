@@ -45,9 +45,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "lib"))
-from harnessctl.cli import main  # noqa: E402
+from harnessctl.cli import entry  # noqa: E402
 
-sys.exit(main(adapter={adapter!r}, agent={agent!r}))
+entry(adapter={adapter!r}, agent={agent!r})
 """
 PYTHON_FLOOR = "3.9"
 MTIME = 1767225600  # 2026-01-01: reproducible archives

@@ -39,6 +39,22 @@ def main(argv: Optional[List[str]] = None, adapter: Optional[str] = None, agent:
         return fail("internal error: %s: %s (set HARNESSCTL_DEBUG=1 for a traceback)" % (type(e).__name__, e), 1)
 
 
+def entry(adapter: Optional[str] = None, agent: Optional[str] = None) -> None:
+    """The command's entry point: main(), then leave at once.  os._exit skips
+    the interpreter's teardown of every module it imported, about 1.5 ms of a
+    10 ms `status`.  Nothing is lost: every line was flushed as it was written
+    (emit), files and locks are closed by the kernel, and a command starts no
+    thread.  Should a flush still fail, the interpreter exits the usual way."""
+    code = main(None, adapter, agent)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            sys.exit(code)
+    os._exit(code)
+
+
 def emit(text: str) -> None:
     """Print one line to stdout, or fail cleanly when stdout is closed
     (`>&-`), broken (EPIPE: re-raised for main) or full (`> /dev/full`)."""

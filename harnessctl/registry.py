@@ -16,7 +16,6 @@ schema/manifest.schema.json (package.py and tests/test_manifest.py use it)."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import re
@@ -65,6 +64,8 @@ def manifest(name: str) -> Dict[str, Any]:
 
 
 def backend_class(name: str) -> Any:
+    import importlib  # only a runtime imports a backend: a command never needs it
+
     module_name, _, class_name = manifest(name)["backend"].partition(":")
     module = importlib.import_module(module_name, "%s.%s" % (ADAPTERS_PACKAGE, name))
     return getattr(module, class_name)

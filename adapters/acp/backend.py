@@ -172,11 +172,11 @@ class AcpBackend(ChildBackend):
             self._start_failed("the ACP agent %s refused a new session: %s" % (self.label, text))
             return
         self.session_id = session_id
+        self._configure(wire.as_object(result))  # first: the fsync below then overlaps the agent's work
         try:
             self.save_resume(SESSION_FILE, json.dumps({"session_id": session_id}))
         except OSError as exc:  # the run can go on; only a later resume would miss it
             self.host.log("diagnostic", "warning", message="cannot keep the ACP session id: %s" % exc)
-        self._configure(wire.as_object(result))
 
     def _configure(self, session: Dict[str, Any]) -> None:
         """HARNESSCTL_ACP_MODE by session/set_mode, then --model, then ready."""

@@ -3,7 +3,8 @@ the agent's own start (bench/run calls rows() when the pinned agents are there).
 
 Rows per agent: the first send (runtime spawn + agent spawn + initialize +
 session/new + session/set_mode + the prompt written: what `accepted` waits
-for), a minimal native driver doing the same steps without harnessctl, a send
+for), a minimal native driver doing the same steps without harnessctl (each
+sample right after a first send's, so the machine's drift weighs on both), a send
 into the busy run (`_session/steering` for codex and claude; held for the next
 run on gemini), and cancel -> the run's `cancelled` result in the file.  The
 floor is `python3 -c pass`, measured interleaved.  Nothing here is asserted.
@@ -105,6 +106,12 @@ def rows(repeat: int, tmp: str, agent: str, entry: List[str]) -> List[Tuple[str,
     mock = agents.start_mock(agent)
     model = agents.Model(agent, mock)
     env = agents.agent_env(tmp, agent, npm, mock.base_url)
+    # The bare driver's agents get a mock and a HOME of their own: a request one of
+    # them sends before it is killed never takes a reply scripted for harnessctl's runs.
+    bare_mock = agents.start_mock(agent)
+    bare_root = os.path.join(tmp, "bare")
+    os.makedirs(bare_root)
+    bare_env = agents.agent_env(bare_root, agent, npm, bare_mock.base_url)
     work = os.path.join(tmp, "work")
     os.makedirs(work)
     files = [os.path.join(tmp, "f%d.jsonl" % i) for i in range(repeat)]
@@ -117,7 +124,8 @@ def rows(repeat: int, tmp: str, agent: str, entry: List[str]) -> List[Tuple[str,
         subprocess.run(cli(*args), env=env, cwd=ROOT, stdout=subprocess.DEVNULL, check=True)
 
     try:
-        first, floor = [], []
+        first, floor, bare = [], [], []
+        argv = shlex.split(bare_env["HARNESSCTL_ACP_%s_CMD" % agent.upper()])
         for path in files:  # one agent at a time: each first send's run ends at once, its agent goes
             model.answer("ok")
             floor.append(timed(FLOOR, env))
@@ -125,11 +133,10 @@ def rows(repeat: int, tmp: str, agent: str, entry: List[str]) -> List[Tuple[str,
             state(path, "idle")
             for pid in runtime_pids(path):
                 agents.kill_tree(pid)
+            # interleaved, as the floor is, so that the machine's drift weighs on both alike;
+            # killed once its prompt is written: it takes no scripted reply
+            bare.append(native_start(argv, bare_env, work, agents.MODES[agent]))
         out.append(("first send (runtime + agent + initialize + session/new + mode + prompt)", first, floor))
-        argv = shlex.split(env["HARNESSCTL_ACP_%s_CMD" % agent.upper()])
-        bare = []
-        for _ in range(repeat):  # killed once its prompt is written: it takes no scripted reply
-            bare.append(native_start(argv, env, work, agents.MODES[agent]))
         out.append(("  bare agent: spawn to the prompt written (minimal native driver)", bare, None))
         path = files[0]  # one live agent for the rest; a reply nobody scripted is the mock's default "ok"
         steer, floor, cancels = [], [], []
@@ -155,4 +162,5 @@ def rows(repeat: int, tmp: str, agent: str, entry: List[str]) -> List[Tuple[str,
         for pid in [p for path in files for p in runtime_pids(path)]:
             agents.kill_tree(pid)  # the runtime and the agent it started
         agents.stop_mock(agent, mock)
+        agents.stop_mock(agent, bare_mock)
     return out
