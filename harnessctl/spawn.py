@@ -131,7 +131,7 @@ def _spawn_runtime(addr: Address, deadline: float) -> Optional[HarnessctlError]:
     os.set_inheritable(write_fd, True)
     devnull = os.open(os.devnull, os.O_RDWR)
     try:
-        os.posix_spawn(
+        pid = os.posix_spawn(
             sys.executable,
             [sys.executable, "-I", "-S", "-c", BOOT, ROOT, addr.path, str(write_fd), repr(deadline)],
             os.environ,
@@ -150,6 +150,8 @@ def _spawn_runtime(addr: Address, deadline: float) -> Optional[HarnessctlError]:
         os.close(read_fd)
     if word == "ok":
         return None
+    if word is not None:  # it said why it will not serve, and is exiting: gone before we report
+        _reap(pid, deadline)
     if word == "busy":
         return None  # another runtime holds the lock: the next exchange finds it
     if word is None:
@@ -159,6 +161,13 @@ def _spawn_runtime(addr: Address, deadline: float) -> Optional[HarnessctlError]:
     if code.isdigit() and message:
         return from_code(int(code), message)
     raise UnavailableError("the runtime failed to start: %s (see %s)" % (word or "it exited", addr.runtime_log))
+
+
+def _reap(pid: int, deadline: float) -> None:
+    """Wait (until `deadline`) for a runtime that refused to exit, so that no
+    process of a refused send outlives the command."""
+    while os.waitpid(pid, os.WNOHANG) == (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.001)
 
 
 def _read_ready(fd: int, deadline: float) -> Optional[str]:

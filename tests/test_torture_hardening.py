@@ -55,6 +55,7 @@ def test_status_of_a_hard_link_whose_file_a_runtime_serves_under_its_other_name(
     assert report["state"] == "awaiting_reply" and report["runtime"] == "alive"
     assert not of_kind(efile, "result")
     ok("cancel", efile)
+    wait_for(lambda: of_kind(efile, "result"), what="the cancelled result")
     check(efile)
 
 
