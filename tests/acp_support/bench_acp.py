@@ -138,7 +138,12 @@ def rows(repeat: int, tmp: str, agent: str, entry: List[str]) -> List[Tuple[str,
             bare.append(native_start(argv, bare_env, work, agents.MODES[agent]))
         out.append(("first send (runtime + agent + initialize + session/new + mode + prompt)", first, floor))
         out.append(("  bare agent: spawn to the prompt written (minimal native driver)", bare, None))
-        path = files[0]  # one live agent for the rest; a reply nobody scripted is the mock's default "ok"
+        # One live agent for the rest, in a new file: a resumed claude session can spend the next
+        # scripted reply on a request of its own.  A reply nobody scripted is the mock's default "ok".
+        path = os.path.join(tmp, "busy.jsonl")
+        quietly("send", path, "hello", "--adapter", "acp", "--agent", agent, "--cwd", work)
+        state(path, "idle")
+        files.append(path)
         steer, floor, cancels = [], [], []
         for i in range(repeat):  # a busy run, a send into it; the run then ends
             busy(model, "steer%d" % i)
