@@ -12,7 +12,7 @@ import signal
 
 import pytest
 from cliutil import cli_env, events, ok, run, runtime_pids, wait_for
-from torture_support import check, settle, status_of, wait_results
+from torture_support import check, of_kind, settle, status_of, wait_results
 
 pytestmark = pytest.mark.torture
 
@@ -84,8 +84,7 @@ def test_a_file_truncated_mid_line_is_read_to_its_last_complete_line(efile):
     ok("send", efile, "after the truncation", env=cli_env(**ENV))
     # the status above may have closed the cut run with a result of its own: wait for the new one
     wanted = "echo: after the truncation"
-    wait_for(lambda: [e for e in events(efile) if e["type"] == "result" and e["output"] == wanted],
-             what="the new input's result")
+    wait_for(lambda: [r for r in of_kind(efile, "result") if r["output"] == wanted], what="the new input's result")
     assert open(efile, "rb").read().startswith(data[:cut] + b"\n")
     check(efile, foreign=[fragment])
 

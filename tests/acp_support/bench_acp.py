@@ -138,8 +138,9 @@ def rows(repeat: int, tmp: str, agent: str, entry: List[str]) -> List[Tuple[str,
             bare.append(native_start(argv, bare_env, work, agents.MODES[agent]))
         out.append(("first send (runtime + agent + initialize + session/new + mode + prompt)", first, floor))
         out.append(("  bare agent: spawn to the prompt written (minimal native driver)", bare, None))
-        # One live agent for the rest, in a new file: a resumed claude session can spend the next
-        # scripted reply on a request of its own.  A reply nobody scripted is the mock's default "ok".
+        # One live agent for the rest, in a new file, so these rows start from a new session, not one
+        # resumed after the loop above killed its runtime.  (The claude steer row can still wait in
+        # vain for a busy run: the cause is not known.)  A reply nobody scripted is the mock's "ok".
         path = os.path.join(tmp, "busy.jsonl")
         quietly("send", path, "hello", "--adapter", "acp", "--agent", agent, "--cwd", work)
         state(path, "idle")
