@@ -14,7 +14,7 @@ from .state import result_event
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
     from .proc import Process
 
@@ -26,6 +26,10 @@ class AdapterHost(Host):
         self._runtime = runtime
         self._texts: Dict[str, Tuple[str, str]] = {}  # input_id -> (text, delivery) until attributed
         self._tokens: Dict[str, Any] = {}  # request id -> the harness's token, while the request is open
+        # Runs the harness started with an input whose `accepted` could not be
+        # written: its send failed, so the file never hears of them (below).
+        self._unrecorded_runs: Set[str] = set()
+        self._unrecorded_inputs: Set[str] = set()  # queued ones: their run is known once attributed
 
     def expect(self, input_id: str, text: str) -> None:
         """A send is being handed to the backend: its text goes into `accepted`."""
@@ -70,6 +74,10 @@ class AdapterHost(Host):
             self._runtime.writer.write({"type": "accepted", "input_id": input_id, "text": text,
                                         "delivery": delivery, "run_id": run_id}, now=True)
         except OSError as e:
+            if delivery == "start" and run_id is not None:
+                self._unrecorded_runs.add(run_id)
+            elif delivery == "queued":
+                self._unrecorded_inputs.add(input_id)
             self._runtime.finish_send(input_id, HarnessctlError(
                 "could not record the input in the event file (%s); the harness may have seen it" % e.strerror),
                 interrupt=True)
@@ -80,6 +88,9 @@ class AdapterHost(Host):
 
     def attributed(self, input_id: str, run_id: str) -> None:
         conv = self._runtime.conv
+        if input_id in self._unrecorded_inputs:
+            self._unrecorded_inputs.discard(input_id)
+            self._unrecorded_runs.add(run_id)
         if input_id in conv.open_inputs and conv.open_inputs[input_id] is None:
             text, delivery = self._texts.pop(input_id, ("", "steer"))
             self._runtime.writer.write({"type": "accepted", "input_id": input_id, "text": text,
@@ -91,7 +102,16 @@ class AdapterHost(Host):
 
     # -- what the agent does ------------------------------------------------
 
+    def _unknown(self, run_id: Optional[str]) -> bool:
+        """`run_id` is a run the file must not hear of: the harness started it
+        with an input whose send failed (exit 1), and no recorded input joined
+        it.  Its activity, requests and result are left out, so the file never
+        holds a run without its `accepted` (the failed send was interrupted)."""
+        return run_id in self._unrecorded_runs and run_id not in self._runtime.conv.open_runs
+
     def message(self, run_id: Optional[str], message_id: str, text: str, role: str = "assistant") -> None:
+        if self._unknown(run_id):
+            return
         self._runtime.writer.write({"type": "message", "run_id": run_id, "message_id": message_id, "role": role,
                                     "text": text})
 
@@ -100,6 +120,8 @@ class AdapterHost(Host):
         if kind not in REQUEST_KINDS:
             self._broken_contract("request() with kind %r (allowed: %s)" % (kind, ", ".join(REQUEST_KINDS)))
         request_id = "req-%d" % (self._runtime.conv.request_count + 1)
+        if self._unknown(run_id):
+            return request_id  # not asked in the file: the interrupt sent with the failed send ends it
         event = {"type": "request", "run_id": run_id, "request_id": request_id, "state": "pending",
                  "kind": kind, "message": message, "options": list(options or [])}
         event.update(details or {})
@@ -120,6 +142,11 @@ class AdapterHost(Host):
                usage: Optional[Dict[str, Any]] = None, cost_usd: Optional[float] = None,
                error: Optional[str] = None, error_class: Optional[str] = None) -> None:
         conv, writer = self._runtime.conv, self._runtime.writer
+        if self._unknown(run_id):
+            self._unrecorded_runs.discard(run_id)
+            self.debug("run %s (%s) is left out of the file: the send that started it failed" % (run_id, status))
+            self._runtime.settled()
+            return
         if status not in RESULT_STATUSES:
             self._broken_contract("result() with status %r (allowed: %s)" % (status, ", ".join(RESULT_STATUSES)))
             status, error = "failed", "the %s adapter reported an invalid result status %r" % (
@@ -142,6 +169,8 @@ class AdapterHost(Host):
         self._runtime.settled()
 
     def log(self, kind: str, level: str = "info", run_id: Optional[str] = None, **fields: Any) -> None:
+        if self._unknown(run_id):
+            return
         event: Dict[str, Any] = {"type": "log", "level": level, "kind": kind}
         if run_id is not None:
             event["run_id"] = run_id

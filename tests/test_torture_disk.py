@@ -76,6 +76,7 @@ def test_disk_full_send_exits_nonzero_with_a_clear_line_and_no_torn_line(tiny_fs
     assert wait_results(path, 2)[-1]["output"] == "echo: after the disk was freed"
     settle(path)
     check(path)
+    assert BIG.encode() not in open(path, "rb").read(), "the failed send's run reached the file"
 
 
 def test_disk_full_mid_run_records_the_run_once_space_returns(tiny_fs):

@@ -178,6 +178,8 @@ def _scan_result(s: Scan, event: Dict[str, Any], number: int) -> None:
             if run_id is not None and info["run_id"] not in (None, run_id):
                 s.problems.append("line %d: input %s of run %s covered by run %s"
                                   % (number, input_id, info["run_id"], run_id))
+    if run_id is not None and not any(info["run_id"] == run_id for info in s.inputs.values()):
+        s.problems.append("line %d: result of run %s that no accepted line named" % (number, run_id))
     if run_id is not None:
         for input_id, info in s.inputs.items():
             if info["run_id"] == run_id and info["result_line"] is None:
