@@ -51,18 +51,19 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
             return _exchange(addr, fields, deadline, retry_on_eof=False)
         except NoRuntime:
             pass
-        from .spawn import ensure_runtime, starting_or_exiting
+        from .spawn import Starter, ensure_runtime, starting_or_exiting
 
         if starting_or_exiting(addr, deadline):
             continue
-        check_event_file(addr)
-        bound = read_binding(addr)
-        if bound is not None:
-            check_binding(bound, wanted)
-            binding = wanted
-        else:
-            binding = _new_binding(wanted)
-        ensure_runtime(addr, binding, deadline)
+        with Starter(addr, deadline) as starter:  # it loads its modules while we bind the file
+            check_event_file(addr)
+            bound = read_binding(addr)
+            if bound is not None:
+                check_binding(bound, wanted)
+                binding = wanted
+            else:
+                binding = _new_binding(wanted)
+            ensure_runtime(addr, binding, deadline, starter)
 
 
 def status(file: str) -> str:

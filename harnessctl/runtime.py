@@ -330,13 +330,17 @@ class Runtime:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Entry point of the detached runtime: `... runtime EVENT_FILE READY_FD DEADLINE`
+    """Entry point of the detached runtime: `... runtime EVENT_FILE READY_FD DEADLINE GO_FD`
     (DEADLINE: time.monotonic() by which the spawning send must hear from us).
 
-    It tells its spawner on READY_FD: `ok`, `busy` (another runtime lives in
-    this sidecar), or `CODE MESSAGE`, the exit code and line for the command."""
+    It starts only once its spawner says `go` on GO_FD (spawn.Starter: the
+    spawner binds the file meanwhile); at end of file it exits untouched.  It
+    tells its spawner on READY_FD: `ok`, `busy` (another runtime lives in this
+    sidecar), or `CODE MESSAGE`, the exit code and line for the command."""
     argv = sys.argv[1:] if argv is None else argv
     addr, ready_fd, spawner_deadline = Address(argv[0]), int(argv[1]), float(argv[2])
+    if not _told_to_go(int(argv[3])):
+        return 0
     for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_IGN)
     os.chdir("/")  # never pin the caller's directory (the harness gets the bound cwd)
@@ -392,6 +396,16 @@ def _start(addr: Address, env: Dict[str, str], log_fd: int, spawner_deadline: fl
         os.unlink(addr.socket)
         raise
     return runtime
+
+
+def _told_to_go(fd: int) -> bool:
+    """Block until the spawner says `go` (True) or closes the pipe (False)."""
+    try:
+        word = os.read(fd, 16)
+        os.close(fd)
+    except OSError:
+        return False
+    return word == b"go\n"
 
 
 def _ready(fd: int, word: str) -> int:

@@ -38,11 +38,93 @@ def starting_or_exiting(addr: Address, deadline: float) -> bool:
     return True
 
 
-def ensure_runtime(addr: Address, binding: Dict[str, Any], deadline: float) -> None:
-    """Start the runtime unless someone else did meanwhile.  Serialized by the
-    spawn lock so that concurrent first sends start exactly one runtime.  What
-    a first send created is taken back when it cannot be set up (disk full),
-    still under the spawn lock, so no other first send is setting up then."""
+class Starter:
+    """A runtime interpreter started as soon as a send finds nobody listening,
+    before the send binds the file: it loads its modules (most of its start-up)
+    while the send binds, then reads a pipe.  `go` on it: serve the file.  End
+    of file (the send needed no new runtime, failed, or died): it exits having
+    touched nothing.  A context manager: a runtime never told to go is killed
+    and reaped on the way out."""
+
+    def __init__(self, addr: Address, deadline: float) -> None:
+        self.addr, self.deadline = addr, deadline
+        self.pid: Optional[int] = None
+        self.error = ""  # why posix_spawn failed
+        go_read, self.go_fd = os.pipe()
+        self.ready_fd, ready_write = os.pipe()
+        devnull = os.open(os.devnull, os.O_RDWR)
+        try:
+            os.set_inheritable(go_read, True)
+            os.set_inheritable(ready_write, True)
+            self.pid = os.posix_spawn(
+                sys.executable,
+                [sys.executable, "-I", "-S", "-c", BOOT, ROOT, addr.path, str(ready_write), repr(deadline),
+                 str(go_read)],
+                os.environ,
+                file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1),
+                              (os.POSIX_SPAWN_DUP2, devnull, 2), (os.POSIX_SPAWN_CLOSE, devnull)],
+                setsid=True,
+            )
+        except OSError as e:
+            self.error = e.strerror or str(e)  # said by serve(): the send may not need a runtime at all
+        finally:
+            for fd in (go_read, ready_write, devnull):
+                os.close(fd)
+
+    def __enter__(self) -> "Starter":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        """Kill a runtime that was not told to go (it is still loading its
+        modules or waiting on the pipe), and close the pipes."""
+        if self.go_fd >= 0 and self.pid is not None:
+            import signal
+
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        for fd in (self.go_fd, self.ready_fd):
+            if fd >= 0:
+                os.close(fd)
+        self.go_fd = self.ready_fd = -1
+
+    def serve(self) -> Optional[HarnessctlError]:
+        """Tell the runtime to go and wait for its "ok" on a pipe (no polling);
+        the error it refused to start with, if it did.
+
+        posix_spawn with setsid gave it its own session and no controlling
+        terminal, with /dev/null for its std streams, so a shell or cron job that
+        exits does not take it along.  (subprocess would cost every first send an import.)"""
+        if self.pid is None:
+            raise UnavailableError("cannot start the runtime (%s): %s" % (sys.executable, self.error))
+        try:
+            os.write(self.go_fd, b"go\n")
+        except OSError:
+            pass  # it is gone already: its ready pipe says so
+        os.close(self.go_fd)
+        self.go_fd = -1
+        word = _read_ready(self.ready_fd, self.deadline)
+        if word == "ok":
+            return None
+        if word is not None:  # it said why it will not serve, and is exiting: gone before we report
+            _reap(self.pid, self.deadline)
+        if word == "busy":
+            return None  # another runtime holds the lock: the next exchange finds it
+        if word is None:
+            raise UnavailableError("timed out waiting for the runtime to start (nothing was sent); see %s"
+                                   % self.addr.runtime_log)
+        code, _, message = word.partition(" ")
+        if code.isdigit() and message:
+            return from_code(int(code), message)
+        raise UnavailableError("the runtime failed to start: %s (see %s)" % (word or "it exited",
+                                                                             self.addr.runtime_log))
+
+
+def ensure_runtime(addr: Address, binding: Dict[str, Any], deadline: float, starter: Starter) -> None:
+    """Start the runtime (tell `starter` to go) unless someone else did
+    meanwhile.  Serialized by the spawn lock so that concurrent first sends
+    start exactly one runtime.  What a first send created is taken back when it
+    cannot be set up (disk full), still under the spawn lock, so no other first
+    send is setting up then."""
     from . import knobs, locks, private
 
     knobs.seconds(os.environ, "HARNESSCTL_IDLE_TIMEOUT", 60.0)  # refused here, not by the runtime it would start
@@ -60,7 +142,7 @@ def ensure_runtime(addr: Address, binding: Dict[str, Any], deadline: float) -> N
         except BaseException:
             _take_back(addr, *created)
             raise
-        refusal = _spawn_runtime(addr, deadline) if needed else None
+        refusal = starter.serve() if needed else None
         if refusal is not None:  # the runtime said why (also in its log, kept in the sidecar) and exited
             _take_back(addr, False, created[1])
             raise refusal
@@ -118,49 +200,6 @@ def _listening(addr: Address) -> bool:
     except OSError:
         return False
     return True
-
-
-def _spawn_runtime(addr: Address, deadline: float) -> Optional[HarnessctlError]:
-    """Start the detached runtime and wait for its "ok" on a pipe (no polling);
-    the error it refused to start with, if it did.
-
-    posix_spawn with setsid gives it its own session and no controlling
-    terminal, with /dev/null for its std streams, so a shell or cron job that
-    exits does not take it along.  (subprocess would cost every first send an import.)"""
-    read_fd, write_fd = os.pipe()
-    os.set_inheritable(write_fd, True)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    try:
-        pid = os.posix_spawn(
-            sys.executable,
-            [sys.executable, "-I", "-S", "-c", BOOT, ROOT, addr.path, str(write_fd), repr(deadline)],
-            os.environ,
-            file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1),
-                          (os.POSIX_SPAWN_DUP2, devnull, 2), (os.POSIX_SPAWN_CLOSE, devnull)],
-            setsid=True,
-        )
-    except OSError as e:
-        raise UnavailableError("cannot start the runtime (%s): %s" % (sys.executable, e.strerror)) from None
-    finally:
-        os.close(write_fd)
-        os.close(devnull)
-    try:
-        word = _read_ready(read_fd, deadline)
-    finally:
-        os.close(read_fd)
-    if word == "ok":
-        return None
-    if word is not None:  # it said why it will not serve, and is exiting: gone before we report
-        _reap(pid, deadline)
-    if word == "busy":
-        return None  # another runtime holds the lock: the next exchange finds it
-    if word is None:
-        raise UnavailableError("timed out waiting for the runtime to start (nothing was sent); see %s"
-                               % addr.runtime_log)
-    code, _, message = word.partition(" ")
-    if code.isdigit() and message:
-        return from_code(int(code), message)
-    raise UnavailableError("the runtime failed to start: %s (see %s)" % (word or "it exited", addr.runtime_log))
 
 
 def _reap(pid: int, deadline: float) -> None:

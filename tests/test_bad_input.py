@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from cliutil import cli_env, ok, run, wait_for, wait_results, of_type
+from cliutil import cli_env, ok, run, runtime_pids, wait_for, wait_results, of_type
 
 
 def existing(workdir):
@@ -159,6 +159,7 @@ def test_bad_input(name, workdir):
     assert set(after) - set(before) <= {"new.jsonl"} or code != 2
     if code == 2 and setup is new_path:
         assert not os.path.exists(path), "a refused first send must not create the event file"
+        assert not runtime_pids(path), "a refused first send left a runtime behind"
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")

@@ -90,6 +90,16 @@ def busy(model: agents.Model, gate: str) -> None:
         model.mock.script(mg.reply(mg.text(words), gate=gate, gate_after=1))
 
 
+def under_way(model: agents.Model, gate: str, asked: int) -> None:
+    """Wait until the model has been asked for the busy run (`asked`: its
+    request count before).  A run cancelled before the agent asks would leave
+    the busy reply unserved, and the next run would take it, released already."""
+    if model.agent == "codex":
+        model.wait_requests(asked + 1)
+    else:
+        model.mock.wait_gate(gate)
+
+
 def release(model: agents.Model, gate: str) -> None:
     if model.agent != "codex":
         model.mock.release(gate)
@@ -139,25 +149,26 @@ def rows(repeat: int, tmp: str, agent: str, entry: List[str]) -> List[Tuple[str,
         out.append(("first send (runtime + agent + initialize + session/new + mode + prompt)", first, floor))
         out.append(("  bare agent: spawn to the prompt written (minimal native driver)", bare, None))
         # One live agent for the rest, in a new file, so these rows start from a new session, not one
-        # resumed after the loop above killed its runtime.  (The claude steer row can still wait in
-        # vain for a busy run: the cause is not known.)  A reply nobody scripted is the mock's "ok".
+        # resumed after the loop above killed its runtime.  A reply nobody scripted is the mock's "ok".
         path = os.path.join(tmp, "busy.jsonl")
         quietly("send", path, "hello", "--adapter", "acp", "--agent", agent, "--cwd", work)
         state(path, "idle")
         files.append(path)
         steer, floor, cancels = [], [], []
         for i in range(repeat):  # a busy run, a send into it; the run then ends
+            asked = model.count()
             busy(model, "steer%d" % i)
             quietly("send", path, "work %d" % i)
-            state(path, "running")
+            under_way(model, "steer%d" % i, asked)
             floor.append(timed(FLOOR, env))
             steer.append(timed(cli("send", path, "also this"), env))
             release(model, "steer%d" % i)
             state(path, "idle")
         for i in range(repeat):  # a busy run, cancelled
+            asked = model.count()
             busy(model, "cancel%d" % i)
             quietly("send", path, "work %d" % i)
-            state(path, "running")
+            under_way(model, "cancel%d" % i, asked)
             cancels.append(result_after(path, cli("cancel", path), env))
             release(model, "cancel%d" % i)
             state(path, "idle")
