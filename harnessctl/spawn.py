@@ -44,7 +44,11 @@ class Starter:
     while the send binds, then reads a pipe.  `go` on it: serve the file.  End
     of file (the send needed no new runtime, failed, or died): it exits having
     touched nothing.  A context manager: a runtime never told to go is killed
-    and reaped on the way out."""
+    and reaped on the way out.
+
+    posix_spawn with setsid gives it its own session and no controlling
+    terminal, with /dev/null for its std streams, so a shell or cron job that
+    exits does not take it along.  (subprocess would cost every first send an import.)"""
 
     def __init__(self, addr: Address, deadline: float) -> None:
         self.addr, self.deadline = addr, deadline
@@ -89,11 +93,7 @@ class Starter:
 
     def serve(self) -> Optional[HarnessctlError]:
         """Tell the runtime to go and wait for its "ok" on a pipe (no polling);
-        the error it refused to start with, if it did.
-
-        posix_spawn with setsid gave it its own session and no controlling
-        terminal, with /dev/null for its std streams, so a shell or cron job that
-        exits does not take it along.  (subprocess would cost every first send an import.)"""
+        the error it refused to start with, if it did."""
         if self.pid is None:
             raise UnavailableError("cannot start the runtime (%s): %s" % (sys.executable, self.error))
         try:
