@@ -26,10 +26,10 @@ class AdapterHost(Host):
         self._runtime = runtime
         self._texts: Dict[str, Tuple[str, str]] = {}  # input_id -> (text, delivery) until attributed
         self._tokens: Dict[str, Any] = {}  # request id -> the harness's token, while the request is open
-        # Runs the harness started with an input whose `accepted` could not be
-        # written: its send failed, so the file never hears of them (below).
+        # Inputs whose `accepted` could not be written (their send failed), and
+        # the runs they started: the file never hears of those runs (_unknown).
+        self._unrecorded_inputs: Set[str] = set()  # while their run is not known
         self._unrecorded_runs: Set[str] = set()
-        self._unrecorded_inputs: Set[str] = set()  # queued ones: their run is known once attributed
 
     def expect(self, input_id: str, text: str) -> None:
         """A send is being handed to the backend: its text goes into `accepted`."""
@@ -74,10 +74,10 @@ class AdapterHost(Host):
             self._runtime.writer.write({"type": "accepted", "input_id": input_id, "text": text,
                                         "delivery": delivery, "run_id": run_id}, now=True)
         except OSError as e:
-            if delivery == "start" and run_id is not None:
+            if run_id is None:
+                self._unrecorded_inputs.add(input_id)  # a run it starts later is found when attributed
+            elif delivery == "start":
                 self._unrecorded_runs.add(run_id)
-            elif delivery == "queued":
-                self._unrecorded_inputs.add(input_id)
             self._runtime.finish_send(input_id, HarnessctlError(
                 "could not record the input in the event file (%s); the harness may have seen it" % e.strerror),
                 interrupt=True)
@@ -142,16 +142,20 @@ class AdapterHost(Host):
                usage: Optional[Dict[str, Any]] = None, cost_usd: Optional[float] = None,
                error: Optional[str] = None, error_class: Optional[str] = None) -> None:
         conv, writer = self._runtime.conv, self._runtime.writer
-        if self._unknown(run_id):
-            self._unrecorded_runs.discard(run_id)
-            self.debug("run %s (%s) is left out of the file: the send that started it failed" % (run_id, status))
+        covered = [i for i in input_ids if i in conv.open_inputs]
+        if self._unknown(run_id) or (run_id is None and input_ids and not covered):
+            # a run the file never heard of, or inputs that no run consumed and none of them open
+            if run_id is not None:
+                self._unrecorded_runs.discard(run_id)
+            self._unrecorded_inputs.difference_update(input_ids)
+            self.debug("result %s of run %s left out of the file: none of its inputs %s is recorded and open"
+                       % (status, run_id, list(input_ids)))
             self._runtime.settled()
             return
         if status not in RESULT_STATUSES:
             self._broken_contract("result() with status %r (allowed: %s)" % (status, ", ".join(RESULT_STATUSES)))
             status, error = "failed", "the %s adapter reported an invalid result status %r" % (
                 self._runtime.binding["adapter"], status)
-        covered = [i for i in input_ids if i in conv.open_inputs]
         if len(covered) != len(input_ids):
             self.debug("result for run %s: ignoring inputs that are not open: %s"
                        % (run_id, [i for i in input_ids if i not in covered]))

@@ -79,6 +79,29 @@ def test_disk_full_send_exits_nonzero_with_a_clear_line_and_no_torn_line(tiny_fs
     assert BIG.encode() not in open(path, "rb").read(), "the failed send's run reached the file"
 
 
+def test_a_held_send_that_cannot_be_recorded_leaves_no_trace_once_space_returns(tiny_fs, workdir):
+    """An ACP agent without steering: a send into its busy run is held by the
+    adapter.  Its `accepted` cannot be written, so the send fails, the busy run
+    is interrupted, and the held input is dropped without a result of its own
+    (a result that covers no recorded input would say nothing)."""
+    path = str(tiny_fs / "events.jsonl")
+    fake = os.path.join(ROOT, "tests", "acp_support", "fake_agent.py")
+    agent = ["--adapter", "acp", "--agent", "%s --no-steering" % fake]
+    env = cli_env(FAKE_ACP_HOME=str(workdir / "sessions"))
+    ok("send", path, "/slow 1", *agent, env=env)
+    wait_for(lambda: any(e.get("kind") == "text.delta" for e in of_type(path, "log")), what="the busy run streams")
+    filler = fill(tiny_fs)
+    proc = run("send", path, BIG, *agent, env=env)
+    assert proc.returncode == 1 and one_clear_line(proc.stderr, "No space left on device"), proc.stderr
+    shutil.rmtree(filler)
+    [result] = wait_results(path, 1)
+    assert result["status"] == "cancelled"
+    settle(path)
+    check(path)
+    assert all(r["input_ids"] for r in of_type(path, "result"))
+    assert BIG.encode() not in open(path, "rb").read()
+
+
 def test_disk_full_mid_run_records_the_run_once_space_returns(tiny_fs):
     path = str(tiny_fs / "events.jsonl")
     env = cli_env(HARNESSCTL_ADAPTER="mock", HARNESSCTL_IDLE_TIMEOUT="1")

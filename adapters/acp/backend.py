@@ -29,15 +29,14 @@ import os
 
 from harnessctl.backend import Config, Host, Input
 from harnessctl.childbackend import ChildBackend
+from harnessctl.jsonrpc import Calls
 
 from . import wire
 from .updates import Run, Updates
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Optional
-
-    Callback = Callable[[Optional[Dict[str, Any]], Optional[Any]], None]
+    from typing import Any, Dict, List, Optional
 
 SESSION_FILE = "acp-session.json"
 PROTOCOL_VERSION = 1
@@ -62,8 +61,7 @@ class AcpBackend(ChildBackend):
         """Forget everything about the current agent process."""
         self.child: Any = None
         self.phase = "down"  # down | starting | ready
-        self.next_id = 0
-        self.pending: Dict[Any, Callback] = {}
+        self.calls = Calls(self.write_json, "2.0")
         self.init: Dict[str, Any] = {}  # the initialize result
         self.steering = False
         self.run: Optional[Run] = None  # the run whose session/prompt is open
@@ -114,7 +112,7 @@ class AcpBackend(ChildBackend):
         self.phase = "starting"  # the runtime's start timeout covers an agent that never gets ready
         params = {"protocolVersion": PROTOCOL_VERSION, "clientInfo": CLIENT_INFO,
                   "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": False}}
-        self._call("initialize", params, self._on_initialize)
+        self.calls.call("initialize", params, self._on_initialize)
 
     def _presets(self) -> Dict[str, Any]:
         from harnessctl import registry
@@ -145,7 +143,7 @@ class AcpBackend(ChildBackend):
         if methods:
             method = methods[0]
             self.replaying = method == "session/load"
-            self._call(method, dict(params, sessionId=self.session_id),
+            self.calls.call(method, dict(params, sessionId=self.session_id),
                        lambda r, e: self._on_reopened(methods, failures, r, e))
             return
         if self.session_id:
@@ -154,7 +152,7 @@ class AcpBackend(ChildBackend):
                           "a new session starts, without the earlier conversation" % (self.label, self.session_id,
                                                                                       reason))
             self.session_id = None
-        self._call("session/new", params, self._on_session_new)
+        self.calls.call("session/new", params, self._on_session_new)
 
     def _on_reopened(self, methods: List[str], failures: List[str], result: Optional[Dict[str, Any]],
                      error: Any) -> None:
@@ -195,7 +193,7 @@ class AcpBackend(ChildBackend):
                 else:
                     self._select_model(session, mode)
 
-            self._call("session/set_mode", {"sessionId": self.session_id, "modeId": mode}, moded)
+            self.calls.call("session/set_mode", {"sessionId": self.session_id, "modeId": mode}, moded)
             return
         self._select_model(session, wire.current_mode(session))
 
@@ -221,7 +219,7 @@ class AcpBackend(ChildBackend):
             else:
                 self._ready(session, mode, model)
 
-        self._call(method, params, selected)
+        self.calls.call(method, params, selected)
 
     def _ready(self, session: Dict[str, Any], mode: Optional[str], model: Optional[str]) -> None:
         info = wire.as_object(self.init.get("agentInfo"))
@@ -255,7 +253,7 @@ class AcpBackend(ChildBackend):
     def before_stop(self) -> None:
         """A turn goes on after stdin closes: cancel it first."""
         if self.run is not None and self.session_id:
-            self._notify("session/cancel", {"sessionId": self.session_id})
+            self.calls.notify("session/cancel", {"sessionId": self.session_id})
 
     # ------------------------------------------------------------------ sends
 
@@ -275,7 +273,7 @@ class AcpBackend(ChildBackend):
         run = Run(self.host.new_run(), [i.input_id for i in items], self.updates.cost)
         self.run = run
         prompt = [{"type": "text", "text": i.text} for i in items]
-        run.prompt_id = self._call("session/prompt", {"sessionId": self.session_id, "prompt": prompt},
+        run.prompt_id = self.calls.call("session/prompt", {"sessionId": self.session_id, "prompt": prompt},
                                    lambda r, e: self._on_prompt_done(run, r, e))
         for item in items:
             if delivery == "start":
@@ -288,7 +286,7 @@ class AcpBackend(ChildBackend):
         run.steering += 1
         params = {"sessionId": self.session_id, "prompt": [{"type": "text", "text": item.text}],
                   "_meta": {"steering": {"idleBehavior": "promptRequired"}}}
-        self._call("_session/steering", params, lambda r, e: self._on_steered(run, item, r, e))
+        self.calls.call("_session/steering", params, lambda r, e: self._on_steered(run, item, r, e))
 
     def _on_steered(self, run: Run, item: Input, result: Optional[Dict[str, Any]], error: Any) -> None:
         self.inflight = None
@@ -372,7 +370,7 @@ class AcpBackend(ChildBackend):
         run = self.run
         if run is None or self.child is None:
             return
-        self._notify("session/cancel", {"sessionId": self.session_id})
+        self.calls.notify("session/cancel", {"sessionId": self.session_id})
         for agent_id in [k for k, v in self.requests.items() if v["run"] is run]:
             self._answer_cancelled(agent_id)  # the spec's duty: gemini waits for it
             self.host.request_closed(agent_id)
@@ -383,15 +381,15 @@ class AcpBackend(ChildBackend):
             return
         option_id = entry["mapping"].get(answer)
         if not option_id:  # `deny` where the agent offers no reject option
-            self._respond(token, {"outcome": {"outcome": "cancelled"}})
+            self.calls.respond(token, {"outcome": {"outcome": "cancelled"}})
             return
         if str(answer).startswith("deny"):
             self.updates.declined(entry["tool_id"])
-        self._respond(token, {"outcome": {"outcome": "selected", "optionId": option_id}})
+        self.calls.respond(token, {"outcome": {"outcome": "selected", "optionId": option_id}})
 
     def _answer_cancelled(self, agent_id: Any) -> None:
         if self.requests.pop(agent_id, None) is not None:
-            self._respond(agent_id, {"outcome": {"outcome": "cancelled"}})
+            self.calls.respond(agent_id, {"outcome": {"outcome": "cancelled"}})
 
     # ------------------------------------------------------------------ the agent's messages
 
@@ -399,11 +397,8 @@ class AcpBackend(ChildBackend):
         """Responses by id, agent requests, then notifications."""
         method = msg.get("method")
         if method is None:
-            callback = self.pending.pop(msg.get("id"), None)
-            if callback is None:
+            if not self.calls.answered(msg):
                 self.host.log("native", level="debug", data=msg)
-            else:
-                callback(msg.get("result"), msg.get("error") if "error" in msg else None)
         elif "id" in msg:
             self._agent_request(str(method), msg.get("id"), wire.as_object(msg.get("params")))
         elif method == "session/update":
@@ -431,19 +426,19 @@ class AcpBackend(ChildBackend):
             return
         try:
             if method == "fs/read_text_file":
-                self._respond(agent_id, wire.read_text(self.config.cwd, params))
+                self.calls.respond(agent_id, wire.read_text(self.config.cwd, params))
             elif method == "fs/write_text_file":
-                self._respond(agent_id, wire.write_text(self.config.cwd, params))
+                self.calls.respond(agent_id, wire.write_text(self.config.cwd, params))
             else:
                 self.host.log("diagnostic", "warning", run_id=self._run_id(),
                               message="the ACP agent asked %s, which harnessctl does not offer; refused" % method)
-                self._error(agent_id, -32601, "Method not found: %s" % method)
+                self.calls.refuse(agent_id, -32601, "Method not found: %s" % method)
         except PermissionError as exc:
-            self._error(agent_id, -32602, str(exc))
+            self.calls.refuse(agent_id, -32602, str(exc))
         except ValueError as exc:
-            self._error(agent_id, -32602, "Invalid params: %s" % exc)
+            self.calls.refuse(agent_id, -32602, "Invalid params: %s" % exc)
         except OSError as exc:
-            self._error(agent_id, -32603, "Internal error: %s" % (exc.strerror or exc))
+            self.calls.refuse(agent_id, -32603, "Internal error: %s" % (exc.strerror or exc))
 
     def _on_permission(self, agent_id: Any, params: Dict[str, Any]) -> None:
         run = self.run
@@ -457,23 +452,6 @@ class AcpBackend(ChildBackend):
         self.requests[agent_id] = {"run": run, "mapping": mapping, "tool_id": tool_id}
         self.host.request(self._run_id(), "permission", wire.permission_message(tool_call), options=names,
                           details=details, token=agent_id)
-
-    # ------------------------------------------------------------------ JSON-RPC plumbing
-
-    def _call(self, method: str, params: Dict[str, Any], callback: Callback) -> int:
-        request_id, self.next_id = self.next_id, self.next_id + 1
-        self.pending[request_id] = callback
-        self.write_json({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        return request_id
-
-    def _notify(self, method: str, params: Dict[str, Any]) -> None:
-        self.write_json({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def _respond(self, agent_id: Any, result: Dict[str, Any]) -> None:
-        self.write_json({"jsonrpc": "2.0", "id": agent_id, "result": result})
-
-    def _error(self, agent_id: Any, code: int, message: str) -> None:
-        self.write_json({"jsonrpc": "2.0", "id": agent_id, "error": {"code": code, "message": message}})
 
     # ------------------------------------------------------------------ sidecar
 

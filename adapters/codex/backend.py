@@ -17,14 +17,13 @@ import json
 
 from harnessctl.backend import Config, Host, Input
 from harnessctl.childbackend import ChildBackend
+from harnessctl.jsonrpc import Calls
 
 from . import approvals, wire
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Optional, Set
-
-    Callback = Callable[[Optional[Dict[str, Any]], Optional[Any]], None]
+    from typing import Any, Dict, List, Optional, Set
 
 THREAD_FILE = "codex-thread.json"
 CLIENT_VERSION = "0.1.0"
@@ -85,8 +84,7 @@ class CodexBackend(ChildBackend):
         """Forget everything about the current app-server process."""
         self.child: Any = None
         self.phase = "down"  # down | starting | ready
-        self.next_id = 1
-        self.pending: Dict[Any, Callback] = {}
+        self.calls = Calls(self.write_json)  # codex app-server leaves out the "jsonrpc" field
         self.runs: Dict[str, Run] = {}
         self.inflight: Optional[Input] = None  # the input whose turn/start or turn/steer awaits its response
         self.inflight_kind = ""
@@ -110,19 +108,19 @@ class CodexBackend(ChildBackend):
         params: Dict[str, Any] = {
             "clientInfo": {"name": "harnessctl", "title": "harnessctl", "version": CLIENT_VERSION},
         }
-        self._call("initialize", params, self._on_initialize)
+        self.calls.call("initialize", params, self._on_initialize)
 
     def _on_initialize(self, result: Optional[Dict[str, Any]], error: Any) -> None:
         if error is not None:
             self._start_failed("codex app-server refused to initialize: %s" % wire.rpc_error_text(error))
             return
         self.version = wire.version_of((result or {}).get("userAgent"))
-        self._notify("initialized")
+        self.calls.notify("initialized")
         if self.thread_id:
             params = {"threadId": self.thread_id, "cwd": self.config.cwd, "excludeTurns": True}
             if self.config.model:
                 params["model"] = self.config.model
-            self._call("thread/resume", params, self._on_thread_resume)
+            self.calls.call("thread/resume", params, self._on_thread_resume)
         else:
             self._thread_start()
 
@@ -130,7 +128,7 @@ class CodexBackend(ChildBackend):
         params: Dict[str, Any] = {"cwd": self.config.cwd}
         if self.config.model:
             params["model"] = self.config.model
-        self._call("thread/start", params, self._on_thread_open)
+        self.calls.call("thread/start", params, self._on_thread_open)
 
     def _on_thread_resume(self, result: Optional[Dict[str, Any]], error: Any) -> None:
         if error is not None and "no rollout found" in wire.rpc_error_text(error):
@@ -207,7 +205,7 @@ class CodexBackend(ChildBackend):
         self.inflight, self.inflight_kind = item, "start"
         params = {"threadId": self.thread_id, "input": wire.text_input(item.text),
                   "clientUserMessageId": item.input_id}
-        self._call("turn/start", params, lambda r, e: self._on_turn_start(item, r, e))
+        self.calls.call("turn/start", params, lambda r, e: self._on_turn_start(item, r, e))
 
     def _on_turn_start(self, item: Input, result: Optional[Dict[str, Any]], error: Any) -> None:
         self.inflight = None
@@ -237,7 +235,7 @@ class CodexBackend(ChildBackend):
         run.steering += 1
         params = {"threadId": self.thread_id, "expectedTurnId": run.turn_id,
                   "input": wire.text_input(item.text), "clientUserMessageId": item.input_id}
-        self._call("turn/steer", params, lambda r, e: self._on_turn_steer(run, item, r, e))
+        self.calls.call("turn/steer", params, lambda r, e: self._on_turn_steer(run, item, r, e))
 
     def _on_turn_steer(self, run: Run, item: Input, result: Optional[Dict[str, Any]], error: Any) -> None:
         self.inflight = None
@@ -306,7 +304,7 @@ class CodexBackend(ChildBackend):
                 self.host.log("diagnostic", "info", run_id=run.run_id,
                               message="turn/interrupt: %s" % wire.rpc_error_text(error))
 
-        self._call("turn/interrupt", {"threadId": self.thread_id, "turnId": run.turn_id}, done)
+        self.calls.call("turn/interrupt", {"threadId": self.thread_id, "turnId": run.turn_id}, done)
 
     def answer(self, token: Any, answer: Any) -> None:
         entry = self.requests.pop(token, None)
@@ -319,18 +317,15 @@ class CodexBackend(ChildBackend):
             result = approvals.question_answer(answer)
         else:  # the runtime let only the request's own options through
             result = entry["replies"].get(answer) or entry["replies"]["deny"]
-        self.write_json({"id": token, "result": result})
+        self.calls.respond(token, result)
 
     # ------------------------------------------------------------------ harness output
 
     def on_message(self, msg: Dict[str, Any]) -> None:
         """Responses by id, server requests, then notifications by method (HANDLERS)."""
         if "method" not in msg:
-            callback = self.pending.pop(msg.get("id"), None)
-            if callback is None:
+            if not self.calls.answered(msg):
                 self._native(msg, None, "debug")
-            else:
-                callback(msg.get("result"), msg.get("error") if "error" in msg else None)
             return
         params = _object(msg.get("params"))
         turn_id = self._turn_of(params)
@@ -554,13 +549,12 @@ class CodexBackend(ChildBackend):
                 self.host.log("diagnostic", "warning", run_id=run_id,
                               message="codex relayed an MCP %s request harnessctl cannot answer; declined"
                               % params.get("mode"))
-                self.write_json({"id": native_id, "result": {"action": "decline", "content": None}})
+                self.calls.respond(native_id, {"action": "decline", "content": None})
                 return
         else:
             self.host.log("diagnostic", "warning", run_id=run_id,
                           message="codex asked %s, which harnessctl does not handle; refused" % method)
-            self.write_json({"id": native_id, "error": {"code": -32601,
-                                                    "message": "harnessctl does not handle %s" % method}})
+            self.calls.refuse(native_id, -32601, "harnessctl does not handle %s" % method)
             return
         kind = info.get("kind", "permission")
         entry.update(kind=kind, replies=info.get("replies") or {})
@@ -568,16 +562,6 @@ class CodexBackend(ChildBackend):
             entry["fields"] = info["fields"]
         self.host.request(run_id, kind, info["message"], info.get("options"), info["details"], token=native_id)
         self.requests[native_id] = entry
-
-    # ------------------------------------------------------------------ JSON-RPC plumbing
-
-    def _call(self, method: str, params: Dict[str, Any], callback: Callback) -> None:
-        request_id, self.next_id = self.next_id, self.next_id + 1
-        self.pending[request_id] = callback
-        self.write_json({"id": request_id, "method": method, "params": params})
-
-    def _notify(self, method: str) -> None:
-        self.write_json({"method": method})
 
     # ------------------------------------------------------------------ sidecar
 
