@@ -55,7 +55,7 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
 
         if starting_or_exiting(addr, deadline):
             continue
-        with Starter(addr, deadline) as starter:  # it loads its modules while we bind the file
+        with Starter(addr, deadline) as starter:  # it starts up while we bind the file
             check_event_file(addr)
             bound = read_binding(addr)
             if bound is not None:

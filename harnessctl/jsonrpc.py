@@ -31,7 +31,10 @@ class Calls:
         return request_id
 
     def notify(self, method: str, params: Optional[Dict[str, Any]] = None) -> None:
-        self._write(dict(self._head, method=method, **({"params": params} if params is not None else {})))
+        message = dict(self._head, method=method)
+        if params is not None:
+            message["params"] = params
+        self._write(message)
 
     def respond(self, request_id: Any, result: Dict[str, Any]) -> None:
         """Answer a request of the harness."""

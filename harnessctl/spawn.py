@@ -40,8 +40,8 @@ def starting_or_exiting(addr: Address, deadline: float) -> bool:
 
 class Starter:
     """A runtime interpreter started as soon as a send finds nobody listening,
-    before the send binds the file: it loads its modules (most of its start-up)
-    while the send binds, then reads a pipe.  `go` on it: serve the file.  End
+    before the send binds the file: its interpreter starts and loads its
+    modules (most of its start-up) while the send binds, then reads a pipe.  `go` on it: serve the file.  End
     of file (the send needed no new runtime, failed, or died): it exits having
     touched nothing.  A context manager: a runtime never told to go is killed
     and reaped on the way out.

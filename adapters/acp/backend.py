@@ -144,7 +144,7 @@ class AcpBackend(ChildBackend):
             method = methods[0]
             self.replaying = method == "session/load"
             self.calls.call(method, dict(params, sessionId=self.session_id),
-                       lambda r, e: self._on_reopened(methods, failures, r, e))
+                            lambda r, e: self._on_reopened(methods, failures, r, e))
             return
         if self.session_id:
             reason = "; ".join(failures) or "the agent offers neither session/resume nor session/load"
@@ -274,7 +274,7 @@ class AcpBackend(ChildBackend):
         self.run = run
         prompt = [{"type": "text", "text": i.text} for i in items]
         run.prompt_id = self.calls.call("session/prompt", {"sessionId": self.session_id, "prompt": prompt},
-                                   lambda r, e: self._on_prompt_done(run, r, e))
+                                        lambda r, e: self._on_prompt_done(run, r, e))
         for item in items:
             if delivery == "start":
                 self.host.accepted(item.input_id, "start", run.run_id)
