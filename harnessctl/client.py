@@ -63,6 +63,9 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
                 binding = wanted
             else:
                 binding = _new_binding(wanted)
+                from .trusted import inside_workspace
+
+                _warn(inside_workspace(addr.path, binding["cwd"]))
             ensure_runtime(addr, binding, deadline, starter)
 
 
@@ -220,6 +223,15 @@ def _new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:
     if agent is not None:
         binding["agent"] = agent
     return binding
+
+
+def _warn(warning: Optional[str]) -> None:
+    """One warning line on stderr, if there is a warning and a stderr."""
+    import sys
+
+    if warning is not None and sys.stderr is not None:
+        sys.stderr.write("harnessctl: warning: %s\n" % warning)
+        sys.stderr.flush()
 
 
 def _real_dir(path: str) -> str:

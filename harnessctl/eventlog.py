@@ -45,6 +45,7 @@ class EventLog:
         self.fd = fd
         st = os.fstat(fd)
         self.identity = (st.st_dev, st.st_ino)
+        self.end = st.st_size  # where our last write ended: any other size is another process's doing
         self.seq = last_seq
         self._logs: List[Dict[str, Any]] = []
         self.dropped_logs = 0
@@ -95,6 +96,7 @@ class EventLog:
 
     def flush_logs(self) -> None:
         """Write buffered log lines in one write, without fsync; failures drop them."""
+        self._notice_foreign_writes()
         if not self._logs and not self.dropped_logs:
             return
         logs, self._logs = self._logs, []
@@ -116,6 +118,22 @@ class EventLog:
             return
         self.seq = seq
 
+    def _notice_foreign_writes(self) -> None:
+        """Record, once, that another process appended to or cut the file we
+        hold: its lines are not ours and nothing acts on them (the runtime
+        folds only what it wrote), but whoever reads the file should know."""
+        size = os.fstat(self.fd).st_size
+        if size == self.end:
+            return
+        if size > self.end:
+            what = "appended %d bytes (offsets %d to %d)" % (size - self.end, self.end, size)
+        else:
+            what = "cut it from %d to %d bytes" % (self.end, size)
+        self._logs.append({"level": "warning", "kind": "diagnostic", "ts": timestamp(), "message": (
+            "another process %s while harnessctl held the event file: not harnessctl's lines, "
+            "not acted on" % what)})
+        self.end = size
+
     def _write(self, data: bytes, sync: bool) -> None:
         size = os.fstat(self.fd).st_size
         if size and os.pread(self.fd, 1, size - 1) != b"\n":
@@ -126,6 +144,7 @@ class EventLog:
                 written += os.write(self.fd, data[written:])
             if sync:
                 os.fdatasync(self.fd)
+            self.end = size + len(data)
         except OSError:
             try:
                 os.ftruncate(self.fd, size)

@@ -22,7 +22,7 @@ import sys
 import time
 from collections import deque
 
-from . import answers, ipc, knobs, locks, pidfile, private, snapshot
+from . import answers, ipc, knobs, locks, pidfile, private, snapshot, trusted
 from .address import Address, check_binding, open_event_file, read_binding
 from .backend import Input
 from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError
@@ -80,6 +80,9 @@ class Runtime:
         once: the send that spawned us is on its way."""
         pidfile.kill_leftover(self.addr.harness_pid)
         self.writer.write_all(close_open_work(self.conv, LOST))
+        warning = trusted.inside_workspace(self.addr.path, self.binding["cwd"]) if self.conv.seq == 0 else None
+        if warning is not None:  # once, in a new file (the first send also says it on stderr)
+            self.host.log("diagnostic", "warning", message=warning)
         self.loop.call_later(REACHABLE_CHECK, self._check_reachable)
         self._start_harness()
 
