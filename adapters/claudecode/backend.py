@@ -56,6 +56,18 @@ FORCED_ARGS = [
     "--permission-prompt-tool", "stdio",
     "--include-partial-messages",
 ]
+
+
+def deny_own_files(sidecar: str) -> List[str]:
+    """Claude's deny rules for the event file and its sidecar, as `.git` is
+    kept from codex: under a mode that lets it edit the workspace
+    (acceptEdits, bypassPermissions) its file tools still cannot rewrite
+    harnessctl's record or binding.  A shell command can (README, Security).
+    `//` starts an absolute path in a rule; Edit covers every file-editing tool."""
+    own = (sidecar[:-len(".d")], sidecar + "/**")
+    return ["--settings", json.dumps({"permissions": {"deny": ["Edit(/%s)" % path for path in own]}})]
+
+
 SESSION_FILE = "claude-session-id"
 DENY_MESSAGE = "The user denied this action."
 QUESTION_TOOL = "AskUserQuestion"
@@ -540,7 +552,7 @@ class ClaudeCodeBackend(ChildBackend):
     # -- helpers ----------------------------------------------------------------------
 
     def _arguments(self) -> List[str]:
-        args = list(FORCED_ARGS)
+        args = FORCED_ARGS + deny_own_files(self.config.sidecar)
         session_id = self._stored_session()
         if session_id:
             args += ["--resume", session_id]
