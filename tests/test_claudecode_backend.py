@@ -92,6 +92,14 @@ def test_session_id_is_kept_in_the_sidecar_and_resumed_by_the_next_start(tmp_pat
     assert argv[argv.index("--resume") + 1] == "b008af47-9a3e-4a67-8da5-89cad43d99e5"
 
 
+def test_a_stored_session_id_that_would_be_an_option_is_not_resumed(tmp_path):
+    backend, host = make_backend(tmp_path)
+    with open(os.path.join(backend.config.sidecar, "claude-session-id"), "w") as fh:
+        fh.write("--dangerously-skip-permissions\n")
+    backend.start()
+    assert "--dangerously-skip-permissions" not in host.children[-1].argv
+
+
 # -- sends and attribution -----------------------------------------------------------------
 
 
