@@ -134,3 +134,11 @@ def test_an_event_file_outside_the_working_directory_is_not_warned_about(workdir
     project.mkdir()
     proc = run("send", str(workdir / "e.jsonl"), "hi", "--adapter", "mock", "--cwd", str(project), "--wait")
     assert proc.returncode == 0 and b"warning" not in proc.stderr
+
+
+def test_a_state_directory_inside_the_working_directory_is_warned_about(workdir):
+    project = workdir / "project"
+    project.mkdir()
+    proc = run("send", str(workdir / "e.jsonl"), "hi", "--adapter", "mock", "--cwd", str(project), "--wait",
+               env=cli_env(XDG_STATE_HOME=str(project / "state")))
+    assert proc.returncode == 0 and b"warning: harnessctl's state directory" in proc.stderr
