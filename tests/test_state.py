@@ -10,7 +10,8 @@ def accepted(input_id, run_id, delivery="start", seq=None):
 
 
 def result(run_id, input_ids, status="completed"):
-    return {"type": "result", "run_id": run_id, "input_ids": input_ids, "status": status, "error": None}
+    return {"type": "result", "run_id": run_id, "input_ids": input_ids, "status": status, "output": "", "usage": None,
+            "cost_usd": None, "error": None}
 
 
 def request(request_id, state, run_id="r1"):
@@ -85,7 +86,8 @@ def test_close_open_work_of_an_idle_conversation_is_empty():
 
 
 def test_the_fold_survives_a_round_trip_through_its_snapshot():
-    conv = fold([accepted("i1", "r1"), request("req-1", "pending"), {"type": "log", "seq": 3, "ts": "t"}])
+    log = {"type": "log", "seq": 3, "ts": "2026-12-02T10:40:33.794Z"}
+    conv = fold([accepted("i1", "r1"), request("req-1", "pending"), log])
     again = Conversation.from_dict(conv.to_dict())
     assert again.status() == conv.status() and again.seq == 3 and again.request_count == 1
 
