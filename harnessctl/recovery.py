@@ -122,7 +122,7 @@ def recovered(addr: Address, fd: int, reading: bool = False) -> Any:
         except OSError as e:  # e.g. the disk is full: say so (not "internal error"); the next command retries
             if reading and e.errno in READ_ONLY_ERRNOS and log.seq == first:  # nothing was written
                 for event in lost:
-                    conv.apply(event)
+                    conv.apply(event, unwritten=True)
                 return conv
             # EBADF: _open_writer could only open it for reading
             why = "it is read-only (the file or its filesystem)" if e.errno == 9 else e.strerror
