@@ -175,8 +175,9 @@ def _wait_stopped(addr: Address, input_id: Optional[str], until: Optional[float]
 def _watch(addr: Address, input_id: Optional[str], until: Optional[float]) -> Tuple[str, str]:
     """Ask the runtime to answer once there is something to say; NoRuntime if
     there is none or it went away meanwhile (the caller then recovers or asks again)."""
+    patience = timeout_seconds() if until is None else max(0.001, min(timeout_seconds(), until - time.monotonic()))
     try:
-        conn = ipc.connect(addr.socket, timeout_seconds())
+        conn = ipc.connect(addr.socket, patience)
     except PermissionError as e:
         raise UsageError(str(e)) from None
     except OSError:

@@ -61,7 +61,7 @@ class Conversation:
             handler(event)
 
     def _anomaly(self, text: str) -> None:
-        self.anomalies.append(text)
+        self.anomalies.append(text if len(text) <= 300 else text[:297] + "...")  # a foreign id may be megabytes
         if len(self.anomalies) > MAX_ANOMALIES:
             del self.anomalies[0]
 
