@@ -2,7 +2,7 @@
 """The torture suite's figures at the issue's full counts (issue 5).
 
     python3 bench/torture_report.py [--rounds 200] [--senders 64] [--sends 10] [--files 100]
-                                    [--sender-kills 40] [--move-rounds 60] [--seed N] [--quick]
+                                    [--sender-kills 40] [--move-rounds 60] [--line-rounds 40] [--seed N] [--quick]
 
 Runs the counted scenarios of tests/test_torture_*.py with the mock adapter,
 and the kill -9 roulette also with the Codex and Claude Code adapters over
@@ -10,8 +10,8 @@ their fake harnesses (the same drivers, from tests/torture_support.py, and the s
 checks: the project's fold AND the independent line-by-line checker), then
 prints what they survived: kill -9 rounds, inputs checked, and the recovery
 times; the "another local user" hunt (as root, with a throw-away user) and
-the rename/link/unlink rounds (issue 9) and the waiters under cancel, replies
-and kill -9 (issue 10) add their counts.  Any violated
+the rename/link/unlink rounds (issue 9), the waiters under cancel, replies
+and kill -9 (issue 10) and the hostile foreign lines (issue 19) add their counts.  Any violated
 invariant stops it with the checker's message.  The
 one-shot scenarios (crash, disk full, torn tails, bad input, signals,
 security) are plain tests: HARNESSCTL_TORTURE=full python3 -m pytest -m torture.
@@ -31,6 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import cliutil  # noqa: E402
+import torture_lines  # noqa: E402
 import torture_moves  # noqa: E402
 import torture_support as torture  # noqa: E402
 import torture_users  # noqa: E402
@@ -69,12 +70,13 @@ def main():
     parser.add_argument("--sender-kills", type=int, default=40)
     parser.add_argument("--move-rounds", type=int, default=60, help="rename/link/unlink rounds")
     parser.add_argument("--waiter-rounds", type=int, default=60, help="waiters under cancel/reply/kill -9")
+    parser.add_argument("--line-rounds", type=int, default=40, help="rounds of hostile foreign lines")
     parser.add_argument("--seed", type=int, default=random.randrange(1 << 30))
     parser.add_argument("--quick", action="store_true", help="the default test run's small counts")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.senders, args.sends, args.files, args.sender_kills = 30, 16, 4, 12, 8
-        args.adapter_rounds, args.move_rounds, args.waiter_rounds = 6, 10, 8
+        args.adapter_rounds, args.move_rounds, args.waiter_rounds, args.line_rounds = 6, 10, 8, 6
     print("seed %d (replay: --seed %d)" % (args.seed, args.seed), flush=True)
     results = {
         "roulette": scenario("kill-9", roulette, args.rounds, args.seed),
@@ -87,6 +89,7 @@ def main():
         "storm": scenario("storm", torture.storm, 4, 50),
         "moves": scenario("moves", torture_moves.moves, args.move_rounds, args.seed),
         "waiters": scenario("waiters", torture_waiters.waiters, args.waiter_rounds, args.seed),
+        "hostile-lines": scenario("hostile-lines", torture_lines.hostile_lines, args.line_rounds, args.seed),
     }
     try:
         users = scenario("other-user", torture_users.other_user_report)
@@ -129,6 +132,12 @@ def main():
           "(%s), %d waited again after a reply"
           % (w["rounds"], ", ".join("%s %d" % kv for kv in w["by_moment"].items()), w["waiters"],
              ", ".join("exit %s: %d" % kv for kv in sorted(w["by_exit"].items())), w["rewaits"]))
+    h = results["hostile-lines"]
+    print("hostile lines             %d rounds (%s): %d wrong-typed foreign lines of %d variants appended, every "
+          "command exited as documented (%s), the record intact"
+          % (h["rounds"], ", ".join("%s %d" % kv for kv in h["by_stop"].items()), h["lines"], h["variants"],
+             "; ".join("%s %s" % (name, ", ".join("exit %s: %d" % kv for kv in sorted(codes.items())))
+                       for name, codes in h["by_exit"].items())))
     if users is not None:
         print("another local user        %d planted sidecar entries (%d files x %d attacks x %d commands x 2 stops): "
               "%d refused with exit 2, %d ignored, %d victims intact; %d sockets of theirs, %d refused"

@@ -32,7 +32,29 @@ def timestamp(now: Optional[float] = None) -> str:
 
 
 def encode(event: Dict[str, Any]) -> bytes:
-    return (json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    """One line of the file: strict JSON in UTF-8, whatever an adapter or a
+    foreign line put into the event.  A non-finite number (an agent's cost of
+    1e999) becomes null, as `Infinity` is not JSON and strict readers reject
+    the line; a lone surrogate (a foreign line's `"\\ud800"`) stays escaped."""
+    try:
+        text = json.dumps(event, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        text = json.dumps(finite(event), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(finite(event), separators=(",", ":"), allow_nan=False) + "\n").encode("ascii")
+
+
+def finite(value: Any) -> Any:
+    """`value` with every non-finite float replaced by None."""
+    if type(value) is float:
+        return value if value - value == 0 else None
+    if type(value) is dict:
+        return {k: finite(v) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return [finite(v) for v in value]
+    return value
 
 
 class EventLog:
@@ -203,20 +225,26 @@ def _log_stub(line: bytes) -> Optional[Dict[str, Any]]:
 def find_result(f: BinaryIO, input_id: str) -> Tuple[Optional[bytes], bool]:
     """The line of the `result` that covers `input_id` (without its newline),
     and whether the file accepted that input at all.  Read backwards from the
-    end: a script usually waits for an input it sent recently."""
+    end: a script usually waits for an input it sent recently.
+
+    Lines are read as the fold reads them (state.problem skips the same ones)
+    and ids compared parsed: a line that may spell the id another way (a JSON
+    escape) is parsed too, so wait never misses a result the fold has seen."""
+    from .state import problem
+
     needle = json.dumps(input_id, ensure_ascii=False).encode("utf-8")
     for line in _lines_backwards(f):
-        if needle not in line:
-            continue
+        if needle not in line and b"\\u" not in line and b"\\/" not in line:
+            continue  # the id is in no spelling of ours, and there is no other
         try:
             event = json.loads(line)
         except ValueError:
             continue
-        if not isinstance(event, dict):
+        if problem(event) is not None:
             continue
-        if event.get("type") == "result" and input_id in (event.get("input_ids") or ()):
+        if event["type"] == "result" and input_id in event["input_ids"]:
             return line, True
-        if event.get("type") == "accepted" and event.get("input_id") == input_id:
+        if event["type"] == "accepted" and event["input_id"] == input_id:
             return None, True  # accepted, and no result after it (yet)
     return None, False
 

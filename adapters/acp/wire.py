@@ -313,11 +313,10 @@ def usage(result: Dict[str, Any]) -> Optional[Dict[str, int]]:
 
 def cost(update: Dict[str, Any]) -> Optional[float]:
     """usage_update's `cost` (the session's cumulative cost) in US dollars."""
+    from harnessctl.activity import amount
+
     raw = as_object(update.get("cost"))
-    amount = raw.get("amount")
-    if isinstance(amount, (int, float)) and not isinstance(amount, bool) and raw.get("currency", "USD") == "USD":
-        return float(amount)
-    return None
+    return amount(raw.get("amount")) if raw.get("currency", "USD") == "USD" else None
 
 
 # -- the client file system, confined to the bound cwd ------------------------------------------------
