@@ -19,6 +19,7 @@ from .address import HEAD, Address, is_event_line, open_event_file, require_exis
 from .errors import UsageError
 from .render import Style, render, reply_commands
 from .transcript import Transcript
+from .visible import json_shown, shown
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -259,10 +260,10 @@ class Printer:
                 continue
             seen.add(key)
             if self.as_json:
-                shown = dict(entry, id=key)
+                whole = dict(entry, id=key)
                 if entry["entry"] == "request" and entry.get("state") == "pending":
-                    shown["reply"] = reply_commands(entry, self.style.file)
-                text = json.dumps(shown, ensure_ascii=False, separators=(",", ":"))
+                    whole["reply"] = reply_commands(entry, self.style.file)
+                text = json_shown(json.dumps(whole, ensure_ascii=False, separators=(",", ":")))
             else:
                 text = "\n".join(render(entry, self.style))
             if self.printed.get(key) != text:
@@ -287,9 +288,9 @@ class Printer:
     def note(self, text: str) -> None:
         """A line about the reading itself (where it started, a replaced file)."""
         if self.as_json:
-            write(json.dumps({"entry": "note", "text": text}, ensure_ascii=False, separators=(",", ":")))
+            write(json_shown(json.dumps({"entry": "note", "text": text}, ensure_ascii=False, separators=(",", ":"))))
         else:
-            write(self.style.paint("--- " + text, "dim"))
+            write(self.style.paint("--- " + shown(text), "dim"))
 
 
 def write(text: str) -> None:
