@@ -123,8 +123,8 @@ class AdapterHost(Host):
         if self._unknown(run_id):
             return request_id  # not asked in the file: the interrupt sent with the failed send ends it
         names, renamed = plain_options(options or [])
-        event = {"type": "request", "run_id": run_id, "request_id": request_id, "state": "pending",
-                 "kind": kind, "message": message, "options": names}
+        event: Dict[str, Any] = {"type": "request", "run_id": run_id, "request_id": request_id,
+                                 "state": "pending", "kind": kind, "message": message, "options": names}
         event.update(details or {})
         if renamed:
             event["agent_options"] = renamed
