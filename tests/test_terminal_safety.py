@@ -120,6 +120,47 @@ def test_the_line_wait_prints_carries_no_unsafe_character_unescaped(efile):
     assert json.loads(proc.stdout)["error"] == "broken\u202e\x85 disk"
 
 
+EVERY_KIND = [
+    accepted("go"),
+    {"type": "message", "run_id": RUN, "message_id": "m", "role": "assistant", "text": "hi"},
+    {"type": "request", "run_id": RUN, "request_id": "req-1", "state": "pending", "kind": "question", "message": "m",
+     "options": ["allow"], "questions": [{"id": "q1", "question": "?", "options": ["a"]}]},
+    {"type": "request", "run_id": RUN, "request_id": "req-2", "state": "replied", "kind": "permission",
+     "message": "m", "options": ["allow"], "answer": {"q1": "a"}},
+    {"kind": "text.delta", "message_id": "x", "text": "t"},
+    {"kind": "reasoning.delta", "text": "t", "form": "raw"},
+    {"kind": "tool.started", "tool_id": "t", "tool": "command", "name": "n", "title": "t", "input": {}},
+    {"kind": "tool.completed", "tool_id": "t", "tool": "command", "name": "n", "title": "t", "status": "failed",
+     "exit_code": 1, "output": "o", "duration_ms": 5},
+    {"kind": "file.changed", "tool_id": "t", "path": "p", "change": "move", "move_path": "q", "diff": "d",
+     "added": 1, "removed": 2},
+    {"kind": "plan", "entries": [{"text": "a", "status": "pending"}], "explanation": "e"},
+    {"kind": "session", "session_id": "s", "harness": "h", "version": "v", "model": "m", "approval_policy": "a",
+     "sandbox": "s"},
+    {"kind": "warning", "level": "warning", "message": "w", "source": "s"},
+    {"kind": "other", "level": "warning", "message": "w", "detail": {"a": "b"}},
+    result(error="e", error_class="c"),
+]
+
+
+def hostile(value):
+    """`value` with every string in it (but the type and kind that route it) made hostile."""
+    if isinstance(value, str):
+        return HOSTILE + value + FORGED
+    if isinstance(value, list):
+        return [hostile(v) for v in value]
+    if isinstance(value, dict):
+        return {k: v if k in ("type", "kind", "level") else hostile(v) for k, v in value.items()}
+    return value
+
+
+def test_every_string_field_of_every_kind_is_shown_escaped_and_forges_no_line(efile):
+    write_events(efile, *[hostile(event) for event in EVERY_KIND])
+    text, out = log(efile, "--diff"), log(efile, "--json")
+    assert raw_unsafe(text) == [] and raw_unsafe(out) == []
+    assert sum(line.startswith("===") for line in text.splitlines()) == 1  # the result's own line
+
+
 # -- option ids ----------------------------------------------------------------------------
 
 
