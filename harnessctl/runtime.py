@@ -199,7 +199,7 @@ class Runtime:
         except OSError as e:
             raise HarnessctlError("could not record the answer in the event file (%s); the harness was not "
                                   "answered: reply again once the file can be written" % e.strerror) from None
-        backend.answer(self.host.take_token(request_id), value)
+        backend.answer(self.host.take_token(request_id), answers.for_agent(request, value))
 
     # -- sends ----------------------------------------------------------------
 
