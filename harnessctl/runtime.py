@@ -339,6 +339,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     sidecar), or `CODE MESSAGE`, the exit code and line for the command."""
     argv = sys.argv[1:] if argv is None else argv
     addr, ready_fd, spawner_deadline = Address(argv[0]), int(argv[1]), float(argv[2])
+    _close_inherited((0, 1, 2, ready_fd, int(argv[3])))
     if not _told_to_go(int(argv[3])):
         return 0
     for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ):
@@ -396,6 +397,24 @@ def _start(addr: Address, env: Dict[str, str], log_fd: int, spawner_deadline: fl
         os.unlink(addr.socket)
         raise
     return runtime
+
+
+def _close_inherited(keep: Tuple[int, ...]) -> None:
+    """Close every descriptor but ours: posix_spawn hands us each non-CLOEXEC
+    descriptor of the send that started us (a cron script's `flock` fd 9, a
+    pipe whose reader waits for end of file), and we must not keep those for
+    our whole life."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:  # no /proc: nothing to go by
+        return
+    for name in names:
+        fd = int(name)
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:  # the directory listing's own descriptor, gone already
+                pass
 
 
 def _told_to_go(fd: int) -> bool:
