@@ -29,6 +29,7 @@ from .errors import HarnessctlError, OutcomeUnknownError, StateError, Unavailabl
 from .eventlog import EventLog, timestamp
 from .host import AdapterHost, new_id
 from .loop import Loop
+from .runtimelog import RuntimeLog
 from .server import CommandServer, Waiter, identity
 from .state import LOST, close_open_work, status_line, status_report
 from .supervisor import READY, STARTING, STOPPED, Supervisor
@@ -46,14 +47,14 @@ REACHABLE_CHECK = 1.0
 
 
 class Runtime:
-    def __init__(self, addr: Address, binding: Dict[str, Any], env: Dict[str, str], log_fd: int,
+    def __init__(self, addr: Address, binding: Dict[str, Any], env: Dict[str, str], log: RuntimeLog,
                  event_fd: int, sock: Any) -> None:
         """`event_fd` is the event file, locked (we are its one writer);
         `sock` our listening socket, so that commands queue from the start."""
         self.addr = addr
         self.binding = binding
         self.env = env
-        self.log_fd = log_fd
+        self.log = log
         self.debug_enabled = env.get("HARNESSCTL_DEBUG") == "1"
         self.idle_timeout = knobs.seconds(env, "HARNESSCTL_IDLE_TIMEOUT", 60.0)
         self.timeout = knobs.seconds(env, "HARNESSCTL_TIMEOUT", 30.0)
@@ -64,7 +65,7 @@ class Runtime:
         self.server = CommandServer(sock, addr.socket, self.timeout, self._submit, self.debug)
         self.sidecar_identity = identity(addr.sidecar)
         self.watches = Watches(self.conv, self.writer, self.status)
-        self.supervisor = Supervisor(self, self.loop, addr.sidecar, addr.harness_pid, log_fd)
+        self.supervisor = Supervisor(self, self.loop, addr.sidecar, addr.harness_pid, log)
         self.host = AdapterHost(self)
         self.waiting: Deque[Tuple[Input, Waiter]] = deque()
         self.in_flight: Optional[Tuple[Input, Waiter]] = None
@@ -283,11 +284,7 @@ class Runtime:
         self._pump()
 
     def debug(self, text: str) -> None:
-        line = "%s %s\n" % (timestamp(), text.rstrip("\n"))
-        try:
-            os.write(self.log_fd, line.encode("utf-8", "replace"))
-        except OSError:
-            pass
+        self.log.write(("%s %s\n" % (timestamp(), text.rstrip("\n"))).encode("utf-8", "replace"))
 
     # -- the end --------------------------------------------------------------
 
@@ -348,12 +345,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     env = dict(os.environ)
     try:
         private.check_dir(addr.sidecar)  # before writing anything into it
-        log_fd = _open_log(addr)
+        log = _open_log(addr)
     except HarnessctlError as e:
         return _ready(ready_fd, "%d %s" % (e.exit_code, e))
-    os.dup2(log_fd, 2)
+    log.capture_stderr()
     try:
-        runtime = _start(addr, env, log_fd, spawner_deadline)
+        runtime = _start(addr, env, log, spawner_deadline)
     except HarnessctlError as e:
         sys.stderr.write("%s\n" % e)
         return _ready(ready_fd, "%d %s" % (e.exit_code, e))
@@ -370,7 +367,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-def _start(addr: Address, env: Dict[str, str], log_fd: int, spawner_deadline: float) -> Optional[Runtime]:
+def _start(addr: Address, env: Dict[str, str], log: RuntimeLog, spawner_deadline: float) -> Optional[Runtime]:
     """Take the sidecar's lock, become the event file's one writer, listen
     (commands queue in the backlog from now on, even while a long file is
     folded), then recover and start the harness.  None if another runtime
@@ -390,7 +387,7 @@ def _start(addr: Address, env: Dict[str, str], log_fd: int, spawner_deadline: fl
         raise UnavailableError("%s has no binding: send again" % addr.path)
     server = ipc.listen(addr.socket)
     try:
-        runtime = Runtime(addr, binding, env, log_fd, event_fd, server)
+        runtime = Runtime(addr, binding, env, log, event_fd, server)
         runtime.begin()
     except BaseException:
         server.close()
@@ -436,19 +433,13 @@ def _ready(fd: int, word: str) -> int:
     return 0 if word == "ok" else 1
 
 
-def _open_log(addr: Address) -> int:
-    """The runtime log: our diagnostics and the harness's stderr.  Rotated once
-    at start when large, so it never grows without bound."""
-    path = addr.runtime_log
+def _open_log(addr: Address) -> RuntimeLog:
+    """The runtime log: our diagnostics and the harness's stderr, capped
+    (runtimelog.py)."""
     try:
-        if os.lstat(path).st_size > 4 * 1024 * 1024:
-            os.replace(path, path + ".1")
-    except OSError:
-        pass
-    try:
-        return private.open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "runtime log")
+        return RuntimeLog(addr.runtime_log)
     except OSError as e:
-        raise private.cannot("open the runtime log", path, e) from None
+        raise private.cannot("open the runtime log", addr.runtime_log, e) from None
 
 
 if __name__ == "__main__":

@@ -4,12 +4,16 @@ test; the hostile ACP agent they drive is tests/wedge_agent.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from typing import Any, Dict
 
 import pytest
-from cliutil import ROOT, cli_env, ok, runtime_pids, wait_results
+from cliutil import ROOT, cli_env, matching, ok, run, runtime_pids, wait_results
+
+LOG_LIMIT = 4 * 1024 * 1024 + 64 * 1024  # harnessctl/runtimelog.py LIMIT, and one write beyond it
 
 MOCK = cli_env(HARNESSCTL_ADAPTER="mock")
 
@@ -69,3 +73,60 @@ def test_the_runtime_holds_none_of_the_callers_inherited_descriptors(efile, work
     finally:
         for fd in (read_end, write_end, lock):
             os.close(fd)
+
+
+# -- 2. a runtime that never wedges -----------------------------------------------------
+
+WEDGE = os.path.join(ROOT, "tests", "wedge_agent.py")
+
+
+class Wedge:
+    """One event file driven through the ACP adapter by tests/wedge_agent.py."""
+
+    def __init__(self, directory, **env: str) -> None:
+        self.path = os.path.join(str(directory), "events.jsonl")
+        self.env = cli_env(**env)
+
+    def send(self, text: str, *flags: str) -> subprocess.CompletedProcess:
+        return run("send", self.path, text, "--adapter", "acp", "--agent", "%s %s" % (sys.executable, WEDGE),
+                   *flags, env=self.env)
+
+    def ask(self, text: str) -> Dict[str, Any]:
+        """Send and wait: the result."""
+        proc = self.send(text, "--wait")
+        assert proc.returncode in (0, 7, 8), proc.stderr
+        return json.loads(proc.stdout)
+
+    def runtime(self) -> int:
+        [pid] = runtime_pids(self.path)
+        return pid
+
+
+def peak_rss_mib(pid: int) -> float:
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM for %d" % pid)
+
+
+def test_a_line_longer_than_64_mib_is_discarded_with_a_diagnostic_and_the_next_line_is_read(workdir):
+    wedge = Wedge(workdir)
+    assert wedge.ask("hello")["output"] == "echo: hello"
+    junk = 160 * 1024 * 1024
+    result = wedge.ask("/noline %d" % junk)
+    assert result["status"] == "completed" and result["output"] == "after the junk"
+    [said] = matching(wedge.path, "log", "diagnostic", bytes=junk)
+    assert "discarded" in said["message"] and "x" * 100 not in json.dumps(said)
+    # never the whole line in memory: 64 MiB at most, plus what the runtime needs anyway
+    assert peak_rss_mib(wedge.runtime()) < 64 + 64
+
+
+def test_a_harness_that_floods_stderr_never_grows_the_runtime_log_beyond_its_cap(workdir):
+    wedge = Wedge(workdir)
+    result = wedge.ask("/stderr %d" % (40 * 1024 * 1024))
+    assert result["output"] == "said plenty"
+    log = os.path.join(wedge.path + ".d", "runtime.log")
+    assert os.path.getsize(log) <= LOG_LIMIT
+    assert os.path.getsize(log + ".1") <= LOG_LIMIT
+    assert wedge.ask("still there?")["output"] == "echo: still there?"
