@@ -269,13 +269,25 @@ class Runtime:
 
     def harness_refused(self, error: HarnessctlError) -> None:
         """The start failed: the waiting sends exit 5 (or 2 for a sidecar file
-        the adapter refused to trust)."""
+        the adapter refused to trust).  Once a send has heard that, a runtime
+        with no harness and no open work exits at once: the send that follows
+        the error's advice (a fixed PATH or HARNESSCTL_ACP_*_CMD) starts a new
+        runtime with its own environment, instead of this one failing alike.
+        (A start that fails before any send waits is tried again by the send
+        that comes: the spawning one is on its way.)"""
+        told = bool(self.waiting)
         self._fail_waiting(error)
+        if told and self._is_idle():
+            self.shutdown("the harness could not start: %s" % error)
 
     def harness_exited(self, while_starting: bool, returncode: Optional[int]) -> None:
+        if self.stopping:  # its backend said it could not start, and we stopped for that
+            return
         message = "the harness exited unexpectedly (exit code %s); see %s" % (returncode, self.addr.runtime_log)
         if while_starting:
-            self._fail_waiting(UnavailableError(message))
+            self.harness_refused(UnavailableError(message))
+            if self.stopping:
+                return
         if self.in_flight:
             self.host.send_failed(self.in_flight[0].input_id, message, unavailable=True)
         self.writer.write_all(close_open_work(self.conv, message))

@@ -11,7 +11,7 @@ import sys
 from typing import Any, Dict
 
 import pytest
-from cliutil import ROOT, cli_env, matching, ok, run, runtime_pids, wait_results
+from cliutil import ROOT, cli_env, matching, ok, run, runtime_pids, wait_for, wait_results
 
 LOG_LIMIT = 4 * 1024 * 1024 + 64 * 1024  # harnessctl/runtimelog.py LIMIT, and one write beyond it
 
@@ -130,3 +130,15 @@ def test_a_harness_that_floods_stderr_never_grows_the_runtime_log_beyond_its_cap
     assert os.path.getsize(log) <= LOG_LIMIT
     assert os.path.getsize(log + ".1") <= LOG_LIMIT
     assert wedge.ask("still there?")["output"] == "echo: still there?"
+
+
+def test_after_a_failed_harness_start_the_runtime_exits_and_a_send_with_a_fixed_environment_works(workdir):
+    path = os.path.join(str(workdir), "events.jsonl")
+    broken = cli_env(HARNESSCTL_ACP_CODEX_CMD=os.path.join(str(workdir), "no-such-agent"))
+    proc = run("send", path, "hello", "--adapter", "acp", "--agent", "codex", env=broken)
+    assert proc.returncode == 5 and b"HARNESSCTL_ACP_CODEX_CMD" in proc.stderr, proc.stderr
+    wait_for(lambda: not runtime_pids(path), what="the runtime with no harness to exit")
+    fixed = cli_env(HARNESSCTL_ACP_CODEX_CMD="%s %s" % (sys.executable, WEDGE))
+    proc = run("send", path, "hello again", "--wait", env=fixed)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["output"] == "echo: hello again"
