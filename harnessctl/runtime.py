@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 # socket is still its own: one that cannot be reached stops, so that the
 # file's next writer does not wait for it.
 REACHABLE_CHECK = 1.0
+# Seconds a harness gets to end a cancelled run before it is stopped (HARNESSCTL_CANCEL_GRACE).
+CANCEL_GRACE = 15.0
 
 
 class Runtime:
@@ -58,6 +60,7 @@ class Runtime:
         self.debug_enabled = env.get("HARNESSCTL_DEBUG") == "1"
         self.idle_timeout = knobs.seconds(env, "HARNESSCTL_IDLE_TIMEOUT", 60.0)
         self.timeout = knobs.seconds(env, "HARNESSCTL_TIMEOUT", 30.0)
+        self.cancel_grace = knobs.seconds(env, "HARNESSCTL_CANCEL_GRACE", CANCEL_GRACE)
         self.loop = Loop(on_error=lambda trace: self.debug("error in job:\n" + trace))
         self.conv = snapshot.load(addr)[0]
         self.writer = EventWriter(EventLog(event_fd, addr.path, self.conv.seq), self.conv, self.loop.call_later,
@@ -71,6 +74,7 @@ class Runtime:
         self.in_flight: Optional[Tuple[Input, Waiter]] = None
         self.cancelling = False
         self.cancel_after_accept = False
+        self.cancel_token: object = None  # the cancel whose grace period is running
         self.idle_since: Optional[float] = time.monotonic()
         self.stopping = False
 
@@ -171,10 +175,31 @@ class Runtime:
     def _cancel(self) -> None:
         if not (self.conv.is_busy() or self.in_flight):
             return
+        if not self.cancelling:  # a second cancel does not put the deadline off
+            token = self.cancel_token = object()
+            self.loop.call_later(self.cancel_grace, lambda: self._cancel_overdue(token))
         self.cancelling = True
         if self.in_flight:
             self.cancel_after_accept = True
         self._interrupt()
+
+    def _cancel_overdue(self, token: object) -> None:
+        """The harness ignored the cancel for the grace period: stop it and end
+        what is open `cancelled` (the caller asked for that), so a run never stays
+        `cancelling` for good and the runtime can idle out.  The next send starts
+        the harness again, resuming its conversation."""
+        if token is not self.cancel_token or not self.cancelling or not self.conv.is_busy():
+            return
+        message = "the harness did not end the run within %g s of the cancel: it was stopped" % self.cancel_grace
+        self.debug(message)
+        self.supervisor.drop()
+        if self.in_flight:
+            self.host.send_failed(self.in_flight[0].input_id, message, unavailable=True)
+        self.writer.write_all([dict(e, status="cancelled") if e["type"] == "result" else e
+                               for e in close_open_work(self.conv, message)])
+        self.host.forget_requests()
+        self.cancelling = False
+        self._pump()
 
     def _interrupt(self, only_if_busy: bool = True) -> None:
         backend = self.supervisor.backend
@@ -253,6 +278,7 @@ class Runtime:
         """A run ended: a cancel in progress is over once nothing is open."""
         if not self.conv.is_busy():
             self.cancelling = False
+            self.cancel_token = None
 
     def _fail_waiting(self, error: HarnessctlError) -> None:
         while self.waiting:

@@ -142,3 +142,17 @@ def test_after_a_failed_harness_start_the_runtime_exits_and_a_send_with_a_fixed_
     proc = run("send", path, "hello again", "--wait", env=fixed)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["output"] == "echo: hello again"
+
+
+def test_a_cancel_the_agent_ignores_ends_the_run_cancelled_after_the_grace_period(workdir):
+    wedge = Wedge(workdir, HARNESSCTL_CANCEL_GRACE="1")
+    proc = wedge.send("/deaf", "--print-id")
+    assert proc.returncode == 0, proc.stderr
+    input_id = proc.stdout.decode().strip()
+    assert run("cancel", wedge.path, env=wedge.env).returncode == 0
+    waited = run("wait", wedge.path, input_id, "--timeout", "60", env=wedge.env)
+    assert waited.returncode == 8, (waited.returncode, waited.stderr)
+    result = json.loads(waited.stdout)
+    assert result["status"] == "cancelled" and "did not end the run" in result["error"]
+    assert json.loads(run("status", wedge.path, env=wedge.env).stdout)["state"] == "idle"
+    assert wedge.ask("awake?")["output"] == "echo: awake?"  # a new harness
