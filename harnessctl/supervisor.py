@@ -119,8 +119,9 @@ class Supervisor:
         self.last_activity = time.time()
         for line in lines:
             if generation != self.generation or self.backend is None:
-                return  # a line before this one ended the harness
+                return  # a line before this one (or a command between two) ended the harness
             self.loop.guard(self.backend.on_line, line)
+            self.loop.run_commands()  # one read may hold hundreds of lines, each maybe an fsync
 
     def _overlong(self, generation: int, size: int) -> None:
         if generation != self.generation:

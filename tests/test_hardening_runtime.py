@@ -156,3 +156,22 @@ def test_a_cancel_the_agent_ignores_ends_the_run_cancelled_after_the_grace_perio
     assert result["status"] == "cancelled" and "did not end the run" in result["error"]
     assert json.loads(run("status", wedge.path, env=wedge.env).stdout)["state"] == "idle"
     assert wedge.ask("awake?")["output"] == "echo: awake?"  # a new harness
+
+
+# -- 7. smaller -------------------------------------------------------------------------
+
+
+def test_status_is_answered_in_the_middle_of_a_storm_of_20000_messages(workdir):
+    """Each message is an fsynced line; the storm takes seconds, a status
+    between two of its lines a moment (tests/test_loop.py: the mechanism)."""
+    wedge = Wedge(workdir)
+    assert wedge.ask("hello")["output"] == "echo: hello"
+    proc = wedge.send("/storm 20000", "--print-id")
+    assert proc.returncode == 0, proc.stderr
+    wait_for(lambda: len(matching(wedge.path, "message")) > 50, what="the storm to begin")
+    status = run("status", wedge.path, env=wedge.env)
+    assert status.returncode == 0, status.stderr
+    assert len(matching(wedge.path, "message")) < 20000, "status waited for the whole storm"
+    assert json.loads(status.stdout)["state"] == "running"
+    assert run("wait", wedge.path, proc.stdout.decode().strip(), env=wedge.env).returncode == 0
+    assert len(matching(wedge.path, "message")) == 20002  # hello's, the storm's and "calm"
