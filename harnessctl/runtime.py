@@ -89,7 +89,6 @@ class Runtime:
         self._start_harness()
 
     def serve(self) -> None:
-        self.server.start()
         while not self.stopping:
             self.loop.run_once(None if self.idle_since is None else self.idle_since + self.idle_timeout)
             self._written()
@@ -426,6 +425,7 @@ def _start(addr: Address, env: Dict[str, str], log: RuntimeLog, spawner_deadline
     server = ipc.listen(addr.socket)
     try:
         runtime = Runtime(addr, binding, env, log, event_fd, server)
+        runtime.server.start()  # every thread before `ok` (ulimit -u): after it, a failure has no one to tell
         runtime.begin()
     except BaseException:
         server.close()

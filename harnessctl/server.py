@@ -14,7 +14,7 @@ import threading
 import time
 
 from . import ipc
-from .errors import HarnessctlError
+from .errors import HarnessctlError, UnavailableError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -115,18 +115,22 @@ class CommandServer:
             self.connections.add(thread)
             try:
                 thread.start()
-            except RuntimeError:  # no thread for it now: the command retries or times out
+            except RuntimeError:  # no thread for it now (ulimit -u): answered here, accepting waits meanwhile
                 self.connections.discard(thread)
-                conn.close()
+                self._serve(conn, holding=False)
 
-    def _serve(self, conn: Any) -> None:
+    def _serve(self, conn: Any, holding: bool = True) -> None:
         try:
-            self._answer(conn)
+            self._answer(conn, holding)
         finally:
             conn.close()
             self.connections.discard(threading.current_thread())
 
-    def _answer(self, conn: Any) -> None:
+    def _answer(self, conn: Any, holding: bool) -> None:
+        """Read the request, hand it to the loop, send the reply.  Without
+        `holding` (served on the accept thread: no thread of its own could
+        start) a `wait`, which may take hours, is refused instead of blocking
+        every other command."""
         try:
             if ipc.peer_uid(conn) != os.getuid():
                 return
@@ -140,6 +144,9 @@ class CommandServer:
         with self.intake:
             if self.stopping:
                 waiter.retry()
+            elif request[0] == "wait" and not holding:
+                waiter.fail(UnavailableError("the runtime cannot start a thread to wait with (the process limit, "
+                                             "ulimit -u, is reached); wait again later"))
             else:
                 self.submit(request, waiter)
         response = waiter.wait()

@@ -11,7 +11,7 @@ import sys
 from typing import Any, Dict
 
 import pytest
-from cliutil import ROOT, cli_env, matching, ok, run, runtime_pids, wait_for, wait_results
+from cliutil import ROOT, cli_env, kill_all_under, matching, ok, run, runtime_pids, wait_for, wait_results
 
 LOG_LIMIT = 4 * 1024 * 1024 + 64 * 1024  # harnessctl/runtimelog.py LIMIT, and one write beyond it
 
@@ -175,3 +175,60 @@ def test_status_is_answered_in_the_middle_of_a_storm_of_20000_messages(workdir):
     assert json.loads(status.stdout)["state"] == "running"
     assert run("wait", wedge.path, proc.stdout.decode().strip(), env=wedge.env).returncode == 0
     assert len(matching(wedge.path, "message")) == 20002  # hello's, the storm's and "calm"
+
+
+def other_python():
+    """An interpreter another user can run (ours may live under a 0700 home)."""
+    import shutil
+
+    found = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
+    probe = subprocess.run([found, "-c", "import sys; sys.exit(sys.version_info < (3, 9))"]) if found else None
+    if probe is None or probe.returncode != 0:
+        pytest.skip("no Python 3.9+ outside our home for another user to run")
+    return found
+
+
+def test_a_send_at_the_thread_limit_is_served_or_refused_clearly_never_left_to_time_out():
+    """`ulimit -u` counts threads.  The runtime starts its own before it says
+    `ok` to its spawner (a refusal reaches the send: exit 5), and a command
+    whose connection gets no thread of its own is answered on the accepting
+    one.  Root is not held to the limit: a throw-away user is."""
+    import resource
+    import shutil
+    import tempfile
+
+    from torture_users import other_user, unavailable
+
+    if unavailable():
+        pytest.skip(unavailable())
+    python = other_python()
+    with other_user() as user:
+        directory = tempfile.mkdtemp(prefix="htctl-nproc-")
+        os.chown(directory, user.uid, user.gid)
+        path = os.path.join(directory, "events.jsonl")
+
+        def as_them(*args: str, limit: int = 0) -> subprocess.CompletedProcess:
+            def become() -> None:
+                os.setgroups([])
+                os.setgid(user.gid)
+                os.setuid(user.uid)
+                if limit:
+                    resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
+            return subprocess.run([python, "-m", "harnessctl", *args], env=cli_env(HOME=directory), cwd=directory,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  preexec_fn=become, timeout=120)
+
+        try:
+            # the send, its runtime, the runtime's accepting thread, the harness and its reader:
+            # no thread left for the send's connection
+            proc = as_them("send", path, "hello", "--adapter", "mock", limit=5)
+            assert proc.returncode in (0, 5), (proc.returncode, proc.stderr)
+            assert b"timed out" not in proc.stderr and b"Traceback" not in proc.stderr, proc.stderr
+            if runtime_pids(path):  # alive: it answers, also beyond its limit
+                status = as_them("status", path)
+                assert status.returncode == 0, status.stderr
+            else:
+                assert not os.path.exists(path + ".d/runtime.sock")
+        finally:
+            kill_all_under(directory)
+            shutil.rmtree(directory, ignore_errors=True)
