@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import select
 import signal
 import subprocess
@@ -27,16 +28,23 @@ from .pidfile import kill_group
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Callable, Dict, List, Optional, Sequence, Set
+    from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 PR_SET_PDEATHSIG = 1
 LIBC = ctypes.CDLL(None)  # loaded in the parent: nothing may be imported between fork and exec
+
+
+# The caller's descriptor limit, which the runtime raised for itself
+# (runtime._raise_fd_limit): the harness gets it back.
+CHILD_NOFILE: Optional[Tuple[int, int]] = None
 
 
 def _prepare_child() -> None:
     """Runs in the child between fork and exec."""
     os.setpgid(0, 0)
     LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if CHILD_NOFILE is not None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, CHILD_NOFILE)
 
 
 # The longest line a harness may write: a longer one (an agent streaming

@@ -22,7 +22,7 @@ import sys
 import time
 from collections import deque
 
-from . import answers, ipc, knobs, locks, pidfile, private, snapshot
+from . import answers, ipc, knobs, locks, pidfile, private, proc, snapshot
 from .address import Address, check_binding, open_event_file, read_binding
 from .backend import Input
 from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError
@@ -374,6 +374,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     addr, ready_fd, spawner_deadline = Address(argv[0]), int(argv[1]), float(argv[2])
     _close_inherited((0, 1, 2, ready_fd, int(argv[3])))
+    _raise_fd_limit()
     if not _told_to_go(int(argv[3])):
         return 0
     for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ):
@@ -450,6 +451,22 @@ def _close_inherited(keep: Tuple[int, ...]) -> None:
                 os.close(fd)
             except OSError:  # the directory listing's own descriptor, gone already
                 pass
+
+
+def _raise_fd_limit() -> None:
+    """Every `wait` held open is a descriptor: take all the hard limit allows
+    (an agent team may run thousands of waiters; the common soft limit is
+    1024).  The harness gets the caller's soft limit back (proc.py)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft == resource.RLIM_INFINITY or soft >= hard:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (OSError, ValueError):
+        return
+    proc.CHILD_NOFILE = (soft, hard)
 
 
 def _told_to_go(fd: int) -> bool:
