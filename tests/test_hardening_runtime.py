@@ -232,3 +232,22 @@ def test_a_send_at_the_thread_limit_is_served_or_refused_clearly_never_left_to_t
         finally:
             kill_all_under(directory)
             shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_waits_beyond_the_descriptor_limit_are_refused_and_status_and_cancel_still_answer(workdir):
+    """A hard limit of 1024 the runtime cannot raise: it keeps descriptors in
+    reserve for the commands that answer at once, and refuses (exit 5) the
+    waits that would take them (tests/test_torture_waiters.py: 2000 held)."""
+    from torture_waiters import ManyWaiters, limit_descriptors
+
+    with ManyWaiters(str(workdir), 1100, limit_descriptors(1024, 1024)) as game:
+        input_id = game.start()
+        game.hold(input_id)
+        code, lines, err = game.command("status", game.path)
+        assert code == 0 and json.loads(lines[0])["state"] == "running", (code, err)
+        assert game.command("cancel", game.path)[0] == 0
+        replies = game.replies()
+    refused = [r for r in replies if r.startswith("5 ")]
+    assert refused and all("descriptor limit" in r for r in refused)
+    assert all(r.startswith("0 cancelled ") for r in replies if not r.startswith("5 "))
+    assert len(refused) < 1100 - 800  # the others were held until the result

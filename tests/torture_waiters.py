@@ -203,8 +203,7 @@ class ManyWaiters:
         started = time.monotonic()
         for _ in range(self.count):
             conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            conn.settimeout(WAITER_TIMEOUT)  # a runtime that stops accepting fills its backlog: connect blocks
-            conn.connect(self.path + ".d/runtime.sock")
+            connect(conn, self.path + ".d/runtime.sock")
             conn.sendall(request)
             conn.shutdown(socket.SHUT_WR)
             self.conns.append(conn)
@@ -239,6 +238,25 @@ class ManyWaiters:
                 data += chunk
             out.append(data.decode())
         return out
+
+
+def connect(conn: Any, path: str) -> None:
+    """Connect while the runtime's backlog has room (EAGAIN: full), for at
+    most WAITER_TIMEOUT: a runtime that stops accepting fails the round
+    instead of hanging it."""
+    from cliutil import wait_for
+
+    conn.setblocking(False)
+
+    def connected() -> bool:
+        try:
+            conn.connect(path)
+        except BlockingIOError:
+            return False
+        return True
+
+    wait_for(connected, WAITER_TIMEOUT, "room in the runtime's backlog", interval=0.005)
+    conn.setblocking(True)
 
 
 def many_waiters(directory: str, count: int = 2000) -> Dict[str, Any]:
