@@ -54,11 +54,22 @@ MTIME = 1767225600  # 2026-01-01: reproducible archives
 SHEBANG_MAX = 127  # bytes the kernel reads of a `#!` line on older Linux (256 since 5.1)
 
 
+def command_name(name: str) -> str:
+    """A bare interpreter name as it may go into the `#!` line: a plain command
+    name (letters, digits, `.`, `_`, `+`, `-`) and nothing else, so that no
+    newline, space or shell syntax can add a line or an argument to the entry point."""
+    plain = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-"
+    if not name or name.startswith("-") or any(c not in plain for c in name) \
+            or len(("#!/usr/bin/env -S %s -I -S" % name).encode()) > SHEBANG_MAX:
+        raise ValueError("--python %r is not a plain interpreter name such as python3 (or a path to one)" % name)
+    return name
+
+
 def shebang(python: str) -> str:
     """The entry point's `#!` line for `python` (a bare name: looked up on PATH
     where the package runs); raises ValueError for an interpreter that cannot work."""
     if "/" not in python:
-        return "#!/usr/bin/env -S %s -I -S" % python
+        return "#!/usr/bin/env -S %s -I -S" % command_name(python)
     path = os.path.realpath(python)
     try:
         with open(path, "rb") as f:

@@ -11,7 +11,8 @@ checks: the project's fold AND the independent line-by-line checker), then
 prints what they survived: kill -9 rounds, inputs checked, and the recovery
 times; the "another local user" hunt (as root, with a throw-away user) and
 the rename/link/unlink rounds (issue 9), the waiters under cancel, replies
-and kill -9 (issue 10) and the hostile foreign lines (issue 19) add their counts.  Any violated
+and kill -9 (issue 10), the hostile foreign lines and the waits held at once on
+one runtime (issue 19, --many-waiters 2000) add their counts.  Any violated
 invariant stops it with the checker's message.  The
 one-shot scenarios (crash, disk full, torn tails, bad input, signals,
 security) are plain tests: HARNESSCTL_TORTURE=full python3 -m pytest -m torture.
@@ -71,6 +72,7 @@ def main():
     parser.add_argument("--move-rounds", type=int, default=60, help="rename/link/unlink rounds")
     parser.add_argument("--waiter-rounds", type=int, default=60, help="waiters under cancel/reply/kill -9")
     parser.add_argument("--line-rounds", type=int, default=40, help="rounds of hostile foreign lines")
+    parser.add_argument("--many-waiters", type=int, default=2000, help="waits held at once on one runtime")
     parser.add_argument("--seed", type=int, default=random.randrange(1 << 30))
     parser.add_argument("--quick", action="store_true", help="the default test run's small counts")
     args = parser.parse_args()
@@ -90,6 +92,7 @@ def main():
         "moves": scenario("moves", torture_moves.moves, args.move_rounds, args.seed),
         "waiters": scenario("waiters", torture_waiters.waiters, args.waiter_rounds, args.seed),
         "hostile-lines": scenario("hostile-lines", torture_lines.hostile_lines, args.line_rounds, args.seed),
+        "many-waiters": scenario("many-waiters", torture_waiters.many_waiters, args.many_waiters),
     }
     try:
         users = scenario("other-user", torture_users.other_user_report)
@@ -138,6 +141,10 @@ def main():
           % (h["rounds"], ", ".join("%s %d" % kv for kv in h["by_stop"].items()), h["lines"], h["variants"],
              "; ".join("%s %s" % (name, ", ".join("exit %s: %d" % kv for kv in sorted(codes.items())))
                        for name, codes in h["by_exit"].items())))
+    w = results["many-waiters"]
+    print("many waiters              %d waits held at once (runtime started under ulimit -n 1024): status %.3f s and "
+          "cancel %.3f s with all held, every one answered with the result line in %.3f s"
+          % (w["waiters"], w["status_s"], w["cancel_s"], w["all_answered_s"]))
     if users is not None:
         print("another local user        %d planted sidecar entries (%d files x %d attacks x %d commands x 2 stops): "
               "%d refused with exit 2, %d ignored, %d victims intact; %d sockets of theirs, %d refused"

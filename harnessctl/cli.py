@@ -45,6 +45,7 @@ def entry(adapter: Optional[str] = None, agent: Optional[str] = None) -> None:
     10 ms `status`.  Nothing is lost: every line was flushed as it was written
     (emit), files and locks are closed by the kernel, and a command starts no
     thread.  Should a flush still fail, the interpreter exits the usual way."""
+    hold_std_fds()
     code = main(None, adapter, agent)
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -53,6 +54,34 @@ def entry(adapter: Optional[str] = None, agent: Optional[str] = None) -> None:
         except (OSError, ValueError):
             sys.exit(code)
     os._exit(code)
+
+
+def hold_std_fds() -> None:
+    """A caller may start us with fd 0, 1 or 2 closed (cron, `<&-`, `2>&-`).
+    Such a slot is filled with /dev/null opened the other way round (a closed
+    stdin by a write-only one, a closed stdout or stderr by a read-only one):
+    it still fails as a closed stream would, but the pipes and files we open
+    can no longer land on 0-2, where the runtime's spawn would put /dev/null
+    over them.  Costs three fstat calls when all three are open."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            placeholder = os.open(os.devnull, os.O_WRONLY if fd == 0 else os.O_RDONLY)
+            if placeholder != fd:  # a lower slot was free after all: never so, as we go up
+                os.dup2(placeholder, fd, inheritable=False)
+                os.close(placeholder)
+
+
+def say(text: str) -> None:
+    """One message on stderr; nothing when stderr is closed or unusable (the
+    exit code still says what happened)."""
+    try:
+        if sys.stderr is not None:
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def emit(text: str) -> None:
@@ -87,13 +116,13 @@ def _drop_stdout() -> None:
 
 
 def fail(message: str, code: int) -> int:
-    if os.environ.get("HARNESSCTL_DEBUG") == "1" and sys.exc_info()[0] is not None:
+    if os.environ.get("HARNESSCTL_DEBUG") == "1" and sys.exc_info()[0] is not None and sys.stderr is not None:
         import traceback
 
         traceback.print_exc()
     from .visible import shown
 
-    sys.stderr.write("harnessctl: %s\n" % shown(message.replace("\n", " ")))
+    say("harnessctl: %s" % shown(message.replace("\n", " ")))
     return code
 
 
@@ -102,7 +131,7 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
     if not argv:
         from .usage import overview
 
-        sys.stderr.write(overview() + "\n")
+        say(overview())
         return 2
     if "-h" in options_part or "--help" in options_part:
         from .usage import command_help, overview

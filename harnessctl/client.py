@@ -245,12 +245,18 @@ def _new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _warn(warning: Optional[str]) -> None:
-    """One warning line on stderr, if there is a warning and a stderr."""
+    """One warning line on stderr, cleaned like every line harnessctl prints
+    (a path may hold anything); nothing when stderr is closed."""
     import sys
 
-    if warning is not None and sys.stderr is not None:
-        sys.stderr.write("harnessctl: warning: %s\n" % warning)
-        sys.stderr.flush()
+    from .visible import shown
+
+    try:
+        if warning is not None and sys.stderr is not None:
+            sys.stderr.write("harnessctl: warning: %s\n" % shown(warning))
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def _real_dir(path: str) -> str:

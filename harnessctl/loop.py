@@ -2,21 +2,30 @@
 
 Everything that changes the runtime's state runs here, one job at a time:
 socket handler threads and harness reader threads only post jobs, so neither
-the runtime nor an adapter needs a lock of its own.  The loop sleeps in
-`queue.get` until a job or the next timer is due, so an idle runtime costs
+the runtime nor an adapter needs a lock of its own.  The loop sleeps on a
+condition until a job or the next timer is due, so an idle runtime costs
 no CPU.
+
+Commands (jobs posted with an owner, their reply slot) go first: a harness
+that floods the loop with lines (twenty thousand messages, each fsynced)
+must not make `status` or `cancel` wait behind all of them.  A long batch
+of lines also lets them in between its lines (`run_commands`).  Jobs of
+each kind keep their order.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-import queue
+import threading
 import time
+from collections import deque
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Callable, List, Optional, Tuple
+    from typing import Any, Callable, Deque, List, Optional, Tuple
+
+    Job = Tuple[Callable[[], None], Any]
 
 LONGEST_SLEEP = 3600.0
 
@@ -25,15 +34,21 @@ class Loop:
     def __init__(self, on_error: Callable[[str], None]) -> None:
         """`on_error(traceback)` hears of a job that raised: a bug in one job
         (adapter code, mostly) is logged and never stops the loop."""
-        self._jobs: "queue.Queue[Tuple[Callable[[], None], Any]]" = queue.Queue()
+        # reentrant: the SIGTERM handler posts from the loop thread itself, maybe while it holds the lock
+        self._ready = threading.Condition(threading.RLock())
+        self._commands: Deque[Job] = deque()  # jobs with an owner: served first
+        self._jobs: Deque[Job] = deque()
         self._timers: List[Tuple[float, int, Callable[[], None]]] = []
         self._ids = itertools.count()
         self._on_error = on_error
 
     def post(self, fn: Callable[[], None], owner: Any = None) -> None:
         """Run `fn` on the loop thread (safe from any thread).  `owner` is handed
-        back by `drain` if the job never ran (a command's reply slot)."""
-        self._jobs.put((fn, owner))
+        back by `drain` if the job never ran (a command's reply slot); a job
+        with an owner is a command, and runs before the other jobs waiting."""
+        with self._ready:
+            (self._jobs if owner is None else self._commands).append((fn, owner))
+            self._ready.notify()
 
     def call_later(self, seconds: float, fn: Callable[[], None]) -> None:
         heapq.heappush(self._timers, (time.monotonic() + seconds, next(self._ids), fn))
@@ -45,12 +60,12 @@ class Loop:
         if deadline is not None:
             due = deadline if due is None else min(due, deadline)
         timeout = LONGEST_SLEEP if due is None else max(0.0, due - time.monotonic())
-        try:
-            fn, _ = self._jobs.get(timeout=timeout)
-        except queue.Empty:
-            pass
-        else:
-            self.guard(fn)
+        with self._ready:
+            if not (self._commands or self._jobs):
+                self._ready.wait(timeout)
+            job = self._take()
+        if job is not None:
+            self.guard(job[0])
         now = time.monotonic()
         while self._timers and self._timers[0][0] <= now:
             self.guard(heapq.heappop(self._timers)[2])
@@ -63,11 +78,27 @@ class Loop:
 
             self._on_error(traceback.format_exc())
 
+    def run_commands(self) -> None:
+        """Run the commands waiting now, from inside a long job (between the
+        lines of a harness's batch): they need not wait for its end."""
+        while self._commands:  # a racy look is fine: a command posted just now runs after this job
+            with self._ready:
+                job = self._commands.popleft() if self._commands else None
+            if job is not None:
+                self.guard(job[0])
+
     def drain(self) -> List[Any]:
         """Forget the jobs that have not run; the owners they were posted with."""
-        owners = []
-        while True:
-            try:
-                owners.append(self._jobs.get_nowait()[1])
-            except queue.Empty:
-                return [owner for owner in owners if owner is not None]
+        with self._ready:
+            owners = [owner for _, owner in list(self._commands) + list(self._jobs) if owner is not None]
+            self._commands.clear()
+            self._jobs.clear()
+        return owners
+
+    def _take(self) -> Optional[Job]:
+        """The next job, commands first (call with the lock held)."""
+        if self._commands:
+            return self._commands.popleft()
+        if self._jobs:
+            return self._jobs.popleft()
+        return None

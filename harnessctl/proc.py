@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+import resource
+import select
 import signal
 import subprocess
 import threading
@@ -26,16 +28,31 @@ from .pidfile import kill_group
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Callable, Dict, Iterator, List, Optional, Sequence
+    from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 PR_SET_PDEATHSIG = 1
 LIBC = ctypes.CDLL(None)  # loaded in the parent: nothing may be imported between fork and exec
+
+
+# The caller's descriptor limit, which the runtime raised for itself
+# (runtime._raise_fd_limit): the harness gets it back.
+CHILD_NOFILE: Optional[Tuple[int, int]] = None
 
 
 def _prepare_child() -> None:
     """Runs in the child between fork and exec."""
     os.setpgid(0, 0)
     LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if CHILD_NOFILE is not None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, CHILD_NOFILE)
+
+
+# The longest line a harness may write: a longer one (an agent streaming
+# hundreds of megabytes without a newline) is discarded up to its newline,
+# instead of growing the runtime without bound and gluing the next message to it.
+MAX_LINE = 64 * 1024 * 1024
+READ_SIZE = 65536
+STDERR_DRAIN = 0.1  # seconds between looks at a harness that closed its stdout but not its stderr
 
 
 class Process(Child):
@@ -44,15 +61,18 @@ class Process(Child):
         argv: Sequence[str],
         env: Dict[str, str],
         cwd: str,
-        stderr_fd: int,
+        stderr: Callable[[bytes], None],
         on_lines: Callable[[List[str]], None],
+        on_overlong: Callable[[int], None],
         on_exit: Callable[[Optional[int]], None],
     ) -> None:
+        """`stderr(data)` takes what the harness writes to its stderr (the
+        runtime log); `on_overlong(size)` hears of a discarded line, in order with the others."""
         self._popen = subprocess.Popen(
             list(argv),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=stderr_fd,
+            stderr=subprocess.PIPE,
             cwd=cwd,
             env=env,
             close_fds=True,
@@ -61,16 +81,53 @@ class Process(Child):
         self.pid = self._popen.pid
         self._write_lock = threading.Lock()
         self._exited = threading.Event()
-        threading.Thread(target=self._read, args=(on_lines, on_exit), daemon=True).start()
+        lines = Lines(on_lines, on_overlong)
+        try:
+            threading.Thread(target=self._read, args=(lines, stderr, on_exit), daemon=True).start()
+        except RuntimeError:  # no thread (ulimit -u): the start fails, and no harness is left behind
+            kill_group(self.pid)
+            self._popen.wait()
+            raise
 
-    def _read(self, on_lines: Callable[[List[str]], None], on_exit: Callable[[Optional[int]], None]) -> None:
-        assert self._popen.stdout is not None  # stdout=PIPE
-        with self._popen.stdout as stdout:
-            for batch in read_lines(stdout.fileno()):
-                on_lines(batch)
+    def _read(self, lines: Lines, stderr: Callable[[bytes], None], on_exit: Callable[[Optional[int]], None]) -> None:
+        """Stdout lines and stderr, from one thread, until stdout ends; then
+        stderr until it ends or the harness has exited; then the exit."""
+        assert self._popen.stdout is not None and self._popen.stderr is not None  # PIPE
+        out, err = self._popen.stdout.fileno(), self._popen.stderr.fileno()
+        poller = select.poll()
+        poller.register(out, select.POLLIN)
+        poller.register(err, select.POLLIN)
+        reading = {out, err}
+        while out in reading:
+            for fd, _ in poller.poll():
+                self._take(fd, out, lines, stderr, reading, poller)
+        lines.close()
+        while err in reading:
+            ready = poller.poll(0 if self._popen.poll() is not None else STDERR_DRAIN * 1000)
+            if not ready and self._popen.poll() is not None:
+                break
+            for fd, _ in ready:
+                self._take(fd, out, lines, stderr, reading, poller)
+        self._popen.stdout.close()
+        self._popen.stderr.close()
         returncode = self._popen.wait()
         self._exited.set()
         on_exit(returncode)
+
+    @staticmethod
+    def _take(fd: int, out: int, lines: Lines, stderr: Callable[[bytes], None], reading: Set[int],
+              poller: select.poll) -> None:
+        try:
+            chunk = os.read(fd, READ_SIZE)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            reading.discard(fd)
+            poller.unregister(fd)
+        elif fd == out:
+            lines.feed(chunk)
+        else:
+            stderr(chunk)
 
     def write_line(self, text: str) -> None:
         with self._write_lock:
@@ -98,20 +155,62 @@ class Process(Child):
         return self._popen.returncode if self._exited.is_set() else None
 
 
-def read_lines(fd: int) -> Iterator[List[str]]:
-    """Complete lines from `fd` until EOF, as lists of whatever one read()
-    delivered; a last line without its newline still counts at EOF."""
-    pending: List[bytes] = []
-    while True:
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            break
+class Lines:
+    """Splits a harness's stdout into lines, handed to `on_lines` in batches
+    (whatever one read delivered); a line longer than `limit` is dropped up
+    to its newline and only its size goes to `on_overlong`."""
+
+    def __init__(self, on_lines: Callable[[List[str]], None], on_overlong: Callable[[int], None],
+                 limit: int = MAX_LINE) -> None:
+        self.on_lines = on_lines
+        self.on_overlong = on_overlong
+        self.limit = limit
+        self.pending: List[bytes] = []  # the start of the line being read
+        self.size = 0  # its bytes so far
+        self.dropping = False  # it is longer than the limit: its bytes are counted, not kept
+
+    def feed(self, chunk: bytes) -> None:
         end = chunk.rfind(b"\n")
         if end < 0:
-            pending.append(chunk)
-            continue
-        data = b"".join(pending) + chunk[:end]
-        pending = [chunk[end + 1:]] if end + 1 < len(chunk) else []
-        yield [line.decode("utf-8", "replace").rstrip("\r") for line in data.split(b"\n")]
-    if pending:
-        yield [b"".join(pending).decode("utf-8", "replace").rstrip("\r")]
+            self._carry(chunk)
+            return
+        parts = chunk[:end].split(b"\n")
+        self._carry(parts[0])
+        first = self._take_line()
+        if first is not None:
+            parts[0] = first
+        else:
+            del parts[0]
+        if parts:
+            self.on_lines([decode(line) for line in parts])
+        self._carry(chunk[end + 1:])
+
+    def close(self) -> None:
+        """End of file: a last line without its newline still counts."""
+        if self.size or self.dropping:
+            line = self._take_line()
+            if line is not None:
+                self.on_lines([decode(line)])
+
+    def _carry(self, data: bytes) -> None:
+        """Part of a line whose newline has not come yet."""
+        self.size += len(data)
+        if self.dropping:
+            return
+        if self.size > self.limit:
+            self.dropping, self.pending = True, []
+        elif data:
+            self.pending.append(data)
+
+    def _take_line(self) -> Optional[bytes]:
+        """The line carried so far, now complete; None if it was too long (said)."""
+        line, size, dropped = b"".join(self.pending), self.size, self.dropping
+        self.pending, self.size, self.dropping = [], 0, False
+        if dropped:
+            self.on_overlong(size)
+            return None
+        return line
+
+
+def decode(line: bytes) -> str:
+    return line.decode("utf-8", "replace").rstrip("\r")

@@ -22,13 +22,14 @@ import sys
 import time
 from collections import deque
 
-from . import answers, ipc, knobs, locks, pidfile, private, snapshot, trusted
+from . import answers, ipc, knobs, locks, pidfile, private, proc, snapshot, trusted
 from .address import Address, check_binding, open_event_file, read_binding
 from .backend import Input
 from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError
 from .eventlog import EventLog, timestamp
 from .host import AdapterHost, new_id
 from .loop import Loop
+from .runtimelog import RuntimeLog
 from .server import CommandServer, Waiter, identity
 from .state import LOST, close_open_work, status_line, status_report
 from .supervisor import READY, STARTING, STOPPED, Supervisor
@@ -43,20 +44,23 @@ if TYPE_CHECKING:
 # socket is still its own: one that cannot be reached stops, so that the
 # file's next writer does not wait for it.
 REACHABLE_CHECK = 1.0
+# Seconds a harness gets to end a cancelled run before it is stopped (HARNESSCTL_CANCEL_GRACE).
+CANCEL_GRACE = 15.0
 
 
 class Runtime:
-    def __init__(self, addr: Address, binding: Dict[str, Any], env: Dict[str, str], log_fd: int,
+    def __init__(self, addr: Address, binding: Dict[str, Any], env: Dict[str, str], log: RuntimeLog,
                  event_fd: int, sock: Any) -> None:
         """`event_fd` is the event file, locked (we are its one writer);
         `sock` our listening socket, so that commands queue from the start."""
         self.addr = addr
         self.binding = binding
         self.env = env
-        self.log_fd = log_fd
+        self.log = log
         self.debug_enabled = env.get("HARNESSCTL_DEBUG") == "1"
         self.idle_timeout = knobs.seconds(env, "HARNESSCTL_IDLE_TIMEOUT", 60.0)
         self.timeout = knobs.seconds(env, "HARNESSCTL_TIMEOUT", 30.0)
+        self.cancel_grace = knobs.seconds(env, "HARNESSCTL_CANCEL_GRACE", CANCEL_GRACE)
         self.loop = Loop(on_error=lambda trace: self.debug("error in job:\n" + trace))
         self.conv = snapshot.load(addr)[0]
         self.writer = EventWriter(EventLog(event_fd, addr.path, self.conv.seq), self.conv, self.loop.call_later,
@@ -64,12 +68,13 @@ class Runtime:
         self.server = CommandServer(sock, addr.socket, self.timeout, self._submit, self.debug)
         self.sidecar_identity = identity(addr.sidecar)
         self.watches = Watches(self.conv, self.writer, self.status)
-        self.supervisor = Supervisor(self, self.loop, addr.sidecar, addr.harness_pid, log_fd)
+        self.supervisor = Supervisor(self, self.loop, addr.sidecar, addr.harness_pid, log)
         self.host = AdapterHost(self)
         self.waiting: Deque[Tuple[Input, Waiter]] = deque()
         self.in_flight: Optional[Tuple[Input, Waiter]] = None
         self.cancelling = False
         self.cancel_after_accept = False
+        self.cancel_token: object = None  # the cancel whose grace period is running
         self.idle_since: Optional[float] = time.monotonic()
         self.stopping = False
 
@@ -87,7 +92,6 @@ class Runtime:
         self._start_harness()
 
     def serve(self) -> None:
-        self.server.start()
         while not self.stopping:
             self.loop.run_once(None if self.idle_since is None else self.idle_since + self.idle_timeout)
             self._written()
@@ -173,10 +177,31 @@ class Runtime:
     def _cancel(self) -> None:
         if not (self.conv.is_busy() or self.in_flight):
             return
+        if not self.cancelling:  # a second cancel does not put the deadline off
+            token = self.cancel_token = object()
+            self.loop.call_later(self.cancel_grace, lambda: self._cancel_overdue(token))
         self.cancelling = True
         if self.in_flight:
             self.cancel_after_accept = True
         self._interrupt()
+
+    def _cancel_overdue(self, token: object) -> None:
+        """The harness ignored the cancel for the grace period: stop it and end
+        what is open `cancelled` (the caller asked for that), so a run never stays
+        `cancelling` for good and the runtime can idle out.  The next send starts
+        the harness again, resuming its conversation."""
+        if token is not self.cancel_token or not self.cancelling or not self.conv.is_busy():
+            return
+        message = "the harness did not end the run within %g s of the cancel: it was stopped" % self.cancel_grace
+        self.debug(message)
+        self.supervisor.drop()
+        if self.in_flight:
+            self.host.send_failed(self.in_flight[0].input_id, message, unavailable=True)
+        self.writer.write_all([dict(e, status="cancelled") if e["type"] == "result" else e
+                               for e in close_open_work(self.conv, message)])
+        self.host.forget_requests()
+        self.cancelling = False
+        self._pump()
 
     def _interrupt(self, only_if_busy: bool = True) -> None:
         backend = self.supervisor.backend
@@ -255,6 +280,7 @@ class Runtime:
         """A run ended: a cancel in progress is over once nothing is open."""
         if not self.conv.is_busy():
             self.cancelling = False
+            self.cancel_token = None
 
     def _fail_waiting(self, error: HarnessctlError) -> None:
         while self.waiting:
@@ -271,13 +297,25 @@ class Runtime:
 
     def harness_refused(self, error: HarnessctlError) -> None:
         """The start failed: the waiting sends exit 5 (or 2 for a sidecar file
-        the adapter refused to trust)."""
+        the adapter refused to trust).  Once a send has heard that, a runtime
+        with no harness and no open work exits at once: the send that follows
+        the error's advice (a fixed PATH or HARNESSCTL_ACP_*_CMD) starts a new
+        runtime with its own environment, instead of this one failing alike.
+        (A start that fails before any send waits is tried again by the send
+        that comes: the spawning one is on its way.)"""
+        told = bool(self.waiting)
         self._fail_waiting(error)
+        if told and self._is_idle():
+            self.shutdown("the harness could not start: %s" % error)
 
     def harness_exited(self, while_starting: bool, returncode: Optional[int]) -> None:
+        if self.stopping:  # its backend said it could not start, and we stopped for that
+            return
         message = "the harness exited unexpectedly (exit code %s); see %s" % (returncode, self.addr.runtime_log)
         if while_starting:
-            self._fail_waiting(UnavailableError(message))
+            self.harness_refused(UnavailableError(message))
+            if self.stopping:
+                return
         if self.in_flight:
             self.host.send_failed(self.in_flight[0].input_id, message, unavailable=True)
         self.writer.write_all(close_open_work(self.conv, message))
@@ -286,11 +324,7 @@ class Runtime:
         self._pump()
 
     def debug(self, text: str) -> None:
-        line = "%s %s\n" % (timestamp(), text.rstrip("\n"))
-        try:
-            os.write(self.log_fd, line.encode("utf-8", "replace"))
-        except OSError:
-            pass
+        self.log.write(("%s %s\n" % (timestamp(), text.rstrip("\n"))).encode("utf-8", "replace"))
 
     # -- the end --------------------------------------------------------------
 
@@ -342,6 +376,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     sidecar), or `CODE MESSAGE`, the exit code and line for the command."""
     argv = sys.argv[1:] if argv is None else argv
     addr, ready_fd, spawner_deadline = Address(argv[0]), int(argv[1]), float(argv[2])
+    _close_inherited((0, 1, 2, ready_fd, int(argv[3])))
+    _raise_fd_limit()
     if not _told_to_go(int(argv[3])):
         return 0
     for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ):
@@ -350,12 +386,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     env = dict(os.environ)
     try:
         private.check_dir(addr.sidecar)  # before writing anything into it
-        log_fd = _open_log(addr)
+        log = _open_log(addr)
     except HarnessctlError as e:
         return _ready(ready_fd, "%d %s" % (e.exit_code, e))
-    os.dup2(log_fd, 2)
+    log.capture_stderr()
     try:
-        runtime = _start(addr, env, log_fd, spawner_deadline)
+        runtime = _start(addr, env, log, spawner_deadline)
     except HarnessctlError as e:
         sys.stderr.write("%s\n" % e)
         return _ready(ready_fd, "%d %s" % (e.exit_code, e))
@@ -372,7 +408,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-def _start(addr: Address, env: Dict[str, str], log_fd: int, spawner_deadline: float) -> Optional[Runtime]:
+def _start(addr: Address, env: Dict[str, str], log: RuntimeLog, spawner_deadline: float) -> Optional[Runtime]:
     """Take the sidecar's lock, become the event file's one writer, listen
     (commands queue in the backlog from now on, even while a long file is
     folded), then recover and start the harness.  None if another runtime
@@ -392,13 +428,48 @@ def _start(addr: Address, env: Dict[str, str], log_fd: int, spawner_deadline: fl
         raise UnavailableError("%s has no binding: send again" % addr.path)
     server = ipc.listen(addr.socket)
     try:
-        runtime = Runtime(addr, binding, env, log_fd, event_fd, server)
+        runtime = Runtime(addr, binding, env, log, event_fd, server)
+        runtime.server.start()  # every thread before `ok` (ulimit -u): after it, a failure has no one to tell
         runtime.begin()
     except BaseException:
         server.close()
         os.unlink(addr.socket)
         raise
     return runtime
+
+
+def _close_inherited(keep: Tuple[int, ...]) -> None:
+    """Close every descriptor but ours: posix_spawn hands us each non-CLOEXEC
+    descriptor of the send that started us (a cron script's `flock` fd 9, a
+    pipe whose reader waits for end of file), and we must not keep those for
+    our whole life."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:  # no /proc: nothing to go by
+        return
+    for name in names:
+        fd = int(name)
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:  # the directory listing's own descriptor, gone already
+                pass
+
+
+def _raise_fd_limit() -> None:
+    """Every `wait` held open is a descriptor: take all the hard limit allows
+    (an agent team may run thousands of waiters; the common soft limit is
+    1024).  The harness gets the caller's soft limit back (proc.py)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft == resource.RLIM_INFINITY or soft >= hard:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (OSError, ValueError):
+        return
+    proc.CHILD_NOFILE = (soft, hard)
 
 
 def _told_to_go(fd: int) -> bool:
@@ -420,19 +491,13 @@ def _ready(fd: int, word: str) -> int:
     return 0 if word == "ok" else 1
 
 
-def _open_log(addr: Address) -> int:
-    """The runtime log: our diagnostics and the harness's stderr.  Rotated once
-    at start when large, so it never grows without bound."""
-    path = addr.runtime_log
+def _open_log(addr: Address) -> RuntimeLog:
+    """The runtime log: our diagnostics and the harness's stderr, capped
+    (runtimelog.py)."""
     try:
-        if os.lstat(path).st_size > 4 * 1024 * 1024:
-            os.replace(path, path + ".1")
-    except OSError:
-        pass
-    try:
-        return private.open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "runtime log")
+        return RuntimeLog(addr.runtime_log)
     except OSError as e:
-        raise private.cannot("open the runtime log", path, e) from None
+        raise private.cannot("open the runtime log", addr.runtime_log, e) from None
 
 
 if __name__ == "__main__":

@@ -14,7 +14,11 @@ import threading
 import time
 
 from . import ipc
-from .errors import HarnessctlError
+from .errors import HarnessctlError, UnavailableError
+
+# Descriptors kept free of waits: for the commands that answer at once, the
+# harness's pipes (a restart too) and the files the runtime opens meanwhile.
+RESERVE = 64
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -69,8 +73,18 @@ class CommandServer:
         self.stopping = False
         self.intake = threading.Lock()  # orders "request submitted" against "stopped listening"
         self.connections: Set[threading.Thread] = set()  # joined at exit so every reply is sent
+        self.most_waits = 0  # set by start(): waits held at once, each one descriptor
 
     def start(self) -> None:
+        """Accept from now on.  The descriptors left (of the limit, less what
+        is open now and RESERVE) bound the waits held at once, so that a
+        command that answers at once (status, cancel) always gets one."""
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if limit == resource.RLIM_INFINITY:
+            limit = 1 << 20
+        self.most_waits = max(0, limit - open_descriptors() - RESERVE)
         threading.Thread(target=self._accept_loop, daemon=True).start()
 
     def is_ours(self) -> bool:
@@ -115,18 +129,22 @@ class CommandServer:
             self.connections.add(thread)
             try:
                 thread.start()
-            except RuntimeError:  # no thread for it now: the command retries or times out
+            except RuntimeError:  # no thread for it now (ulimit -u): answered here, accepting waits meanwhile
                 self.connections.discard(thread)
-                conn.close()
+                self._serve(conn, holding=False)
 
-    def _serve(self, conn: Any) -> None:
+    def _serve(self, conn: Any, holding: bool = True) -> None:
         try:
-            self._answer(conn)
+            self._answer(conn, holding)
         finally:
             conn.close()
             self.connections.discard(threading.current_thread())
 
-    def _answer(self, conn: Any) -> None:
+    def _answer(self, conn: Any, holding: bool) -> None:
+        """Read the request, hand it to the loop, send the reply.  Without
+        `holding` (served on the accept thread: no thread of its own could
+        start) a `wait`, which may take hours, is refused instead of blocking
+        every other command."""
         try:
             if ipc.peer_uid(conn) != os.getuid():
                 return
@@ -140,6 +158,12 @@ class CommandServer:
         with self.intake:
             if self.stopping:
                 waiter.retry()
+            elif request[0] == "wait" and not holding:
+                waiter.fail(UnavailableError("the runtime cannot start a thread to wait with (the process limit, "
+                                             "ulimit -u, is reached); wait again later"))
+            elif request[0] == "wait" and len(self.connections) > self.most_waits:
+                waiter.fail(UnavailableError("the runtime holds as many waits as its file descriptor limit allows "
+                                             "(%d); wait again later, or raise ulimit -n" % self.most_waits))
             else:
                 self.submit(request, waiter)
         response = waiter.wait()
@@ -147,6 +171,13 @@ class CommandServer:
             ipc.send_all(conn, response)
         except OSError:
             pass
+
+
+def open_descriptors() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 64
 
 
 def identity(path: str) -> Optional[Tuple[int, int]]:

@@ -127,7 +127,8 @@ def ensure_runtime(addr: Address, binding: Dict[str, Any], deadline: float, star
     send is setting up then."""
     from . import knobs, locks, private
 
-    knobs.seconds(os.environ, "HARNESSCTL_IDLE_TIMEOUT", 60.0)  # refused here, not by the runtime it would start
+    for knob in ("HARNESSCTL_IDLE_TIMEOUT", "HARNESSCTL_CANCEL_GRACE"):
+        knobs.seconds(os.environ, knob, 60.0)  # refused here, not by the runtime it would start
     created = make_sidecar(addr)
     spawn = None
     try:

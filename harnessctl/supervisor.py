@@ -15,7 +15,7 @@ import time
 from . import pidfile, registry
 from .backend import Config
 from .errors import HarnessctlError, UnavailableError
-from .proc import Process
+from .proc import MAX_LINE, Process
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -23,19 +23,21 @@ if TYPE_CHECKING:
 
     from .backend import Backend, Host
     from .loop import Loop
+    from .runtimelog import RuntimeLog
 
 STOPPED, STARTING, READY = "stopped", "starting", "ready"
 
 
 class Supervisor:
-    def __init__(self, runtime: Any, loop: Loop, sidecar: str, harness_pid: str, log_fd: int) -> None:
+    def __init__(self, runtime: Any, loop: Loop, sidecar: str, harness_pid: str, log: RuntimeLog) -> None:
         """`runtime` is told what starts and exits mean (harness_refused,
-        harness_exited); nothing else of it is used here."""
+        harness_exited) and logs (host, debug); nothing else of it is used here.
+        The harness's stderr goes into `log`."""
         self.runtime = runtime
         self.loop = loop
         self.sidecar = sidecar
         self.harness_pid = harness_pid
-        self.log_fd = log_fd
+        self.log = log
         self.state = STOPPED
         self.generation = 0
         self.backend: Optional[Backend] = None
@@ -80,8 +82,9 @@ class Supervisor:
     def spawn(self, argv: Sequence[str], env: Dict[str, str], cwd: str) -> Process:
         generation = self.generation
         self.child = Process(
-            argv, env, cwd, self.log_fd,
+            argv, env, cwd, self.log.write,
             on_lines=lambda lines: self.loop.post(lambda: self._lines(generation, lines)),
+            on_overlong=lambda size: self.loop.post(lambda: self._overlong(generation, size)),
             on_exit=lambda code: self.loop.post(lambda: self._exit(generation, code)),
         )
         self.recorded_pid = self.child.pid
@@ -116,8 +119,17 @@ class Supervisor:
         self.last_activity = time.time()
         for line in lines:
             if generation != self.generation or self.backend is None:
-                return  # a line before this one ended the harness
+                return  # a line before this one (or a command between two) ended the harness
             self.loop.guard(self.backend.on_line, line)
+            self.loop.run_commands()  # one read may hold hundreds of lines, each maybe an fsync
+
+    def _overlong(self, generation: int, size: int) -> None:
+        if generation != self.generation:
+            return
+        message = ("the harness wrote a line of %d bytes, longer than the %d MiB a line may have: it was discarded"
+                   % (size, MAX_LINE // (1024 * 1024)))
+        self.runtime.debug(message)
+        self.runtime.host.log("diagnostic", "warning", message=message, bytes=size)
 
     def _exit(self, generation: int, returncode: Optional[int]) -> None:
         if generation != self.generation:

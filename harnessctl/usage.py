@@ -79,7 +79,7 @@ options:
 A later send may omit --cwd, --model, --adapter and --agent; a different value exits 2.
 
 knobs: HARNESSCTL_ADAPTER (none), HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_IDLE_TIMEOUT (60 s),
-       HARNESSCTL_CODEX_BIN / _CLAUDE_BIN and _ARGS, HARNESSCTL_DEBUG
+       HARNESSCTL_CANCEL_GRACE (15 s), HARNESSCTL_CODEX_BIN / _CLAUDE_BIN and _ARGS, HARNESSCTL_DEBUG
 
 exit codes:
   0   accepted (with --wait: the result is `completed`)

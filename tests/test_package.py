@@ -258,3 +258,12 @@ def test_a_package_agent_that_is_not_a_preset_is_refused(tmp_path):
     proc = package("acp", tmp_path, "--agent", "nope")
     assert proc.returncode == 2 and b"--agent nope is not a preset of the acp adapter" in proc.stderr
     assert not os.path.exists(tmp_path) or not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["python3\nimport os; os.system('id > PWNED')", "python3 -c", "-python3",
+                                  "python3;id", "pyth\u00f6n", ""])
+def test_python_bare_name_that_is_not_a_plain_command_name_is_refused(tmp_path, name):
+    """A bare --python goes into the #! line: nothing but a command name may (issue 19, section 7)."""
+    proc = package("mock", tmp_path / "dist", "--python=" + name)
+    assert proc.returncode == 2 and b"not a plain interpreter name" in proc.stderr, proc.stderr
+    assert not (tmp_path / "dist").exists()

@@ -8,7 +8,7 @@ import random
 
 import pytest
 from torture_support import assert_no_leftovers, count
-from torture_waiters import MOMENTS, Waiters
+from torture_waiters import MOMENTS, Waiters, many_waiters
 
 pytestmark = pytest.mark.torture
 
@@ -24,3 +24,10 @@ def test_every_waiter_returns_a_line_of_the_file_and_the_exit_code_it_means(work
     if rounds >= 40:
         assert all(stats["by_moment"][m] for m in MOMENTS), stats["by_moment"]
     assert_no_leftovers(str(workdir), [game.path])
+
+
+def test_2000_waits_held_at_once_leave_status_and_cancel_answering_and_each_gets_the_result(workdir):
+    """Issue 19: the runtime was started under the common soft limit of 1024 descriptors."""
+    stats = many_waiters(str(workdir), 2000)
+    print(stats)
+    assert stats["waiters"] == 2000

@@ -18,6 +18,7 @@ import random
 import subprocess
 import sys
 import threading
+import time
 
 from cliutil import ROOT, cli_env, runtime_pids
 from torture_support import check
@@ -143,3 +144,143 @@ class Waiters:
 
 def waiters(directory: str, rounds: int, seed: int) -> Dict[str, Any]:
     return Waiters(directory, seed).play(rounds)
+
+
+# -- many waiters at once (issue 19, section 2) ---------------------------------------------
+
+
+def limit_descriptors(soft: int, hard: "int | None" = None) -> "Any":
+    """A preexec_fn: the common soft limit of 1024 descriptors (and a hard one, if given)."""
+    import resource
+
+    def apply() -> None:
+        current_hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, current_hard if hard is None else hard))
+    return apply
+
+
+class ManyWaiters:
+    """`count` waits held at once on one busy input of one runtime: raw
+    connections speaking the wait request of harnessctl/ipc.py, as `wait
+    FILE ID` sends it (a process each would measure the machine, not the
+    runtime).  The runtime was started by a send under `limit` (preexec_fn)."""
+
+    def __init__(self, directory: str, count: int, limit: "Any") -> None:
+        self.path = os.path.join(directory, "many-waiters.jsonl")
+        self.count = count
+        self.limit = limit
+        self.conns: List[Any] = []
+        self.stats: Dict[str, Any] = {"waiters": count}
+
+    def __enter__(self) -> "ManyWaiters":
+        import resource
+
+        self.own_limit = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.own_limit[1], self.own_limit[1]))  # ours: every connection
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import resource
+
+        for conn in self.conns:
+            conn.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, self.own_limit)
+
+    def start(self) -> str:
+        """A send of a long run under the limit; its input id."""
+        proc = subprocess.run([sys.executable, "-m", "harnessctl", "send", self.path, "/sleep 600", "--print-id"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(HARNESSCTL_ADAPTER="mock"),
+                              cwd=ROOT, preexec_fn=self.limit, timeout=WAITER_TIMEOUT)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.decode().strip()
+
+    def hold(self, input_id: str) -> None:
+        import socket
+
+        from harnessctl import ipc
+
+        request = ipc.encode_fields(["wait", input_id])
+        started = time.monotonic()
+        for _ in range(self.count):
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            connect(conn, self.path + ".d/runtime.sock")
+            conn.sendall(request)
+            conn.shutdown(socket.SHUT_WR)
+            self.conns.append(conn)
+        self.stats["connect_s"] = round(time.monotonic() - started, 3)
+
+    def answered(self) -> List[Any]:
+        """The connections the runtime has answered (and closed) so far."""
+        import select
+
+        poller = select.poll()
+        for conn in self.conns:
+            poller.register(conn, select.POLLIN)
+        ready = {fd for fd, _ in poller.poll(0)}
+        return [c for c in self.conns if c.fileno() in ready]
+
+    def command(self, *args: str) -> "tuple[int, List[str], str]":
+        started = time.monotonic()
+        outcome = finish(harnessctl(*args))
+        self.stats["%s_s" % args[0]] = round(time.monotonic() - started, 3)
+        return outcome
+
+    def replies(self) -> List[str]:
+        """Every connection's whole reply (blocking until each is answered)."""
+        out = []
+        for conn in self.conns:
+            conn.settimeout(WAITER_TIMEOUT)
+            data = b""
+            while True:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            out.append(data.decode())
+        return out
+
+
+def connect(conn: Any, path: str) -> None:
+    """Connect while the runtime's backlog has room (EAGAIN: full), for at
+    most WAITER_TIMEOUT: a runtime that stops accepting fails the round
+    instead of hanging it."""
+    from cliutil import wait_for
+
+    conn.setblocking(False)
+
+    def connected() -> bool:
+        try:
+            conn.connect(path)
+        except BlockingIOError:
+            return False
+        return True
+
+    wait_for(connected, WAITER_TIMEOUT, "room in the runtime's backlog", interval=0.005)
+    conn.setblocking(True)
+
+
+def many_waiters(directory: str, count: int = 2000) -> Dict[str, Any]:
+    """`count` waits held on a running input of a runtime started under a
+    soft limit of 1024 descriptors: status and cancel answer while they are
+    held, and every one is answered with the run's `cancelled` result line."""
+    from cliutil import wait_for
+
+    with ManyWaiters(directory, count, limit_descriptors(1024)) as game:
+        input_id = game.start()
+        [pid] = runtime_pids(game.path)
+        game.hold(input_id)
+        wait_for(lambda: len(os.listdir("/proc/%d/fd" % pid)) >= count and not game.answered(), timeout=120,
+                 what="the runtime to hold %d waits" % count)
+        code, lines, err = game.command("status", game.path)
+        assert code == 0 and json.loads(lines[0])["state"] == "running", (code, lines, err)
+        code, lines, err = game.command("cancel", game.path)
+        assert code == 0, (code, err)
+        started = time.monotonic()
+        replies = game.replies()
+        game.stats["all_answered_s"] = round(time.monotonic() - started, 3)
+        assert all(r.startswith("0 cancelled ") for r in replies), [r for r in replies if not r.startswith("0 ")][:3]
+        assert len({r for r in replies}) == 1  # the one result line, byte for byte
+        check(game.path)
+        for pid in runtime_pids(game.path):
+            os.kill(pid, 15)
+        return game.stats
