@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 
 import pytest
-from cliutil import ROOT, alive, cli_env, ok, of_type, run, runtime_pids, wait_for
+from cliutil import ROOT, alive, ok, of_type, run, runtime_pids, wait_for
 
 sys.path.insert(0, ROOT)
 
@@ -215,7 +216,7 @@ def read_only(workdir):
         ids = {"done": finished_session(done), "lost": lost_input(lost)}
         proc = run("status", done)  # nothing left for the file's next writer
         assert proc.returncode == 0
-        remount = __import__("subprocess").run(["mount", "-o", "remount,ro", mount])
+        remount = subprocess.run(["mount", "-o", "remount,ro", mount])
         if remount.returncode != 0:
             pytest.skip("cannot remount read-only")
         yield done, lost, ids
@@ -242,5 +243,5 @@ def test_status_of_a_lost_run_on_a_read_only_filesystem_shows_what_recovery_will
 def test_cancel_and_wait_of_a_lost_run_on_a_read_only_filesystem_say_the_file_cannot_be_written(read_only):
     _, lost, ids = read_only
     for args in (("cancel", lost), ("wait", lost, ids["lost"])):
-        proc = run(*args, env=cli_env())
+        proc = run(*args)
         assert proc.returncode == 1 and b"read-only" in proc.stderr, (args, proc.stderr)
