@@ -51,6 +51,7 @@ FORBIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200d\u2028\u2029\u2
 TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 FOREIGN_NOTE = re.compile(r"foreign|not (written by|ours)|outside|behind|append", re.I)
 MARKER = "PWNED"
+STATUSES_DURING_FLOOD = 3  # asked while the agent floods
 WAIT = 60.0  # seconds to wait for what a round needs before calling it a problem
 IDLE = "1"  # the runtime idles out quickly: the forgeries that act "after the next exit" get their turn
 
@@ -237,8 +238,8 @@ class Round:
             out = proc.stdout.decode("utf-8", "replace")
             raw = FORBIDDEN.findall(out)
             if raw:
-                self.problem("F5", "`log %s` printed %d raw control/bidi characters, e.g. %r"
-                             % (" ".join(flags), len(raw), sorted(set(raw))[:8]))
+                self.problem("F5", "`%s` printed %d raw control/bidi characters, e.g. %r"
+                             % (" ".join(["log"] + flags), len(raw), sorted(set(raw))[:8]))
             forged = [line for line in out.split("\n") if line.startswith("===")]
             if not flags and len(forged) > results:
                 self.problem("F5", "`log` printed %d `===` lines for %d results: %r" % (len(forged), results,
@@ -342,10 +343,12 @@ class Round:
         self.result_of(input_id)
 
     def _flood(self) -> None:
-        """F7 and issue 19's held case: `status` answers (exit 0) during a flood."""
+        """F7 and issue 19's held case: `status` answers (exit 0) during a flood;
+        the agent floods until the round asked STATUSES_DURING_FLOOD of them."""
         n = sizes()
-        input_id = self.started("/flood %d %d" % (n["flood_updates"], n["flood_ids"]))
-        slowest, during, codes = 0.0, 0, set()
+        stop = os.path.join(self.dir, "flood-enough")
+        input_id = self.started("/flood %d %d %s" % (n["flood_updates"], n["flood_ids"], stop))
+        slowest, during, asked, peak = 0.0, 0, 0, 0
         deadline = time.monotonic() + 10 * WAIT
         while not any(input_id in (r.get("input_ids") or []) for r in self.events("result")):
             if time.monotonic() > deadline:
@@ -353,12 +356,18 @@ class Round:
             started = time.monotonic()
             proc = self.cmd("status", self.path)
             slowest = max(slowest, time.monotonic() - started)
-            codes.add(proc.returncode)
-            if proc.returncode == 0 and json.loads(proc.stdout).get("state") == "running":
+            asked += 1
+            peak = max([peak] + [_peak_rss(pid) for pid in runtime_pids(self.path)])
+            if proc.returncode != 0:
+                self.problem("F7", "status during a flood exited %d after %.1fs" % (proc.returncode,
+                                                                                     time.monotonic() - started))
+            elif json.loads(proc.stdout).get("state") == "running":
                 during += 1
-        if codes - {0}:
-            self.problem("F7", "status during a flood exited %s" % sorted(codes))
-        self.stats.update(flood_updates=n["flood_updates"], status_during_flood=during, max_status_s=slowest)
+            if asked >= STATUSES_DURING_FLOOD and not os.path.exists(stop):
+                open(stop, "w").close()
+        flooded = self.wait_report("flood-done", "the flood's count")
+        self.stats.update(flood_updates=flooded["updates"], flood_ids=flooded["ids"], status_during_flood=during,
+                          max_status_s=slowest, max_flood_rss_mb=peak >> 20)  # reported, not checked
 
     def _cancel(self) -> None:
         """F2: an agent that ignores session/cancel is stopped after the grace

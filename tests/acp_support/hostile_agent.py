@@ -36,7 +36,9 @@ Prompts (anything else is the fake agent's):
                     tool title/kind/status/paths/diff/output, plan, usage,
                     permission option ids and names), then ends the turn with a
                     hostile stopReason, error or usage
-  /flood N IDS      N agent_message_chunk updates over IDS distinct message ids
+  /flood N IDS [STOP]
+                    N agent_message_chunk updates over IDS distinct message ids,
+                    and on until the file STOP exists
   /ignore-cancel    streams until killed: ignores session/cancel and the end
                     of its stdin (SIGTERM it always ignores)
   /junk BYTES       BYTES of output without a newline, then a newline, then a
@@ -64,6 +66,7 @@ REPORT = ARGS[ARGS.index("--report") + 1] if "--report" in ARGS[:-1] else None
 HOSTILE_IDS = "--hostile-ids" in ARGS
 REFUSE_SESSION = "--refuse-session" in ARGS
 MARKER = "PWNED"  # the file a forged agent command creates: it must never appear
+FLOOD_MAX, FLOOD_SECONDS = 4, 120  # a flood that waits for its stop file ends anyway
 REQUEST_WAIT = 60.0  # how long an attack waits for something it needs from harnessctl
 
 # What the agent hides in every field it controls: CSI, OSC 52 (clipboard) and
@@ -396,19 +399,24 @@ def permission(turn: fake.Turn, rng: random.Random, h: Any) -> None:
 # -- /flood, /ignore-cancel, /junk ------------------------------------------------------------------
 
 
-def flood(turn: fake.Turn, updates: int, ids: int) -> str:
+def flood(turn: fake.Turn, updates: int, ids: int, stop: Optional[str]) -> str:
+    """At least `updates` message chunks over `ids` distinct message ids, and
+    on until the file `stop` exists (the test has seen enough of it), but
+    never more than FLOOD_MAX times that or FLOOD_SECONDS."""
     started = time.monotonic()
-    batch: List[str] = []
-    for i in range(updates):
-        body = {"sessionUpdate": "agent_message_chunk", "messageId": "flood-%d" % (i * ids // max(updates, 1)),
-                "content": {"type": "text", "text": "f%d " % i}}
-        msg = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": turn.session_id, "update": body}}
-        batch.append(json.dumps(msg, separators=(",", ":")) + "\n")
-        if len(batch) >= 500:
-            write_raw("".join(batch).encode())
-            batch = []
-    write_raw("".join(batch).encode())
-    report("flood-done", updates=updates, ids=ids, seconds=time.monotonic() - started)
+    sent = 0
+    while sent < updates or (stop and not os.path.exists(stop) and sent < FLOOD_MAX * updates
+                             and time.monotonic() < started + FLOOD_SECONDS):
+        batch = []
+        for i in range(sent, sent + 500):
+            body = {"sessionUpdate": "agent_message_chunk", "messageId": "flood-%d" % (i * ids // max(updates, 1)),
+                    "content": {"type": "text", "text": "f%d " % i}}
+            batch.append(json.dumps({"jsonrpc": "2.0", "method": "session/update",
+                                     "params": {"sessionId": turn.session_id, "update": body}},
+                                    separators=(",", ":")) + "\n")
+        write_raw("".join(batch).encode())
+        sent += len(batch)
+    report("flood-done", updates=sent, ids=sent * ids // max(updates, 1), seconds=time.monotonic() - started)
     fake.chunk(turn, "flood done", "msg-last")
     return "end_turn"
 
@@ -479,7 +487,7 @@ def play(turn: fake.Turn) -> Optional[str]:
     if command == "/escapes":
         return escapes(turn, number[0] if number else 0)
     if command == "/flood":
-        return flood(turn, *(number + [10000, 1000])[:2])
+        return flood(turn, *(number + [10000, 1000])[:2], stop=args[2] if len(args) > 2 else None)
     if command == "/ignore-cancel":
         return ignore_cancel(turn)
     if command == "/junk":
