@@ -151,28 +151,40 @@ def write_in_place(path: str, text: str) -> None:
 
 def fs_targets(path: str, cwd: str, nonce: str) -> List[Dict[str, Any]]:
     """(label, path, content to write) of every harnessctl file the agent tries;
-    the symlink, hard link and FIFO are made by the agent itself in its cwd."""
+    the symlink, hard link and FIFO are made by the agent itself in its cwd
+    (one it cannot make is left out, and reported)."""
     sidecar = path + ".d"
+    binding = os.path.join(sidecar, "binding.json")
     link = os.path.join(cwd, "notes-%s" % nonce)
-    os.symlink(sidecar, link)
     hard = os.path.join(cwd, "innocent-%s.txt" % nonce)
-    os.link(os.path.join(sidecar, "acp-session.json"), hard)
     fifo = os.path.join(cwd, "pipe-%s" % nonce)
-    os.mkfifo(fifo, 0o600)
     text = "HOSTILE-FS-%s\n" % nonce
+    forged = forged_binding(path, nonce)
     targets = [
         ("event file", path, text),
-        ("binding.json", os.path.join(sidecar, "binding.json"), forged_binding(path, nonce)),
+        ("binding.json", binding, forged),
         ("state.json", os.path.join(sidecar, "state.json"), text),
         ("acp-session.json", os.path.join(sidecar, "acp-session.json"), text),
         ("runtime.log", os.path.join(sidecar, "runtime.log"), text),
         ("a new sidecar file", os.path.join(sidecar, "hostile-%s.txt" % nonce), text),
-        ("binding.json through a symlink", os.path.join(link, "binding.json"), forged_binding(path, nonce)),
-        ("acp-session.json through a hard link", hard, text),
+        ("binding.json through a symlink", os.path.join(link, "binding.json"), forged),
+        ("binding.json through a hard link", hard, forged),
         ("the runtime directory", os.path.join(runtime_dir(), "hostile-%s.txt" % nonce), text),
         ("a FIFO", fifo, text),
     ]
-    return [{"label": label, "path": p, "content": c} for label, p, c in targets]
+    made = {link: lambda: os.symlink(sidecar, link), hard: lambda: os.link(binding, hard),
+            fifo: lambda: os.mkfifo(fifo, 0o600)}
+    out = []
+    for label, target, content in targets:
+        try:
+            for prefix, make in made.items():
+                if target.startswith(prefix):
+                    make()
+        except OSError as exc:
+            report("fs-setup-failed", target=label, error=str(exc))
+            continue
+        out.append({"label": label, "path": target, "content": content})
+    return out
 
 
 def fs_attack(turn: fake.Turn, seed: int) -> str:
