@@ -95,6 +95,7 @@ class Round:
         self.commands: List[Tuple[str, int]] = []
         self.stats: Dict[str, Any] = {}
         self.binding: Optional[str] = None
+        self.mark = 0  # the agent's report lines of earlier behaviours
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -104,7 +105,7 @@ class Round:
         self.commands.append((args[0], proc.returncode))
         err = proc.stderr.decode("utf-8", "replace")
         if proc.returncode not in DOCUMENTED:
-            self.problem("F3/F4", "`%s` exited %d: %r" % (args[0], proc.returncode, err[-300:]))
+            self.problem("F3/F4 (exit 1)", "`%s` exited %d: %r" % (args[0], proc.returncode, err[-300:]))
         if proc.returncode and not (err.startswith("harnessctl: ") and err.count("\n") == 1):
             self.problem("F5", "`%s` exit %d stderr is not one line: %r" % (args[0], proc.returncode, err[:300]))
         if FORBIDDEN.search(err):
@@ -126,12 +127,14 @@ class Round:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def reports(self, event: str) -> List[Dict[str, Any]]:
+    def reports(self, event: Optional[str] = None) -> List[Dict[str, Any]]:
+        """What the agent reported since the behaviour going on started."""
         try:
             with open(self.report_path, encoding="utf-8") as f:
-                return [r for r in map(json.loads, f) if r["event"] == event]
+                lines = [json.loads(line) for line in f][self.mark:]
         except FileNotFoundError:
             return []
+        return [r for r in lines if event is None or r["event"] == event]
 
     def wait_report(self, event: str, what: str, timeout: float = WAIT) -> Dict[str, Any]:
         return self.waited(lambda: (self.reports(event) or [None])[-1], what, timeout)
@@ -252,6 +255,8 @@ class Round:
     # -- the behaviours -----------------------------------------------------------------------
 
     def started(self, text: str) -> str:
+        """A behaviour's first send: its input id; the agent's reports count from here."""
+        self.mark += len(self.reports())
         input_id = self.send(text)
         if input_id is None:
             raise Broken("the send of %r did not exit 0: %r" % (text, self.sends.outcomes[-1][1:]))
