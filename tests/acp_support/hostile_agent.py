@@ -376,7 +376,8 @@ def escapes(turn: fake.Turn, seed: int) -> Optional[str]:
         {"content": h("plan"), "priority": "high", "status": "in_progress"}]})
     fake.update(sid, {"sessionUpdate": "usage_update", "used": rng.choice([h("used"), 10 ** 400, 17]),
                       "size": rng.choice([h("size"), -1, 200000]),
-                      "cost": {"amount": rng.choice([0.5, 1e308, float("inf"), 10 ** 400]), "currency": rng.choice(["USD", h("cur")])}})
+                      "cost": {"amount": rng.choice([0.5, 1e308, float("inf"), 10 ** 400]),
+                               "currency": rng.choice(["USD", h("cur")])}})
     fake.chunk(turn, every_escape("all"), "msg-all")
     permission(turn, rng, h)
     fake.chunk(turn, h("after"), "msg-end")
