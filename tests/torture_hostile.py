@@ -60,7 +60,7 @@ def sizes(full: Optional[bool] = None) -> Dict[str, int]:
     """Flood and junk sizes: cheap by default, the issue's with HARNESSCTL_TORTURE=full
     (or `full`)."""
     pick = count if full is None else (lambda small, big: big if full else small)
-    return {"flood_updates": pick(5000, 200000), "flood_ids": pick(1000, 20000), "junk_bytes": pick(160, 512) << 20}
+    return {"flood_updates": pick(5000, 200000), "flood_ids": pick(1000, 20000), "junk_bytes": pick(256, 768) << 20}
 
 
 class Broken(Exception):
@@ -94,7 +94,6 @@ class Round:
         self.foreign: List[bytes] = []  # lines the agent appended itself: not harnessctl's
         self.commands: List[Tuple[str, int]] = []
         self.stats: Dict[str, Any] = {}
-        self.binding: Optional[str] = None
         self.mark = 0  # the agent's report lines of earlier behaviours
 
     # -- commands ---------------------------------------------------------------------------
@@ -117,9 +116,6 @@ class Round:
         flags = ["--adapter", "acp", "--agent", self.agent, "--cwd", self.work] if bound else []
         proc = self.cmd("send", self.path, text, "--print-id", *flags)
         self.sends.add(text, proc.returncode, proc.stderr)
-        if self.binding is None and os.path.exists(self.path + ".d/binding.json"):
-            with open(self.path + ".d/binding.json", encoding="utf-8") as f:
-                self.binding = f.read()
         return proc.stdout.decode().strip() if proc.returncode == 0 else None
 
     def problem(self, finding: str, text: str) -> None:
@@ -218,10 +214,13 @@ class Round:
 
     def check_file(self) -> None:
         """The independent checker over harnessctl's own lines (a copy without
-        the agent's forged ones), and the sends against it."""
+        the agent's forged ones), and the sends against it.  Right after forged
+        lines the runtime's `seq` may go on from its own count or skip past
+        theirs: a skip of at most their number is renumbered in the copy,
+        anything else the checker sees as it is."""
         copy = os.path.join(self.dir, "checked.jsonl")
         with open(self.path, "rb") as f, open(copy, "wb") as out:
-            out.writelines(raw for raw in f if raw.rstrip(b"\n") not in self.foreign)
+            out.writelines(own_lines(f, self.foreign))
         try:
             scan = check(copy, mock=False)
             self.sends.verify(scan)
@@ -266,6 +265,7 @@ class Round:
         """F1: the client file system never reads or writes harnessctl's files;
         F2: a FIFO is refused, not read."""
         input_id = self.started("/fs %d" % self.rng.randrange(1 << 30))
+        binding = _read(self.path + ".d/binding.json")  # bound before the send returned, before any fs request
         plan = self.wait_report("fs-plan", "the agent's fs plan")
         try:
             self.wait_report("fs-done", "every fs request answered")
@@ -284,7 +284,7 @@ class Round:
         touched = [p for p in self.harnessctl_files() if nonce in _read(p)]
         if touched:
             self.problem("F1", "the agent's fs writes reached %s" % touched)
-        if self.binding is not None and _read(self.path + ".d/binding.json").decode() != self.binding:
+        if _read(self.path + ".d/binding.json") != binding:
             self.problem("F1", "binding.json changed under the agent's fs requests")
 
     def harnessctl_files(self) -> List[str]:
@@ -466,6 +466,33 @@ class Round:
 
 FINDING_OF = {"fs": "F1/F2", "append": "F1", "escapes": "F5", "flood": "F7", "cancel": "F2", "junk": "F2",
               "state": "F1", "binding": "F1", "refused": "F5"}
+
+
+def own_lines(lines: Any, foreign: List[bytes]) -> List[bytes]:
+    """The lines not in `foreign`; the first own line after a run of k foreign
+    ones may skip up to k seq numbers (the runtime counted past them): that
+    skip is taken out of its seq and every later one."""
+    out: List[bytes] = []
+    shift, last, skipped = 0, 0, 0
+    for raw in lines:
+        if raw.rstrip(b"\n") in foreign:
+            skipped += 1
+            continue
+        try:
+            event = json.loads(raw)
+            seq = event["seq"]
+        except (ValueError, TypeError, KeyError):
+            out.append(raw)
+            continue
+        if isinstance(seq, int) and skipped and last + 1 < seq - shift <= last + 1 + skipped:
+            shift = seq - last - 1
+        if shift and isinstance(seq, int) and raw.endswith(b"\n"):
+            event["seq"] = seq - shift
+            raw = (json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        last = seq - shift if isinstance(seq, int) else last + 1
+        skipped = 0
+        out.append(raw)
+    return out
 
 
 def _read(path: str) -> bytes:
