@@ -2,7 +2,8 @@
 """The torture suite's figures at the issue's full counts (issue 5).
 
     python3 bench/torture_report.py [--rounds 200] [--senders 64] [--sends 10] [--files 100]
-                                    [--sender-kills 40] [--move-rounds 60] [--line-rounds 40] [--seed N] [--quick]
+                                    [--sender-kills 40] [--move-rounds 60] [--line-rounds 40]
+                                    [--hostile-rounds 40] [--many-waiters 2000] [--seed N] [--quick]
 
 Runs the counted scenarios of tests/test_torture_*.py with the mock adapter,
 and the kill -9 roulette also with the Codex and Claude Code adapters over
@@ -11,8 +12,9 @@ checks: the project's fold AND the independent line-by-line checker), then
 prints what they survived: kill -9 rounds, inputs checked, and the recovery
 times; the "another local user" hunt (as root, with a throw-away user) and
 the rename/link/unlink rounds (issue 9), the waiters under cancel, replies
-and kill -9 (issue 10), the hostile foreign lines and the waits held at once on
-one runtime (issue 19, --many-waiters 2000) add their counts.  Any violated
+and kill -9 (issue 10), the hostile foreign lines, the hostile agent's rounds
+(an ACP agent attacking harnessctl's files, its record and the reader's
+terminal) and the waits held at once on one runtime (issue 19) add their counts.  Any violated
 invariant stops it with the checker's message.  The
 one-shot scenarios (crash, disk full, torn tails, bad input, signals,
 security) are plain tests: HARNESSCTL_TORTURE=full python3 -m pytest -m torture.
@@ -32,6 +34,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import cliutil  # noqa: E402
+import torture_hostile  # noqa: E402
 import torture_lines  # noqa: E402
 import torture_moves  # noqa: E402
 import torture_support as torture  # noqa: E402
@@ -73,12 +76,14 @@ def main():
     parser.add_argument("--waiter-rounds", type=int, default=60, help="waiters under cancel/reply/kill -9")
     parser.add_argument("--line-rounds", type=int, default=40, help="rounds of hostile foreign lines")
     parser.add_argument("--many-waiters", type=int, default=2000, help="waits held at once on one runtime")
+    parser.add_argument("--hostile-rounds", type=int, default=40, help="rounds of the hostile ACP agent")
     parser.add_argument("--seed", type=int, default=random.randrange(1 << 30))
     parser.add_argument("--quick", action="store_true", help="the default test run's small counts")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.senders, args.sends, args.files, args.sender_kills = 30, 16, 4, 12, 8
-        args.adapter_rounds, args.move_rounds, args.waiter_rounds, args.line_rounds = 6, 10, 8, 6
+        args.adapter_rounds, args.move_rounds, args.waiter_rounds = 6, 10, 8
+        args.line_rounds, args.hostile_rounds = 6, 6
     print("seed %d (replay: --seed %d)" % (args.seed, args.seed), flush=True)
     results = {
         "roulette": scenario("kill-9", roulette, args.rounds, args.seed),
@@ -93,6 +98,8 @@ def main():
         "waiters": scenario("waiters", torture_waiters.waiters, args.waiter_rounds, args.seed),
         "hostile-lines": scenario("hostile-lines", torture_lines.hostile_lines, args.line_rounds, args.seed),
         "many-waiters": scenario("many-waiters", torture_waiters.many_waiters, args.many_waiters),
+        "hostile": scenario("hostile-agent", torture_hostile.hostile, args.hostile_rounds, args.seed,
+                            torture_hostile.BEHAVIOURS, torture_hostile.sizes(full=not args.quick)),
     }
     try:
         users = scenario("other-user", torture_users.other_user_report)
@@ -145,6 +152,7 @@ def main():
     print("many waiters              %d waits held at once (runtime started under ulimit -n 1024): status %.3f s and "
           "cancel %.3f s with all held, every one answered with the result line in %.3f s"
           % (w["waiters"], w["status_s"], w["cancel_s"], w["all_answered_s"]))
+    print_hostile(results["hostile"])
     if users is not None:
         print("another local user        %d planted sidecar entries (%d files x %d attacks x %d commands x 2 stops): "
               "%d refused with exit 2, %d ignored, %d victims intact; %d sockets of theirs, %d refused"
@@ -152,6 +160,27 @@ def main():
                  users["refused"], users["ignored"], users["victims_intact"], users["socket_attacks"],
                  users["socket_refused"]))
     return 0
+
+
+def print_hostile(h):
+    """The hostile agent's counts (tests/torture_hostile.py): what it tried, and what held."""
+    print("hostile agent             %d rounds (%s), %d commands (%s), no PWNED marker, nothing left running"
+          % (h["rounds"], ", ".join("%s %d" % kv for kv in h["by_behaviour"].items()), h["commands"],
+             ", ".join("exit %s: %d" % kv for kv in sorted(h["exit_codes"].items()))))
+    print("  harnessctl's files      %d fs requests at them, %d refused; %d forged lines appended, %d appends flagged; "
+          "%d forged bindings refused, %d forged snapshots ignored"
+          % (h.get("fs_requests", 0), h.get("fs_refused", 0), h.get("forged_lines", 0), h.get("foreign_flagged", 0),
+             h.get("binding_forged_now", 0) + h.get("binding_forged_later", 0), h["by_behaviour"]["state"]))
+    print("  escapes                 %d rounds with escapes in every field, %d refused sessions; %d lines of log "
+          "output, none raw" % (h.get("escape_rounds", 0), h.get("refused_sessions", 0), h.get("log_lines", 0)))
+    print("  flood                   %d updates over %d message ids, %d statuses answered while running "
+          "(slowest %.3f s), runtime peak %d MiB"
+          % (h.get("flood_updates", 0), h.get("flood_ids", 0), h.get("status_during_flood", 0),
+             h.get("max_status_s", 0.0), h.get("max_flood_rss_mb", 0)))
+    print("  ignored cancel / junk   %d cancels the agent ignored, ended cancelled within %.3f s; %d MiB of lines "
+          "without newline, runtime peak %d MiB"
+          % (h["by_behaviour"]["cancel"], h.get("max_cancel_end_s", 0.0), h.get("junk_mb", 0),
+             h.get("max_rss_mb", 0)))
 
 
 if __name__ == "__main__":
