@@ -46,9 +46,12 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
               "agent": agent}
     fields = ["send", text, wanted["cwd"] or "", model or "", adapter or "", agent or ""]
     deadline = time.monotonic() + timeout_seconds()
+    warning = None  # said once the send is accepted: a refused send says only why
     while True:
         try:
-            return _exchange(addr, fields, deadline, retry_on_eof=False)
+            input_id = _exchange(addr, fields, deadline, retry_on_eof=False)
+            _warn(warning)
+            return input_id
         except NoRuntime:
             pass
         from .spawn import Starter, ensure_runtime, starting_or_exiting
@@ -65,7 +68,7 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
                 binding = _new_binding(wanted)
                 from .trusted import inside_workspace
 
-                _warn(inside_workspace(addr.path, binding["cwd"]))
+                warning = inside_workspace(addr.path, binding["cwd"])
             ensure_runtime(addr, binding, deadline, starter)
 
 

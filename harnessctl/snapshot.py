@@ -3,16 +3,19 @@ runtime start-up read only the tail of a long event file.
 
 The snapshot is a cache, three lines of text:
 
-    harnessctl-snapshot 4 INODE OFFSET STATUS_SUM CONVERSATION_SUM TAIL
+    harnessctl-snapshot 5 INODE OFFSET SEAL TAIL
     the status line of a stopped runtime, exactly as `status` prints it
     the folded conversation, as JSON
 
-(TAIL: hex of the 64 bytes before OFFSET; a SUM is `length:byte sum` of its
-line.)  It is ignored (the file is folded from the start) whenever the header
-does not match the event file or a line does not match its sum.
-The header is checked without a JSON parse, so the `status` of a stopped
-runtime whose file has not grown since the snapshot prints line 2 without
-importing json at all.
+(TAIL: hex of the 64 bytes before OFFSET.)  SEAL is a keyed hash
+(trusted.seal, under the user's secret outside every workspace) of the
+header's fields, both lines and the sidecar's binding.json: the sidecar may lie
+inside a workspace an agent can edit, and a snapshot it forged (a fake pending
+request, another agent in `status`) or a binding it rewrote must not be
+believed.  The snapshot is ignored (the file is folded from the start, and the
+binding checked) whenever the seal or the header does not match.  The header
+is checked without a JSON parse, so the `status` of a stopped runtime whose
+file has not grown since the snapshot prints line 2 without importing json.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
 
     from .state import Conversation
 
-MAGIC = "harnessctl-snapshot 4"
+MAGIC = "harnessctl-snapshot 5"
 
 
 def current_status(addr: Address) -> Optional[str]:
@@ -50,7 +53,7 @@ def load(addr: Address) -> Tuple[Conversation, int, bool]:
 
     cached = _read(addr)
     conv, offset = Conversation(), 0
-    if cached is not None and cached[2] is not None:
+    if cached is not None:
         try:
             conv, offset = Conversation.from_dict(json.loads(cached[2])), cached[0]
         except Exception:  # a cache that does not describe a conversation: fold the file instead
@@ -71,43 +74,46 @@ def save(addr: Address, conv: Conversation, offset: int, binding: Optional[Dict[
     status = status_line(status_report(conv, binding, alive=False))
     conversation = json.dumps(conv.to_dict())
     try:
-        header = "%s %d %d %s %s %s" % (MAGIC, os.stat(addr.path).st_ino, offset, _sum(status), _sum(conversation),
-                                        _tail(addr.path, offset))
-        private.write_atomic(addr.snapshot, "%s\n%s\n%s\n" % (header, status, conversation))
+        ino, tail = os.stat(addr.path).st_ino, _tail(addr.path, offset)
+        seal = _seal(addr, ino, offset, tail, status, conversation, create=True)
+        if seal is not None:
+            header = "%s %d %d %s %s" % (MAGIC, ino, offset, seal, tail)
+            private.write_atomic(addr.snapshot, "%s\n%s\n%s\n" % (header, status, conversation))
     except (OSError, UsageError):
         pass
 
 
-def _read(addr: Address) -> Optional[Tuple[int, str, Optional[str]]]:
-    """(offset, status line, conversation JSON or None if damaged) if the
-    header matches the event file and the status line its sum."""
+def _read(addr: Address) -> Optional[Tuple[int, str, str]]:
+    """(offset, status line, conversation JSON) if the header matches the
+    event file and the seal all of it."""
     try:
         text = private.read_text(addr.snapshot)
         if text is None:
             return None
         header, status, conversation = text.split("\n", 3)[:3]
-        magic, _, rest = header.rpartition(" ")  # rest: the tail (may be empty)
-        *_, ino, offset_text, status_sum, conversation_sum = magic.split(" ")
+        magic, _, tail = header.rpartition(" ")  # tail: may be empty
+        *_, ino, offset_text, seal = magic.split(" ")
         offset = int(offset_text)
         st = os.stat(addr.path)
         if (
             magic.startswith(MAGIC + " ")
             and int(ino) == st.st_ino
             and 0 <= offset <= st.st_size
-            and rest == _tail(addr.path, offset)
-            and status_sum == _sum(status)
+            and tail == _tail(addr.path, offset)
+            and seal == _seal(addr, st.st_ino, offset, tail, status, conversation)
         ):
-            return offset, status, conversation if conversation_sum == _sum(conversation) else None
+            return offset, status, conversation
     except (OSError, ValueError, UsageError):
         pass
     return None
 
 
-def _sum(line: str) -> str:
-    """Length and byte sum: enough to catch a cut, zeroed or overwritten line,
-    and cheaper on the fast path than importing a hash module."""
-    data = line.encode("utf-8", "surrogateescape")
-    return "%d:%d" % (len(data), sum(data))
+def _seal(addr: Address, ino: int, offset: int, tail: str, status: str, conversation: str,
+          create: bool = False) -> Optional[str]:
+    from .trusted import seal
+
+    binding = private.read_text(addr.binding) or ""
+    return seal("%d %d %s\n%s\n%s\n%s" % (ino, offset, tail, status, conversation, binding), create)
 
 
 def _tail(path: str, offset: int) -> str:

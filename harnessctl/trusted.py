@@ -22,7 +22,8 @@ from .errors import UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, Optional
+    from hashlib import blake2b
+    from typing import Any, Dict, Optional, Type
 
 
 def state_dir() -> str:
@@ -39,13 +40,17 @@ def state_dir() -> str:
     return os.path.join(base, "harnessctl")
 
 
-def record_path(binding: Dict[str, Any]) -> str:
+def _blake2b() -> Type[blake2b]:
+    """hashlib's BLAKE2b class, without loading OpenSSL."""
     try:
         from _blake2 import blake2b
     except ImportError:  # an interpreter without it: the same hash, through hashlib
         from hashlib import blake2b
+    return blake2b
 
-    digest = blake2b(canonical(binding).encode("utf-8"), digest_size=20).hexdigest()
+
+def record_path(binding: Dict[str, Any]) -> str:
+    digest = _blake2b()(canonical(binding).encode("utf-8"), digest_size=20).hexdigest()
     return os.path.join(state_dir(), "bindings", digest + ".json")
 
 
@@ -57,20 +62,66 @@ def canonical(binding: Dict[str, Any]) -> str:
 
 def record(binding: Dict[str, Any]) -> None:
     """Record `binding` as one the user made (before it is written to a sidecar)."""
-    path = record_path(binding)
     if is_recorded(binding):
         return
-    bindings = os.path.dirname(path)
-    try:
-        os.makedirs(os.path.dirname(bindings), 0o700, exist_ok=True)
-    except OSError as e:
-        raise private.cannot("create the state directory", os.path.dirname(bindings), e) from None
-    private.make_dir(os.path.dirname(bindings))
-    private.make_dir(bindings)
+    path = record_path(binding)
+    _make_state_dir(os.path.dirname(path))
     try:
         private.write_atomic(path, canonical(binding) + "\n", sync=True)
     except OSError as e:
         raise private.cannot("record the binding in", path, e) from None
+
+
+def _make_state_dir(sub: str) -> None:
+    """The state directory and `sub` in it, 0700 and ours."""
+    top = state_dir()
+    try:
+        os.makedirs(os.path.dirname(top), 0o700, exist_ok=True)
+    except OSError as e:
+        raise private.cannot("create the state directory", os.path.dirname(top), e) from None
+    private.make_dir(top)
+    if sub != top:
+        private.make_dir(sub)
+
+
+# -- sealing what a sidecar caches ------------------------------------------------------------------
+
+
+def seal(text: str, create: bool = False) -> Optional[str]:
+    """A keyed hash of `text` under the user's secret in the state directory,
+    for a cache kept in a sidecar (state.json): a copy an agent forged is
+    told apart and ignored.  None when there is no key (and `create` is
+    False, or it cannot be made)."""
+    key = _key(create)
+    if key is None:
+        return None
+    return _blake2b()(text.encode("utf-8", "surrogateescape"), key=key, digest_size=16).hexdigest()
+
+
+def _key(create: bool) -> Optional[bytes]:
+    path = os.path.join(state_dir(), "key")
+    try:
+        text = private.read_text(path)
+        if text is None and create:
+            _make_key(path)
+            text = private.read_text(path)
+        return bytes.fromhex(text) if text is not None and len(text) == 64 else None
+    except (OSError, ValueError, UsageError):
+        return None
+
+
+def _make_key(path: str) -> None:
+    """32 random bytes, hex, created whole or not at all (link() of a finished
+    file fails if a concurrent command made the key first: theirs is kept)."""
+    _make_state_dir(state_dir())
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    private.write_atomic(tmp, os.urandom(32).hex(), sync=True)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(tmp)
 
 
 def is_recorded(binding: Dict[str, Any]) -> bool:
