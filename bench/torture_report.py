@@ -12,7 +12,8 @@ prints what they survived: kill -9 rounds, inputs checked, and the recovery
 times; the "another local user" hunt (as root, with a throw-away user) and
 the rename/link/unlink rounds (issue 9) and the waiters under cancel, replies
 and kill -9 (issue 10) and the waits held at once on one runtime (issue 19,
---many-waiters 2000) add their counts.  Any violated
+--many-waiters 2000) and an agent that tries to wedge its runtime (issue 19,
+--wedge-rounds 40) add their counts.  Any violated
 invariant stops it with the checker's message.  The
 one-shot scenarios (crash, disk full, torn tails, bad input, signals,
 security) are plain tests: HARNESSCTL_TORTURE=full python3 -m pytest -m torture.
@@ -35,6 +36,7 @@ import cliutil  # noqa: E402
 import torture_moves  # noqa: E402
 import torture_support as torture  # noqa: E402
 import torture_users  # noqa: E402
+import torture_wedge  # noqa: E402
 import torture_waiters  # noqa: E402
 
 
@@ -71,12 +73,13 @@ def main():
     parser.add_argument("--move-rounds", type=int, default=60, help="rename/link/unlink rounds")
     parser.add_argument("--waiter-rounds", type=int, default=60, help="waiters under cancel/reply/kill -9")
     parser.add_argument("--many-waiters", type=int, default=2000, help="waits held at once on one runtime")
+    parser.add_argument("--wedge-rounds", type=int, default=40, help="rounds of an agent that tries to wedge it")
     parser.add_argument("--seed", type=int, default=random.randrange(1 << 30))
     parser.add_argument("--quick", action="store_true", help="the default test run's small counts")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.senders, args.sends, args.files, args.sender_kills = 30, 16, 4, 12, 8
-        args.adapter_rounds, args.move_rounds, args.waiter_rounds = 6, 10, 8
+        args.adapter_rounds, args.move_rounds, args.waiter_rounds, args.wedge_rounds = 6, 10, 8, 6
     print("seed %d (replay: --seed %d)" % (args.seed, args.seed), flush=True)
     results = {
         "roulette": scenario("kill-9", roulette, args.rounds, args.seed),
@@ -90,6 +93,7 @@ def main():
         "moves": scenario("moves", torture_moves.moves, args.move_rounds, args.seed),
         "waiters": scenario("waiters", torture_waiters.waiters, args.waiter_rounds, args.seed),
         "many-waiters": scenario("many-waiters", torture_waiters.many_waiters, args.many_waiters),
+        "wedge": scenario("wedge", torture_wedge.wedges, args.wedge_rounds, args.seed),
     }
     try:
         users = scenario("other-user", torture_users.other_user_report)
@@ -136,6 +140,9 @@ def main():
     print("many waiters              %d waits held at once (runtime started under ulimit -n 1024): status %.3f s and "
           "cancel %.3f s with all held, every one answered with the result line in %.3f s"
           % (w["waiters"], w["status_s"], w["cancel_s"], w["all_answered_s"]))
+    w = results["wedge"]
+    print("agent that wedges         %d rounds (%s): each ended as it deserved, status answered in each, "
+          "runtime log within its cap" % (w["rounds"], ", ".join("%s %d" % kv for kv in w["by_move"].items())))
     if users is not None:
         print("another local user        %d planted sidecar entries (%d files x %d attacks x %d commands x 2 stops): "
               "%d refused with exit 2, %d ignored, %d victims intact; %d sockets of theirs, %d refused"
