@@ -2,7 +2,7 @@
 """The torture suite's figures at the issue's full counts (issue 5).
 
     python3 bench/torture_report.py [--rounds 200] [--senders 64] [--sends 10] [--files 100]
-                                    [--sender-kills 40] [--move-rounds 60] [--seed N] [--quick]
+                                    [--sender-kills 40] [--move-rounds 60] [--line-rounds 40] [--seed N] [--quick]
 
 Runs the counted scenarios of tests/test_torture_*.py with the mock adapter,
 and the kill -9 roulette also with the Codex and Claude Code adapters over
@@ -10,10 +10,10 @@ their fake harnesses (the same drivers, from tests/torture_support.py, and the s
 checks: the project's fold AND the independent line-by-line checker), then
 prints what they survived: kill -9 rounds, inputs checked, and the recovery
 times; the "another local user" hunt (as root, with a throw-away user) and
-the rename/link/unlink rounds (issue 9) and the waiters under cancel, replies
-and kill -9 (issue 10) and the waits held at once on one runtime (issue 19,
---many-waiters 2000) and an agent that tries to wedge its runtime (issue 19,
---wedge-rounds 40) add their counts.  Any violated
+the rename/link/unlink rounds (issue 9), the waiters under cancel, replies
+and kill -9 (issue 10), the hostile foreign lines, the waits held at once on
+one runtime (issue 19, --many-waiters 2000) and an agent that tries to wedge
+its runtime (issue 19, --wedge-rounds 40) add their counts.  Any violated
 invariant stops it with the checker's message.  The
 one-shot scenarios (crash, disk full, torn tails, bad input, signals,
 security) are plain tests: HARNESSCTL_TORTURE=full python3 -m pytest -m torture.
@@ -33,6 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import cliutil  # noqa: E402
+import torture_lines  # noqa: E402
 import torture_moves  # noqa: E402
 import torture_support as torture  # noqa: E402
 import torture_users  # noqa: E402
@@ -72,6 +73,7 @@ def main():
     parser.add_argument("--sender-kills", type=int, default=40)
     parser.add_argument("--move-rounds", type=int, default=60, help="rename/link/unlink rounds")
     parser.add_argument("--waiter-rounds", type=int, default=60, help="waiters under cancel/reply/kill -9")
+    parser.add_argument("--line-rounds", type=int, default=40, help="rounds of hostile foreign lines")
     parser.add_argument("--many-waiters", type=int, default=2000, help="waits held at once on one runtime")
     parser.add_argument("--wedge-rounds", type=int, default=40, help="rounds of an agent that tries to wedge it")
     parser.add_argument("--seed", type=int, default=random.randrange(1 << 30))
@@ -79,7 +81,8 @@ def main():
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.senders, args.sends, args.files, args.sender_kills = 30, 16, 4, 12, 8
-        args.adapter_rounds, args.move_rounds, args.waiter_rounds, args.wedge_rounds = 6, 10, 8, 6
+        args.adapter_rounds, args.move_rounds, args.waiter_rounds, args.line_rounds = 6, 10, 8, 6
+        args.wedge_rounds = 6
     print("seed %d (replay: --seed %d)" % (args.seed, args.seed), flush=True)
     results = {
         "roulette": scenario("kill-9", roulette, args.rounds, args.seed),
@@ -92,6 +95,7 @@ def main():
         "storm": scenario("storm", torture.storm, 4, 50),
         "moves": scenario("moves", torture_moves.moves, args.move_rounds, args.seed),
         "waiters": scenario("waiters", torture_waiters.waiters, args.waiter_rounds, args.seed),
+        "hostile-lines": scenario("hostile-lines", torture_lines.hostile_lines, args.line_rounds, args.seed),
         "many-waiters": scenario("many-waiters", torture_waiters.many_waiters, args.many_waiters),
         "wedge": scenario("wedge", torture_wedge.wedges, args.wedge_rounds, args.seed),
     }
@@ -136,6 +140,12 @@ def main():
           "(%s), %d waited again after a reply"
           % (w["rounds"], ", ".join("%s %d" % kv for kv in w["by_moment"].items()), w["waiters"],
              ", ".join("exit %s: %d" % kv for kv in sorted(w["by_exit"].items())), w["rewaits"]))
+    h = results["hostile-lines"]
+    print("hostile lines             %d rounds (%s): %d wrong-typed foreign lines of %d variants appended, every "
+          "command exited as documented (%s), the record intact"
+          % (h["rounds"], ", ".join("%s %d" % kv for kv in h["by_stop"].items()), h["lines"], h["variants"],
+             "; ".join("%s %s" % (name, ", ".join("exit %s: %d" % kv for kv in sorted(codes.items())))
+                       for name, codes in h["by_exit"].items())))
     w = results["many-waiters"]
     print("many waiters              %d waits held at once (runtime started under ulimit -n 1024): status %.3f s and "
           "cancel %.3f s with all held, every one answered with the result line in %.3f s"

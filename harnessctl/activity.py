@@ -166,6 +166,19 @@ class Activity:
 # -- helpers adapters share -------------------------------------------------------------
 
 
+def amount(value: Any) -> Optional[float]:
+    """A number from the harness (a cost) as a finite float, or None.  A bool, a
+    string, `Infinity` or an integer too large for a float is no amount: the
+    file never holds a number a strict JSON reader rejects."""
+    if type(value) not in (int, float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if number - number == 0 else None
+
+
 def one_line(text: str) -> str:
     """The first line of `text`, at most TITLE_LIMIT characters."""
     line = (text or "").strip().split("\n", 1)[0]

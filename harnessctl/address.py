@@ -219,7 +219,8 @@ def make_sidecar(addr: Address) -> Tuple[bool, Optional[Tuple[int, int]]]:
 
 
 def read_binding(addr: Address) -> Optional[Dict[str, Optional[str]]]:
-    """The adapter/cwd/model bound to this file, or None before the first send."""
+    """The adapter/cwd/model bound to this file, or None before the first send.
+    A binding harnessctl did not write is refused (exit 2): it decides what runs."""
     import json
 
     from . import private
@@ -239,12 +240,19 @@ def read_binding(addr: Address) -> Optional[Dict[str, Optional[str]]]:
             and isinstance(binding.get("agent"), (str, type(None)))):
         raise UsageError("unreadable binding %s (not JSON with adapter, cwd and model): remove it and send "
                          "again with --adapter (and --cwd, --model)" % addr.binding)
+    from . import trusted
+
+    if not trusted.is_recorded(binding):
+        raise trusted.refusal(addr.binding)
     return binding
 
 
 def write_binding(addr: Address, binding: Dict[str, Optional[str]]) -> None:
+    """Record the binding outside the workspace first (trusted.py), then
+    write it into the sidecar, where a runtime finds it."""
     import json
 
-    from . import private
+    from . import private, trusted
 
+    trusted.record(binding)
     private.write_atomic(addr.binding, json.dumps(binding))

@@ -51,3 +51,12 @@ def _question(questions: List[Dict[str, Any]], text: str) -> Dict[str, str]:
             raise UsageError("the answer to %s must be a non-empty string" % key)
         answers[key] = value
     return answers
+
+
+def for_agent(request: Dict[str, Any], value: Any) -> Any:
+    """The validated answer as the adapter hands it to the agent: an option
+    recorded under another name (host.plain_options) is the agent's own id."""
+    renamed = request.get("agent_options")
+    if isinstance(value, str) and isinstance(renamed, dict) and isinstance(renamed.get(value), str):
+        return renamed[value]
+    return value

@@ -143,11 +143,14 @@ class ChildBackend(Backend):
     # -- resume ids in the sidecar -------------------------------------------------------
 
     def load_resume(self, name: str) -> Optional[str]:
-        """The resume id kept in FILE.d/NAME, if it is there and trusted."""
+        """The resume id kept in FILE.d/NAME, if it is there and trusted.  One
+        that starts with `-` is not (whoever wrote it, the harness or an agent
+        editing the sidecar): passed as an argument it would be an option."""
         try:
-            return (private.read_text(os.path.join(self.config.sidecar, name)) or "").strip() or None
+            value = (private.read_text(os.path.join(self.config.sidecar, name)) or "").strip()
         except (OSError, UsageError):
             return None
+        return value if value and not value.startswith("-") else None
 
     def save_resume(self, name: str, value: str) -> None:
         """Keep a resume id in FILE.d/NAME (atomic, fsynced, 0600); raises OSError."""

@@ -120,7 +120,9 @@ def fail(message: str, code: int) -> int:
         import traceback
 
         traceback.print_exc()
-    say("harnessctl: %s" % message.replace("\n", " "))
+    from .visible import shown
+
+    say("harnessctl: %s" % shown(message.replace("\n", " ")))
     return code
 
 
@@ -149,7 +151,7 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
     if command == "wait":
         return outcome(client.wait(args[0], args[1] if len(args) > 1 else None, timeout(options)))
     if command == "status":
-        emit(client.status(args[0]))
+        emit(json_line(client.status(args[0])))
     elif command == "cancel":
         client.cancel(args[0])
     else:
@@ -208,8 +210,18 @@ OUTCOME_CODES = {"completed": 0, "status": 0, "failed": 7, "cancelled": 8, "requ
 def outcome(waited: Tuple[str, str]) -> int:
     kind, line = waited
     if line:
-        emit(line)
+        emit(json_line(line))
     return OUTCOME_CODES.get(kind, 1)
+
+
+def json_line(line: str) -> str:
+    """A JSON line from the event file or the runtime, with what could drive a
+    terminal (C1 controls, bidi overrides...) written as JSON escapes."""
+    if line.isprintable():
+        return line
+    from .visible import json_shown
+
+    return json_shown(line)
 
 
 def timeout(options: Dict[str, str]) -> Optional[float]:

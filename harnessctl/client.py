@@ -12,7 +12,7 @@ import time
 from . import ipc
 from .address import (Address, check_binding, check_event_file, open_event_file, read_binding,
                       require_exists, resolve)
-from .errors import OutcomeUnknownError, StateError, UsageError, from_code
+from .errors import OutcomeUnknownError, StateError, UnavailableError, UsageError, from_code
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -63,6 +63,9 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
                 binding = wanted
             else:
                 binding = _new_binding(wanted)
+                from .trusted import inside_workspace
+
+                _warn(inside_workspace(addr.path, binding["cwd"]))
             ensure_runtime(addr, binding, deadline, starter)
 
 
@@ -128,37 +131,56 @@ def wait(file: str, input_id: Optional[str], timeout: Optional[float]) -> Tuple[
 
     A live runtime answers when the line is written; without one the
     lost-runtime rule settles everything open, and the answer is in the file."""
+    if input_id == "":
+        raise UsageError("an empty INPUT_ID names no input: leave it out to wait for the conversation")
     addr = resolve(file)
     require_exists(addr)
     until = None if timeout is None else time.monotonic() + timeout
+    pause = 0.01
     while True:
         try:
             kind, line = _watch(addr, input_id, until)
         except NoRuntime:
-            from .recovery import recovered, stopped_status, while_stopped
-
-            deadline = time.monotonic() + timeout_seconds()
-            if input_id is None:
-                line = while_stopped(addr, deadline, stopped_status)
-                if line is not None:
-                    return "status", line
-                continue
-            if while_stopped(addr, deadline, recovered) is None:
-                continue
-            kind = "done"
-        if kind != "done":
+            kind, line = _wait_stopped(addr, input_id, until)
+        if kind == "done":
+            found = _result_in_file(addr, input_id or "")
+            if found is not None:
+                return found
+            pause = min(pause * 2, 0.5)  # accepted, but its result is not in the file after all: ask again
+        elif kind != "again":
             return kind, line
-        found = _result_in_file(addr, input_id or "")
-        if found is not None:
-            return found
-        time.sleep(0.01)  # accepted, but its result is not in the file after all: ask again
+        if until is not None and time.monotonic() >= until:
+            return "timeout", ""
+        time.sleep(pause)
+
+
+def _wait_stopped(addr: Address, input_id: Optional[str], until: Optional[float]) -> Tuple[str, str]:
+    """Without a runtime: the lost-runtime rule settles everything open, and the
+    answer is in the file (`done`), or the status line; `again` when a runtime
+    turned out to be starting or exiting; `timeout` once `until` passed while
+    the file's writer was busy."""
+    from .recovery import recovered, stopped_status, while_stopped
+
+    deadline = time.monotonic() + timeout_seconds()
+    if until is not None:
+        deadline = min(deadline, until)
+    try:
+        if input_id is None:
+            line = while_stopped(addr, deadline, stopped_status)
+            return ("again", "") if line is None else ("status", line)
+        return ("again", "") if while_stopped(addr, deadline, recovered) is None else ("done", "")
+    except (OutcomeUnknownError, UnavailableError):
+        if until is not None and time.monotonic() >= until:
+            return "timeout", ""
+        raise
 
 
 def _watch(addr: Address, input_id: Optional[str], until: Optional[float]) -> Tuple[str, str]:
     """Ask the runtime to answer once there is something to say; NoRuntime if
     there is none or it went away meanwhile (the caller then recovers or asks again)."""
+    patience = timeout_seconds() if until is None else max(0.001, min(timeout_seconds(), until - time.monotonic()))
     try:
-        conn = ipc.connect(addr.socket, timeout_seconds())
+        conn = ipc.connect(addr.socket, patience)
     except PermissionError as e:
         raise UsageError(str(e)) from None
     except OSError:
@@ -220,6 +242,21 @@ def _new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:
     if agent is not None:
         binding["agent"] = agent
     return binding
+
+
+def _warn(warning: Optional[str]) -> None:
+    """One warning line on stderr, cleaned like every line harnessctl prints
+    (a path may hold anything); nothing when stderr is closed."""
+    import sys
+
+    from .visible import shown
+
+    try:
+        if warning is not None and sys.stderr is not None:
+            sys.stderr.write("harnessctl: warning: %s\n" % shown(warning))
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def _real_dir(path: str) -> str:

@@ -32,7 +32,29 @@ def timestamp(now: Optional[float] = None) -> str:
 
 
 def encode(event: Dict[str, Any]) -> bytes:
-    return (json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    """One line of the file: strict JSON in UTF-8, whatever an adapter or a
+    foreign line put into the event.  A non-finite number (an agent's cost of
+    1e999) becomes null, as `Infinity` is not JSON and strict readers reject
+    the line; a lone surrogate (a foreign line's `"\\ud800"`) stays escaped."""
+    try:
+        text = json.dumps(event, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        text = json.dumps(finite(event), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(finite(event), separators=(",", ":"), allow_nan=False) + "\n").encode("ascii")
+
+
+def finite(value: Any) -> Any:
+    """`value` with every non-finite float replaced by None."""
+    if type(value) is float:
+        return value if value - value == 0 else None
+    if type(value) is dict:
+        return {k: finite(v) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return [finite(v) for v in value]
+    return value
 
 
 class EventLog:
@@ -45,6 +67,7 @@ class EventLog:
         self.fd = fd
         st = os.fstat(fd)
         self.identity = (st.st_dev, st.st_ino)
+        self.end = st.st_size  # where our last write ended: any other size is another process's doing
         self.seq = last_seq
         self._logs: List[Dict[str, Any]] = []
         self.dropped_logs = 0
@@ -95,6 +118,7 @@ class EventLog:
 
     def flush_logs(self) -> None:
         """Write buffered log lines in one write, without fsync; failures drop them."""
+        self._notice_foreign_writes()
         if not self._logs and not self.dropped_logs:
             return
         logs, self._logs = self._logs, []
@@ -116,6 +140,22 @@ class EventLog:
             return
         self.seq = seq
 
+    def _notice_foreign_writes(self) -> None:
+        """Record, once, that another process appended to or cut the file we
+        hold: its lines are not ours and nothing acts on them (the runtime
+        folds only what it wrote), but whoever reads the file should know."""
+        size = os.fstat(self.fd).st_size
+        if size == self.end:
+            return
+        if size > self.end:
+            what = "appended %d bytes (offsets %d to %d)" % (size - self.end, self.end, size)
+        else:
+            what = "cut it from %d to %d bytes" % (self.end, size)
+        self._logs.append({"level": "warning", "kind": "diagnostic", "ts": timestamp(), "message": (
+            "another process %s while harnessctl held the event file: not harnessctl's lines, "
+            "not acted on" % what)})
+        self.end = size
+
     def _write(self, data: bytes, sync: bool) -> None:
         size = os.fstat(self.fd).st_size
         if size and os.pread(self.fd, 1, size - 1) != b"\n":
@@ -126,6 +166,7 @@ class EventLog:
                 written += os.write(self.fd, data[written:])
             if sync:
                 os.fdatasync(self.fd)
+            self.end = size + len(data)
         except OSError:
             try:
                 os.ftruncate(self.fd, size)
@@ -184,20 +225,26 @@ def _log_stub(line: bytes) -> Optional[Dict[str, Any]]:
 def find_result(f: BinaryIO, input_id: str) -> Tuple[Optional[bytes], bool]:
     """The line of the `result` that covers `input_id` (without its newline),
     and whether the file accepted that input at all.  Read backwards from the
-    end: a script usually waits for an input it sent recently."""
+    end: a script usually waits for an input it sent recently.
+
+    Lines are read as the fold reads them (state.problem skips the same ones)
+    and ids compared parsed: a line that may spell the id another way (a JSON
+    escape) is parsed too, so wait never misses a result the fold has seen."""
+    from .state import problem
+
     needle = json.dumps(input_id, ensure_ascii=False).encode("utf-8")
     for line in _lines_backwards(f):
-        if needle not in line:
-            continue
+        if needle not in line and b"\\u" not in line and b"\\/" not in line:
+            continue  # the id is in no spelling of ours, and there is no other
         try:
             event = json.loads(line)
         except ValueError:
             continue
-        if not isinstance(event, dict):
+        if problem(event) is not None:
             continue
-        if event.get("type") == "result" and input_id in (event.get("input_ids") or ()):
+        if event["type"] == "result" and input_id in event["input_ids"]:
             return line, True
-        if event.get("type") == "accepted" and event.get("input_id") == input_id:
+        if event["type"] == "accepted" and event["input_id"] == input_id:
             return None, True  # accepted, and no result after it (yet)
     return None, False
 

@@ -15,10 +15,11 @@ import os
 import sys
 import time
 
-from .address import HEAD, Address, is_event_line, open_event_file, require_exists, resolve
+from .address import EVENT_TYPES, HEAD, Address, is_event_line, open_event_file, require_exists, resolve
 from .errors import UsageError
 from .render import Style, render, reply_commands
 from .transcript import Transcript
+from .visible import json_shown, shown
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -60,6 +61,10 @@ def _terminal() -> bool:
         return False
 
 
+class NotEventFile(UsageError):
+    """FILE holds something else than events (exit 2)."""
+
+
 def _open(addr: Address) -> BinaryIO:
     """The event file for reading; refused (exit 2) when it is not one."""
     try:
@@ -67,11 +72,31 @@ def _open(addr: Address) -> BinaryIO:
     except FileNotFoundError:
         require_exists(addr)  # gone since: exit 4
         raise
-    head = f.readline(HEAD)
-    if head and not is_event_line(head):
-        f.close()
-        raise UsageError("not a harnessctl event file: %s" % addr.path)
+    _check_head(f, addr.path)
     return f
+
+
+def _check_head(f: BinaryIO, path: str) -> None:
+    """Refuse (and close) a file whose first line is not one of our events; a
+    first line still being written is taken when it begins as ours do."""
+    head = f.readline(HEAD)
+    if head and not is_event_line(head) and not _begins_as_ours(head):
+        f.close()
+        raise NotEventFile("not a harnessctl event file: %s" % path)
+
+
+def _begins_as_ours(head: bytes) -> bool:
+    """Whether a first line without its newline yet (shorter than HEAD: a
+    longer one is is_event_line's) may become one of our events: it is, so
+    far, `{"type":"` and a type of ours."""
+    if head.endswith(b"\n") or len(head) >= HEAD:
+        return False
+    start = b'{"type":"'
+    if len(head) <= len(start):
+        return start.startswith(head)
+    kind, quote, _ = head[len(start):].partition(b'"')
+    names = [name.encode() for name in EVENT_TYPES]
+    return kind in names if quote else any(name.startswith(kind) for name in names)
 
 
 # -- which part to read ---------------------------------------------------------------
@@ -87,9 +112,17 @@ def window(f: BinaryIO, size: int, since: Optional[int], runs: Optional[int]) ->
 
 
 def since_offset(f: BinaryIO, size: int, target: int) -> int:
-    """The offset of the first line whose seq is >= target, found by bisecting
-    on offsets: lines before `low` all have a smaller seq (or none)."""
+    """The offset of the first line whose seq is >= target.
+
+    Found by bisecting on offsets, which holds while seq rises by one a line
+    as the runtime writes it.  Foreign lines may say any seq, and one with a
+    lower seq where the bisection looks would send it past the lines asked
+    for; so its landing is checked: the lines read last must go on, one by
+    one, from the seq of the line the bisection stepped past.  A landing that
+    does not (foreign lines, a gap) is found again by reading from the start:
+    slower, never wrong."""
     low, high = 0, size
+    low_seq: Optional[int] = None  # the seq of the line that ends at `low`
     while high - low > BISECT_SCAN:
         middle = (low + high) // 2
         found = _next_seq(f, middle, high)
@@ -98,17 +131,30 @@ def since_offset(f: BinaryIO, size: int, target: int) -> int:
             continue
         start, end, seq = found
         if seq < target:
-            low = end
+            low, low_seq = end, seq
         else:
             high = start
-    f.seek(low)
-    pos = low
+    offset, chained = _scan(f, low, target, low_seq)
+    if low > 0 and not chained:
+        offset, _ = _scan(f, 0, target, None)
+    return offset
+
+
+def _scan(f: BinaryIO, pos: int, target: int, seq: Optional[int]) -> Tuple[int, bool]:
+    """(the offset of the first complete line from `pos` whose seq is >=
+    target, else the end of the complete lines; whether the seqs read rose by
+    exactly one a line from `seq`, the one before `pos`)."""
+    f.seek(pos)
+    chained = True
     for line in _complete(f):
         at = _seq(line)
-        if at is not None and at >= target:
-            return pos
+        if at is not None:
+            chained = chained and (seq is None or at == seq + 1)
+            if at >= target:
+                return pos, chained
+            seq = at
         pos += len(line)
-    return pos
+    return pos, chained
 
 
 def _next_seq(f: BinaryIO, offset: int, limit: int) -> Optional[Tuple[int, int, int]]:
@@ -170,39 +216,70 @@ def runs_offset(f: BinaryIO, size: int, count: int, limit: Optional[int]) -> int
 
 
 def _line_start(f: BinaryIO, offset: int) -> int:
-    """The first line start at or after `offset`."""
-    f.seek(offset - 1)
-    if f.read(1) == b"\n":
-        return offset
-    return offset + len(f.readline())
+    """The first line start at or after `offset` (the end of the file if none),
+    looked for a chunk at a time: the line may be long."""
+    pos = offset - 1
+    f.seek(pos)
+    while True:
+        data = f.read(CHUNK)
+        if not data:
+            return pos
+        newline = data.find(b"\n")
+        if newline >= 0:
+            return pos + newline + 1
+        pos += len(data)
+
+
+EDGE = len(ACCEPTED) - 1  # bytes of the next chunk kept, for a hit across two chunks
 
 
 def _backwards(f: BinaryIO, size: int) -> Iterator[Tuple[int, bytes]]:
-    """(offset, line) of the complete lines, last first.  Only the lines that
-    may be an `accepted` are cut out: the rest of a chunk is skipped unsplit."""
+    """(offset, line) of the complete lines that may be an `accepted`, last
+    first, and (offset, b"") as it goes back (progress, for the byte limit).
+
+    Each chunk is read and searched once: only the lines around a hit are
+    cut out, the rest is skipped unsplit, and of a line that began in an
+    earlier chunk only where it ends and whether it holds a hit are carried
+    (a line longer than a chunk is never copied again and again)."""
     end = size
-    head = b""  # the start of the earliest line seen: its beginning is in an earlier chunk
+    line_end: Optional[int] = None  # where the line that began in an earlier chunk ends (None: no newline yet)
+    hit = False  # whether its part read so far holds ACCEPTED
+    edge = b""  # the first bytes of the chunk read before (later in the file)
     while end > 0:
         start = max(0, end - CHUNK)
         f.seek(start)
-        data = f.read(end - start) + head
-        first = data.find(b"\n") + 1 if start > 0 else 0  # lines before `first` are not complete yet
-        if start > 0 and first == 0:
-            head, end = data, start  # one line longer than a chunk
+        data = f.read(end - start)
+        last = data.rfind(b"\n")
+        if last < 0 and start > 0:  # all of it inside one line
+            hit = hit or (line_end is not None and ACCEPTED in data + edge)
+            edge, end = data[:EDGE], start
             yield start, b""
             continue
-        at = len(data)
-        while True:
-            hit = data.rfind(ACCEPTED, first, at)
-            if hit < 0:
-                break
-            line_start = data.rfind(b"\n", 0, hit) + 1
-            line_end = data.find(b"\n", hit)
-            if line_start >= first and line_end >= 0:
-                yield start + line_start, data[line_start:line_end + 1]
-            at = line_start
-        yield start + first, b""  # progress, for the byte limit
-        head, end = data[:first], start
+        if line_end is not None and (hit or ACCEPTED in data[last + 1:] + edge):
+            yield start + last + 1, _read(f, start + last + 1, line_end)
+        first = data.find(b"\n") + 1 if start > 0 else 0  # lines before `first` began in an earlier chunk
+        yield from _hits(data, start, first, last + 1)
+        yield start + first, b""
+        line_end, hit = start + first, ACCEPTED in data[:first]
+        edge, end = data[:EDGE], start
+
+
+def _hits(data: bytes, start: int, first: int, stop: int) -> Iterator[Tuple[int, bytes]]:
+    """(offset, line) of the lines within data[first:stop] (whole lines) that
+    hold ACCEPTED, last first; `start` is the offset of data."""
+    at = stop
+    while True:
+        hit = data.rfind(ACCEPTED, first, at)
+        if hit < 0:
+            return
+        line_start = data.rfind(b"\n", 0, hit) + 1
+        yield start + line_start, data[line_start:data.find(b"\n", hit) + 1]
+        at = line_start
+
+
+def _read(f: BinaryIO, start: int, end: int) -> bytes:
+    f.seek(start)
+    return f.read(end - start)
 
 
 def _complete(f: BinaryIO) -> Iterator[bytes]:
@@ -259,10 +336,10 @@ class Printer:
                 continue
             seen.add(key)
             if self.as_json:
-                shown = dict(entry, id=key)
+                whole = dict(entry, id=key)
                 if entry["entry"] == "request" and entry.get("state") == "pending":
-                    shown["reply"] = reply_commands(entry, self.style.file)
-                text = json.dumps(shown, ensure_ascii=False, separators=(",", ":"))
+                    whole["reply"] = reply_commands(entry, self.style.file)
+                text = json_shown(json.dumps(whole, ensure_ascii=False, separators=(",", ":")))
             else:
                 text = "\n".join(render(entry, self.style))
             if self.printed.get(key) != text:
@@ -287,9 +364,9 @@ class Printer:
     def note(self, text: str) -> None:
         """A line about the reading itself (where it started, a replaced file)."""
         if self.as_json:
-            write(json.dumps({"entry": "note", "text": text}, ensure_ascii=False, separators=(",", ":")))
+            write(json_shown(json.dumps({"entry": "note", "text": text}, ensure_ascii=False, separators=(",", ":"))))
         else:
-            write(self.style.paint("--- " + text, "dim"))
+            write(self.style.paint("--- " + shown(text), "dim"))
 
 
 def write(text: str) -> None:
@@ -323,6 +400,7 @@ def tail(path: str, f: BinaryIO, offset: int, out: Printer) -> None:
                 fresh = os.fdopen(open_event_file(resolve(path), os.O_RDONLY), "rb")
             except (OSError, UsageError):
                 continue
+            _check_head(fresh, path)  # a path that now names something else than events: exit 2
             f.close()
             f, identity, offset = fresh, _identity(fresh), 0
             out.transcript, out.printed = Transcript(), {}

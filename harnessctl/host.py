@@ -122,9 +122,12 @@ class AdapterHost(Host):
         request_id = "req-%d" % (self._runtime.conv.request_count + 1)
         if self._unknown(run_id):
             return request_id  # not asked in the file: the interrupt sent with the failed send ends it
-        event = {"type": "request", "run_id": run_id, "request_id": request_id, "state": "pending",
-                 "kind": kind, "message": message, "options": list(options or [])}
+        names, renamed = plain_options(options or [])
+        event: Dict[str, Any] = {"type": "request", "run_id": run_id, "request_id": request_id,
+                                 "state": "pending", "kind": kind, "message": message, "options": names}
         event.update(details or {})
+        if renamed:
+            event["agent_options"] = renamed
         self._runtime.writer.write(event)
         self._tokens[request_id] = request_id if token is None else token
         return request_id
@@ -193,6 +196,37 @@ class AdapterHost(Host):
         if input_id is not None:
             self._texts.pop(input_id, None)
             self._runtime.finish_send(input_id, HarnessctlError(message))
+
+
+OPTION_LIMIT = 64  # characters of an option id kept as it is
+
+
+def plain_options(options: Sequence[Any]) -> Tuple[List[str], Dict[str, str]]:
+    """(the options as recorded, {our name: the agent's id} of those renamed).
+
+    An option is what a person types after `harnessctl reply FILE req-N` and
+    reads in the commands `log` suggests, and the agent chose it: one that is
+    not a plain token (letters, digits, `.`, `_`, `-`, at most 64) is recorded
+    as `option-N`, N its place, whatever the adapter, and `reply` hands the
+    agent its own id back (answers.for_agent)."""
+    names = [str(o) for o in options]
+    taken = {name for name in names if _plain(name)}
+    renamed: Dict[str, str] = {}
+    for place, name in enumerate(names):
+        if _plain(name):
+            continue
+        n = place + 1
+        while "option-%d" % n in taken:
+            n += 1
+        names[place] = "option-%d" % n
+        taken.add(names[place])
+        renamed[names[place]] = name
+    return names, renamed
+
+
+def _plain(name: str) -> bool:
+    return 0 < len(name) <= OPTION_LIMIT and name.isascii() and name[0].isalnum() and all(
+        c.isalnum() or c in "._-" for c in name)
 
 
 def new_id() -> str:

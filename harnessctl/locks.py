@@ -24,12 +24,31 @@ if TYPE_CHECKING:
 
 def try_lock(path: str) -> Optional[int]:
     """The fd holding an exclusive lock on `path` (created 0600 if missing),
-    or None if someone else holds it."""
+    or None if someone else holds it.
+
+    A lock needs no write access (flock works on a read-only descriptor), so
+    on a read-only filesystem a command still learns that no runtime lives;
+    where the lock file cannot even be created, nobody can hold it, and the
+    fd returned holds the directory instead (a token for unlock)."""
     try:
         fd = private.open_file(path, os.O_RDWR | os.O_CREAT, "lock file")
     except OSError as e:
-        raise private.cannot("open lock file", path, e) from None
+        if e.errno not in READ_ONLY_ERRNOS:
+            raise private.cannot("open lock file", path, e) from None
+        fd = _open_read_only(path)
     return _lock_or_close(fd)
+
+
+READ_ONLY_ERRNOS = (30, 13, 1)  # EROFS, EACCES, EPERM (numbers: the errno module is an import)
+
+
+def _open_read_only(path: str) -> int:
+    try:
+        return private.open_file(path, os.O_RDONLY, "lock file")
+    except FileNotFoundError:
+        return os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as e:
+        raise private.cannot("open lock file", path, e) from None
 
 
 def wait_lock(path: str, deadline: float) -> Optional[int]:

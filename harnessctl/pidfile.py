@@ -65,8 +65,8 @@ def kill_leftover(path: str) -> None:
 def _remove(path: str) -> None:
     try:
         os.unlink(path)
-    except FileNotFoundError:
-        pass
+    except OSError:
+        pass  # gone already, or a read-only filesystem: its process is checked again, by its start time
 
 
 def _recorded(path: str) -> Tuple[Optional[int], Optional[str]]:

@@ -88,14 +88,22 @@ def stopped_status(addr: Address, fd: int) -> str:
     if line is None:
         from .state import status_line, status_report
 
-        line = status_line(status_report(recovered(addr, fd), read_binding(addr), alive=False))
+        line = status_line(status_report(recovered(addr, fd, reading=True), read_binding(addr), alive=False))
     return line
 
 
-def recovered(addr: Address, fd: int) -> Any:
+# A file that cannot be written at all: EBADF (it is open read-only), EROFS, EACCES.
+READ_ONLY_ERRNOS = (9, 30, 13)
+
+
+def recovered(addr: Address, fd: int, reading: bool = False) -> Any:
     """The conversation after the lost-runtime rule: every accepted input
     without a result gets a failed one, pending requests expire, nothing is
-    replayed.  Only this path reads the event file, so only it imports the fold."""
+    replayed.  Only this path reads the event file, so only it imports the fold.
+
+    `reading`: for a command that only reads (status), a file that cannot be
+    written (a read-only filesystem) gets the rule applied in memory only: it
+    shows what the next writer will record.  Otherwise that is an error."""
     from . import snapshot
     from .state import LOST, close_open_work
 
@@ -107,12 +115,19 @@ def recovered(addr: Address, fd: int) -> Any:
         from .eventlog import EventLog
 
         log = EventLog(os.dup(fd), addr.path, conv.seq)  # the dup shares the lock; closing it keeps the lock
+        first = log.seq
         try:
             for event in lost:
                 conv.apply(log.append(event))
         except OSError as e:  # e.g. the disk is full: say so (not "internal error"); the next command retries
+            if reading and e.errno in READ_ONLY_ERRNOS and log.seq == first:  # nothing was written
+                for event in lost:
+                    conv.apply(event, unwritten=True)
+                return conv
+            # EBADF: _open_writer could only open it for reading
+            why = "it is read-only (the file or its filesystem)" if e.errno == 9 else e.strerror
             raise HarnessctlError("cannot write %s: %s (recording what the lost runtime left open); retry "
-                                  "once it can be written" % (addr.path, e.strerror)) from None
+                                  "once it can be written" % (addr.path, why)) from None
         finally:
             log.close()
         offset = os.path.getsize(addr.path)

@@ -1,12 +1,16 @@
 """Transcript entries -> text for a person (`harnessctl log`).
 
 Functions of one entry each; `Style` says whether to colour and what FILE to
-put into the `harnessctl reply` commands.  Every piece of text that came from
-the harness or the user has its control characters made visible first, so a
-tool's output cannot move the cursor or retitle the terminal.
+put into the `harnessctl reply` commands.  A renderer never sees the file's
+text: `render` hands it a copy of the entry whose every string went through
+the one cleaner (visible.py) first, so nothing the agent wrote can drive the
+terminal, and a newline splits only the fields that are text of several lines
+(a message, an output, a diff), never a one-line field such as a path.
 """
 
 from __future__ import annotations
+
+from .visible import shown
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -43,7 +47,38 @@ class Style:
 
 def render(entry: Entry, style: Style) -> List[str]:
     """The lines of one entry (without newlines)."""
-    return RENDERERS.get(entry["entry"], _unknown)(entry, style)
+    safe = cleaned(entry)
+    if entry["entry"] == "request" and entry.get("state") == "pending":
+        safe["reply"] = [shown(command) for command in reply_commands(entry, style.file)]
+    return RENDERERS.get(entry["entry"], _unknown)(safe, style)
+
+
+# The fields whose text has lines of its own (kept); in every other string a
+# newline is shown escaped like any control character.
+TEXT_FIELDS = {"text", "output", "diff", "explanation", "error"}
+TEXT_FIELDS_OF = {"request": {"message"}}
+
+
+def cleaned(entry: Entry) -> Entry:
+    """A copy of `entry` for the renderers: every string in it cleaned, an
+    answer and a log line's fields already spelled as shown."""
+    lines = TEXT_FIELDS | TEXT_FIELDS_OF.get(entry.get("entry") or "", set())
+    safe = {key: _cleaned(value, key in lines) for key, value in entry.items()}
+    if "answer" in entry:
+        safe["answer"] = shown(_answer(entry["answer"]))
+    if isinstance(entry.get("fields"), dict):
+        safe["fields"] = {shown(str(k)): shown(_spelled(v)) for k, v in entry["fields"].items()}
+    return safe
+
+
+def _cleaned(value: Any, lines: bool = False) -> Any:
+    if isinstance(value, str):
+        return shown(value, lines)
+    if isinstance(value, list):
+        return [_cleaned(v) for v in value]
+    if isinstance(value, dict):
+        return {shown(str(k)): _cleaned(v) for k, v in value.items()}
+    return value
 
 
 def short_id(value: Optional[str]) -> str:
@@ -51,15 +86,8 @@ def short_id(value: Optional[str]) -> str:
     return (value or "-")[:8]
 
 
-def clean(text: str) -> str:
-    """Control characters (but newline and tab) shown as \\xNN, never obeyed."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() or c in "\n\t" or ord(c) > 0x9f else "\\x%02x" % ord(c) for c in text)
-
-
 def indented(text: str, prefix: str = "  ") -> List[str]:
-    return [prefix + line for line in clean(text).rstrip("\n").split("\n")] if text.strip() else []
+    return [prefix + line for line in text.rstrip("\n").split("\n")] if text.strip() else []
 
 
 def _input(e: Entry, style: Style) -> List[str]:
@@ -86,7 +114,7 @@ def _stream(e: Entry, style: Style) -> List[str]:
 def _reasoning(e: Entry, style: Style) -> List[str]:
     if e.get("form") == "redacted" or not (e.get("text") or "").strip():
         return [style.paint("  ~ (thinking withheld)", "dim")]
-    first = clean(e["text"].strip().split("\n", 1)[0])
+    first = e["text"].strip().split("\n", 1)[0]
     if len(first) > 100:
         first = first[:99] + "…"
     return [style.paint("  ~ " + first, "dim")]
@@ -94,7 +122,7 @@ def _reasoning(e: Entry, style: Style) -> List[str]:
 
 def _tool(e: Entry, style: Style) -> List[str]:
     mark = TOOL_MARKS.get(e.get("tool") or "other", "tool")
-    title = clean(e.get("title") or e.get("name") or "")
+    title = e.get("title") or e.get("name") or ""
     status = e.get("status")
     facts = []
     if e.get("exit_code") is not None:
@@ -118,7 +146,7 @@ def _tool(e: Entry, style: Style) -> List[str]:
 def fold(output: str) -> List[str]:
     """A tool's output, indented: its first and last lines, the middle folded."""
     lines = [line if len(line) <= LINE_LIMIT else line[:LINE_LIMIT - 1] + "…"
-             for line in clean(output).rstrip("\n").split("\n")] if output.strip() else []
+             for line in output.rstrip("\n").split("\n")] if output.strip() else []
     if len(lines) > FOLD_HEAD + FOLD_TAIL + 1:
         lines = lines[:FOLD_HEAD] + ["... %d more lines ..." % (len(lines) - FOLD_HEAD - FOLD_TAIL)] \
             + lines[-FOLD_TAIL:]
@@ -134,16 +162,16 @@ def _duration(ms: int) -> str:
 
 
 def _file(e: Entry, style: Style) -> List[str]:
-    path = clean(e.get("path") or "?")
+    path = e.get("path") or "?"
     if e.get("move_path"):
-        path = "%s -> %s" % (path, clean(e["move_path"]))
+        path = "%s -> %s" % (path, e["move_path"])
     change = e.get("change")
     note = {"add": " (new)", "delete": " (deleted)"}.get(change or "", "")
     counts = style.paint("+%d" % (e.get("added") or 0), "green") + " " + style.paint("-%d" % (e.get("removed") or 0),
                                                                                      "red")
     lines = ["    %s %s%s" % (counts, path, style.paint(note, "dim"))]
     if style.diff and e.get("diff"):
-        for line in clean(e["diff"]).rstrip("\n").split("\n"):
+        for line in e["diff"].rstrip("\n").split("\n"):
             colour = "green" if line.startswith("+") else "red" if line.startswith("-") else \
                 "cyan" if line.startswith("@@") else "dim"
             lines.append("      " + style.paint(line, colour))
@@ -156,7 +184,7 @@ def _plan(e: Entry, style: Style) -> List[str]:
         lines += indented(e["explanation"], "    ")
     for step in e.get("steps") or ():
         mark = PLAN_MARKS.get(step.get("status"), "[?]")
-        text = "    %s %s" % (mark, clean(step.get("text") or ""))
+        text = "    %s %s" % (mark, step.get("text") or "")
         lines.append(style.paint(text, "bold") if step.get("status") == "in_progress" else text)
     return lines
 
@@ -164,17 +192,17 @@ def _plan(e: Entry, style: Style) -> List[str]:
 def _request(e: Entry, style: Style) -> List[str]:
     state = e.get("state") or "?"
     head = "%s %s %s: %s" % (style.paint("???", "bold", "yellow"), e.get("request_id"), e.get("kind") or "request",
-                             clean((e.get("message") or "").strip().split("\n", 1)[0]))
+                             (e.get("message") or "").strip().split("\n", 1)[0])
     if state == "replied":
-        return [head + style.paint("  -> %s" % clean(_answer(e.get("answer"))), "green")]
+        return [head + style.paint("  -> %s" % e.get("answer"), "green")]
     if state != "pending":
         return [head + style.paint("  (%s)" % state, "dim")]
     lines = [head + style.paint("  (pending: reply with)", "yellow")]
     for question in e.get("questions") or ():
         options = [str(o) for o in question.get("options") or () if isinstance(o, (str, int, float))]
-        lines.append("    %s: %s%s" % (clean(str(question.get("id"))), clean(str(question.get("question") or "")),
-                                       " (%s)" % " | ".join(clean(o) for o in options) if options else ""))
-    lines += ["      " + style.paint(command, "bold") for command in reply_commands(e, style.file)]
+        lines.append("    %s: %s%s" % (question.get("id"), question.get("question") or "",
+                                       " (%s)" % " | ".join(options) if options else ""))
+    lines += ["      " + style.paint(command, "bold") for command in e.get("reply") or ()]
     return lines
 
 
@@ -200,11 +228,16 @@ def _first_option(question: Dict[str, Any]) -> str:
 
 
 def _answer(answer: Any) -> str:
-    if isinstance(answer, str):
-        return answer
+    return answer if isinstance(answer, str) else _spelled(answer)
+
+
+def _spelled(value: Any) -> str:
+    """A value as one piece of text: a string as it is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
     import json
 
-    return json.dumps(answer, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _result(e: Entry, style: Style) -> List[str]:
@@ -217,9 +250,9 @@ def _result(e: Entry, style: Style) -> List[str]:
     line += style.paint(" (run %s%s)" % (short_id(e.get("run_id")), "".join(", " + f for f in facts if f)), "dim")
     lines = [line]
     if e.get("error"):
-        error = clean(e["error"])
+        error = e["error"]
         if e.get("error_class"):
-            error = "[%s] %s" % (clean(e["error_class"]), error)
+            error = "[%s] %s" % (e["error_class"], error)
         lines += [style.paint(x, "red") for x in indented(error, "    ")]
     return lines
 
@@ -249,33 +282,30 @@ def _session(e: Entry, style: Style) -> List[str]:
     for field, label in (("model", "model"), ("approval_policy", "approval"), ("sandbox", "sandbox")):
         if e.get(field):
             parts.append("%s %s" % (label, e[field]))
-    return [style.paint("--- session: " + clean(", ".join(parts)), "dim")]
+    return [style.paint("--- session: " + ", ".join(parts), "dim")]
 
 
 def _warning(e: Entry, style: Style) -> List[str]:
     source = " (%s)" % e["source"] if e.get("source") else ""
-    return [style.paint("  ! warning%s: %s" % (clean(source), clean(e.get("message") or "")), "yellow")]
+    return [style.paint("  ! warning%s: %s" % (source, e.get("message") or ""), "yellow")]
 
 
 def _log(e: Entry, style: Style) -> List[str]:
-    import json
-
     fields = []
-    for key, value in (e.get("fields") or {}).items():
-        text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+    for key, text in (e.get("fields") or {}).items():
         fields.append("%s=%s" % (key, text if len(text) <= 60 else text[:59] + "…"))
     text = "  ! %s %s%s%s" % (e.get("level"), e.get("kind"), ": " + e["message"] if e.get("message") else "",
                               " (%s)" % ", ".join(fields) if fields else "")
-    return [style.paint(clean(text), "red" if e.get("level") == "error" else "yellow")]
+    return [style.paint(text, "red" if e.get("level") == "error" else "yellow")]
 
 
 def _unreadable(e: Entry, style: Style) -> List[str]:
-    return [style.paint("? byte %d: %s (%d bytes)" % (e.get("offset") or 0, clean(e.get("reason") or ""),
+    return [style.paint("? byte %d: %s (%d bytes)" % (e.get("offset") or 0, e.get("reason") or "",
                                                       e.get("bytes") or 0), "dim")]
 
 
 def _unknown(e: Entry, style: Style) -> List[str]:
-    return ["? %s" % clean(str(e.get("entry")))]
+    return ["? %s" % e.get("entry")]
 
 
 RENDERERS: Dict[str, Callable[[Entry, Style], List[str]]] = {

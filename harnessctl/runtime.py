@@ -22,7 +22,7 @@ import sys
 import time
 from collections import deque
 
-from . import answers, ipc, knobs, locks, pidfile, private, proc, snapshot
+from . import answers, ipc, knobs, locks, pidfile, private, proc, snapshot, trusted
 from .address import Address, check_binding, open_event_file, read_binding
 from .backend import Input
 from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError
@@ -85,6 +85,9 @@ class Runtime:
         once: the send that spawned us is on its way."""
         pidfile.kill_leftover(self.addr.harness_pid)
         self.writer.write_all(close_open_work(self.conv, LOST))
+        warning = trusted.inside_workspace(self.addr.path, self.binding["cwd"]) if self.conv.seq == 0 else None
+        if warning is not None:  # once, in a new file (the first send also says it on stderr)
+            self.host.log("diagnostic", "warning", message=warning)
         self.loop.call_later(REACHABLE_CHECK, self._check_reachable)
         self._start_harness()
 
@@ -221,7 +224,7 @@ class Runtime:
         except OSError as e:
             raise HarnessctlError("could not record the answer in the event file (%s); the harness was not "
                                   "answered: reply again once the file can be written" % e.strerror) from None
-        backend.answer(self.host.take_token(request_id), value)
+        backend.answer(self.host.take_token(request_id), answers.for_agent(request, value))
 
     # -- sends ----------------------------------------------------------------
 

@@ -41,6 +41,7 @@ class Transcript:
         self.message_ids: Dict[str, str] = {}  # message_id -> run_id
         self.ended_runs: Dict[Optional[str], bool] = {}
         self.usage: Dict[Optional[str], Dict[str, Any]] = {}  # run_id -> the latest `usage` counts
+        self.streams: Dict[Optional[str], List[str]] = {}  # run_id -> its stream entries' keys
         self._last_key: Optional[str] = None  # the entry the previous line touched (reasoning merges)
 
     # -- reading -----------------------------------------------------------------
@@ -147,10 +148,10 @@ class Transcript:
         keys = self._put(key, {"entry": "result", "seq": _int(e.get("seq")), "ts": _str(e.get("ts")),
                                "run_id": run_id, "input_ids": input_ids, "status": _str(e.get("status")),
                                "output": _text(e.get("output")), "usage": usage,
-                               "cost_usd": e.get("cost_usd") if isinstance(e.get("cost_usd"), (int, float)) else None,
+                               "cost_usd": _cost(e.get("cost_usd")),
                                "error": _str(e.get("error")), "error_class": _str(e.get("error_class"))})
         # The run's cut-off streams are final now: a follower prints them before the result.
-        streams = [k for k, v in self.entries.items() if v["entry"] == "stream" and v.get("run_id") == run_id]
+        streams = self.streams.get(run_id, [])
         for stream in streams:
             self.entries[stream]["cut_off"] = True
         return streams + keys
@@ -187,6 +188,7 @@ class Transcript:
             self.entries[key] = {"entry": "stream", "seq": _int(e.get("seq")), "ts": _str(e.get("ts")),
                                  "run_id": run_id, "message_id": message_id, "text": text, "omitted": 0,
                                  "cut_off": bool(self.ended_runs.get(run_id))}
+            self.streams.setdefault(run_id, []).append(key)
         else:
             entry["text"], cut = _keep_ends(entry["text"] + text, STREAM_KEEP)
             entry["omitted"] += cut
@@ -318,6 +320,19 @@ def _text(value: Any) -> str:
 
 def _int(value: Any) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _cost(value: Any) -> Optional[float]:
+    """A cost as a finite float, or None: a JSON number may be a 400-digit
+    integer or Infinity, neither of which `$%.4f` (nor a strict JSON reader
+    of `log --json`) takes."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        cost = float(value)
+    except OverflowError:
+        return None
+    return cost if cost - cost == 0 else None  # inf - inf and nan - nan are nan
 
 
 def _short(value: Any) -> str:

@@ -99,7 +99,7 @@ Without INPUT_ID: wait until the conversation is not running or cancelling
 
 arguments:
   FILE            the event file
-  INPUT_ID        the input to wait for
+  INPUT_ID        the input to wait for (an empty one is exit 2: leave it out instead)
 
 options:
   --timeout S     stop waiting after S seconds (default: no limit)

@@ -50,7 +50,7 @@ class EventWriter:
                 self.unwritten_since, self.unwritten_errno = time.monotonic(), e.errno
                 self.call_later(1.0, self._retry_unwritten)
             self.unwritten.append(event)
-            self.conv.apply(event)
+            self.conv.apply(event, unwritten=True)
 
     def write_all(self, events: List[Dict[str, Any]]) -> None:
         for event in events:

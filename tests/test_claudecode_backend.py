@@ -38,8 +38,17 @@ def test_start_spawns_claude_with_the_forced_stream_json_flags(tmp_path):
     assert argv[1:11] == ["-p", "--input-format", "stream-json", "--output-format", "stream-json",
                           "--verbose", "--replay-user-messages", "--permission-prompt-tool", "stdio",
                           "--include-partial-messages"]
-    assert argv[11:] == ["--model", "claude-sonnet-4-5", "--allowedTools", "Bash Edit"]
+    assert argv[11] == "--settings" and argv[13:] == ["--model", "claude-sonnet-4-5", "--allowedTools", "Bash Edit"]
     assert host.children[0].cwd == str(tmp_path)
+
+
+def test_claude_is_denied_edits_of_the_event_file_and_its_sidecar(tmp_path):
+    backend, host = make_backend(tmp_path)
+    backend.start()
+    argv = host.children[0].argv
+    sidecar = backend.config.sidecar
+    rules = json.loads(argv[argv.index("--settings") + 1])["permissions"]["deny"]
+    assert rules == ["Edit(/%s)" % sidecar[:-2], "Edit(/%s/**)" % sidecar]
 
 
 def test_start_sends_initialize_and_is_ready_on_its_response_not_on_init(tmp_path):
@@ -81,6 +90,14 @@ def test_session_id_is_kept_in_the_sidecar_and_resumed_by_the_next_start(tmp_pat
     backend.start()
     argv = host.children[-1].argv
     assert argv[argv.index("--resume") + 1] == "b008af47-9a3e-4a67-8da5-89cad43d99e5"
+
+
+def test_a_stored_session_id_that_would_be_an_option_is_not_resumed(tmp_path):
+    backend, host = make_backend(tmp_path)
+    with open(os.path.join(backend.config.sidecar, "claude-session-id"), "w") as fh:
+        fh.write("--dangerously-skip-permissions\n")
+    backend.start()
+    assert "--dangerously-skip-permissions" not in host.children[-1].argv
 
 
 # -- sends and attribution -----------------------------------------------------------------

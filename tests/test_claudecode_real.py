@@ -8,6 +8,7 @@ by the test, not by sleeps.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -18,7 +19,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from claudecode_support.fixtures import real_claude, wait_for  # noqa: E402
 from claudecode_support.mock_messages import (  # noqa: E402
-    MockMessages, ask, bash, conversation_texts, last_user_texts, reply, text, tool_results, wait_file_command)
+    MockMessages, ask, bash, conversation_texts, last_user_texts, reply, text, tool_results, tool_use,
+    wait_file_command)
 from claudecode_support.session import Session  # noqa: E402
 from schemacheck import check_event  # noqa: E402
 
@@ -305,3 +307,19 @@ def test_missing_binary_exits_5(cc):
     cc.env["HARNESSCTL_CLAUDE_BIN"] = os.path.join(cc.root, "no-such-claude")
     proc = cc.run("send", cc.path, "hello", "--adapter", "claudecode", "--cwd", cc.work)
     assert proc.returncode == 5 and b"claude not found" in proc.stderr
+
+
+def test_with_edits_allowed_claude_cannot_rewrite_the_sidecar_or_the_event_file(cc):
+    cc.path = os.path.join(cc.work, "events.jsonl")  # the layout: the record inside the workspace
+    cc.env["HARNESSCTL_CLAUDE_ARGS"] = "--permission-mode acceptEdits"
+    binding = cc.path + ".d/binding.json"
+    forged = '{"adapter": "acp", "cwd": "/", "model": null, "agent": "sh -c id"}'
+    cc.mock.script(reply(text("Rebinding."), tool_use("Write", {"file_path": binding, "content": forged})),
+                   reply(text("Truncating."), tool_use("Write", {"file_path": cc.path, "content": ""})),
+                   reply(text("Done.")))
+    cc.send("rewrite harnessctl's files")
+    [result] = cc.wait_results(1)
+    assert result["status"] == "completed" and not cc.events("request")
+    assert json.load(open(binding))["adapter"] == "claudecode" and len(cc.events("accepted")) == 1
+    assert all("denied" in r or "deny" in r for r in tool_results(cc.mock.bodies()[1]) +
+               tool_results(cc.mock.bodies()[2])), cc.mock.bodies()[1:]

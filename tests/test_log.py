@@ -216,6 +216,12 @@ def test_a_result_shows_its_usage_cost_and_error_class(efile):
                                        "    [contextWindowExceeded] context window exceeded"]
 
 
+def test_a_cost_too_large_for_a_float_is_left_out_not_a_crash(efile):
+    write_events(efile, result(cost_usd=10 ** 400))
+    proc = run("log", efile)
+    assert proc.returncode == 0 and proc.stdout.decode().splitlines() == ["=== result completed (run 0b9e1111)"]
+
+
 def test_the_session_line_is_one_header_line(efile):
     write_events(efile, {"kind": "session", "session_id": "s", "harness": "codex", "version": "0.171.0",
                          "model": "gpt-5", "approval_policy": "on-request", "sandbox": "workspace-write"})
@@ -256,6 +262,20 @@ def test_torn_lines_and_unknown_types_are_one_line_each_never_a_traceback(efile)
 def test_a_partial_last_line_is_not_shown(efile):
     write_events(efile, accepted("go"), b'{"type":"message","ts":"2026-12-02T10:40:33.794Z","seq":2,"text":"hal')
     assert "hal" not in log(efile) and "? byte" not in log(efile)
+
+
+def test_a_file_whose_first_line_is_still_being_written_is_read(efile):
+    with open(efile, "wb") as f:
+        f.write(b'{"type":"accepted","ts":"2026-12-02T10:40:33.794Z","seq":1,"input_id":"in-1","text":"go')
+    proc = run("log", efile)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+
+
+def test_a_file_whose_torn_first_line_is_not_ours_is_refused(efile):
+    with open(efile, "wb") as f:
+        f.write(b'{"name":"package.json","version":"1')
+    proc = run("log", efile)
+    assert proc.returncode == 2 and b"not a harnessctl event file" in proc.stderr
 
 
 def test_every_vocabulary_kind_renders_without_raw_json(efile):
@@ -326,6 +346,22 @@ def test_since_1_shows_everything(efile):
     three_runs(efile)
     text = log(efile, "--since", "1")
     assert all("prompt %d" % n in text for n in (1, 2, 3)) and "earlier lines" not in text
+
+
+def test_since_is_not_misled_by_foreign_lines_with_a_lower_seq(efile):
+    """A block of foreign lines claiming seq 1 in the middle of a file of 4000
+    messages: wherever the bisection probes, it starts at the seq asked for."""
+    foreign = b'{"type":"log","ts":"2026-12-02T10:00:00.000Z","seq":1,"level":"debug","kind":"task.started"}\n'
+    write_events(efile, accepted("the first prompt", run_id="run-1"))
+    with open(efile, "ab") as f:
+        for seq in range(2, 4001):
+            f.write(json.dumps({"type": "message", "ts": "2026-12-02T10:00:00.000Z", "seq": seq, "run_id": "run-1",
+                                "message_id": "m%d" % seq, "role": "assistant", "text": "line %d" % seq}).encode()
+                    + b"\n")
+            if 1500 <= seq <= 2500:
+                f.write(foreign)
+    lines = log(efile, "--since", "100").splitlines()
+    assert lines[1:3] == ["<<< assistant", "    line 100"]
 
 
 def test_runs_shows_the_last_n_runs(efile):
@@ -399,6 +435,53 @@ def test_since_on_a_large_file_bisects_instead_of_reading_from_the_start(big):
     assert text.splitlines()[1:] == [">>> input (start, run run-2)", "    the last prompt", "<<< assistant",
                                      "    the last answer"]
     assert read < 8 * 1024 * 1024
+
+
+def log_peak_memory(path, *args):
+    """`log` run in a process that reports its own peak resident memory, in kB (VmHWM)."""
+    code = ("import sys\nfrom harnessctl.cli import main\ncode = main(sys.argv[1:])\n"
+            "sys.stderr.write(open('/proc/self/status').read())\nsys.exit(code)\n")
+    proc = subprocess.run([sys.executable, "-c", code, "log", path, *args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=cli_env(), cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return [int(line.split()[1]) for line in proc.stderr.decode().splitlines() if line.startswith("VmHWM:")][0]
+
+
+def test_the_default_goes_back_over_a_last_line_longer_than_the_read_chunk_without_holding_it(efile):
+    """The backwards reader carries where a long line ends, not its bytes: a
+    48 MB last line is never held (it once was, copied again at every chunk)."""
+    write_events(efile, accepted("go"), {"type": "message", "run_id": RUN, "message_id": "m", "text": "x" * 1000})
+    small = log_peak_memory(efile)
+    write_events(efile, {"type": "message", "run_id": RUN, "message_id": "m2", "text": "x" * (48 << 20)}, mode="a")
+    assert log_peak_memory(efile) < small + 16 * 1024
+
+
+def test_folding_a_result_does_not_visit_the_entries_of_other_runs():
+    """`log --since 1` of many runs: each result finds its run's cut-off
+    streams by the run, never by looking at every entry so far."""
+    from harnessctl.transcript import Transcript
+
+    class Counting(dict):
+        visited = 0
+
+        def items(self):
+            for item in super().items():
+                Counting.visited += 1
+                yield item
+
+        def values(self):
+            for value in super().values():
+                Counting.visited += 1
+                yield value
+
+    transcript = Transcript()
+    transcript.entries = Counting()
+    for n in range(200):
+        run_id = "run-%d" % n
+        transcript.add(accepted("prompt", run_id=run_id, input_id="in-%d" % n))
+        transcript.add({"type": "log", "kind": "text.delta", "run_id": run_id, "message_id": "m%d" % n, "text": "x"})
+        transcript.add(result(run_id=run_id, input_ids=["in-%d" % n]))
+    assert Counting.visited == 0 and len(transcript.visible()) == 600
 
 
 # -- colour --------------------------------------------------------------------------------
@@ -515,6 +598,18 @@ def test_follow_reads_a_file_that_replaced_the_path_from_its_start(efile):
     follower.has("new file")
     assert "was replaced or truncated: reading it from the start" in follower.text()
     follower.interrupt()
+
+
+def test_follow_refuses_a_replacement_that_is_not_an_event_file(efile):
+    write_events(efile, accepted("old file"))
+    follower = Follower(efile)
+    follower.has("old file")
+    with open(efile + ".new", "w") as f:
+        f.write("just notes\n")
+    os.replace(efile + ".new", efile)
+    assert follower.proc.wait(timeout=60) == 2
+    follower.reader.join(timeout=30)
+    assert b"not a harnessctl event file" in follower.proc.stderr.read() and "just notes" not in follower.text()
 
 
 def test_follow_json_prints_a_changed_entry_again_with_the_same_id(efile):

@@ -43,7 +43,9 @@ def shell(workdir):
     command = bin_dir / "harnessctl"
     command.write_text('#!/bin/sh\nexec %s -m harnessctl "$@"\n' % sys.executable)
     command.chmod(0o755)
-    env = cli_env(HARNESSCTL_ADAPTER="mock", PATH="%s%s%s" % (bin_dir, os.pathsep, os.environ["PATH"]))
+    (workdir / "home" / "repo").mkdir(parents=True)  # the recipes' workspace, ~/repo: not where the files are
+    env = cli_env(HARNESSCTL_ADAPTER="mock", HOME=str(workdir / "home"),
+                  PATH="%s%s%s" % (bin_dir, os.pathsep, os.environ["PATH"]))
 
     def run(code, replace=()):
         for old, new in replace:
@@ -105,7 +107,7 @@ def test_follow_recipe_started_before_the_file_exists_shows_each_event_with_its_
     follow = subprocess.Popen(["bash", "-c", recipe(FOLLOW)], cwd=str(workdir), env=shell.env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
-        assert shell("harnessctl send fix.jsonl '/fail no tests found' --wait").returncode == 7
+        assert shell("harnessctl send fix.jsonl '/fail no tests found' --cwd ~/repo --wait").returncode == 7
         lines = []
         while not any(line.get("type") == "result" for line in lines):
             lines.append(json.loads(follow.stdout.readline()))
@@ -145,7 +147,7 @@ def test_cron_recipe_sends_with_a_per_adapter_package(shell, workdir):
     """The crontab line's command, as cron's sh runs it, with the mock package in place of codex's."""
     home = workdir / "home"
     for folder in ("repo", "agent", ".harness"):
-        (home / folder).mkdir(parents=True)
+        (home / folder).mkdir(parents=True, exist_ok=True)
     built = subprocess.run([sys.executable, "package.py", "--adapter", "mock", "--output-dir", str(workdir / "dist")],
                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert built.returncode == 0, built.stderr

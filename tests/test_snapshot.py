@@ -23,7 +23,8 @@ def session(tmp_path):
     os.mkdir(addr.sidecar)
     log = writer(addr.path, 0)
     log.append({"type": "accepted", "input_id": "i1", "text": "t", "delivery": "start", "run_id": "r1"})
-    log.append({"type": "result", "run_id": "r1", "input_ids": ["i1"], "status": "completed"})
+    log.append({"type": "result", "run_id": "r1", "input_ids": ["i1"], "status": "completed", "output": "",
+                "usage": None, "cost_usd": None, "error": None})
     log.close()
     return addr
 

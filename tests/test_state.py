@@ -5,17 +5,25 @@ from __future__ import annotations
 from harnessctl.state import LOST, Conversation, close_open_work, fold
 
 
-def accepted(input_id, run_id, delivery="start", seq=None):
-    return {"type": "accepted", "input_id": input_id, "text": input_id, "delivery": delivery, "run_id": run_id}
+import itertools
+
+SEQ = itertools.count(1)
+TS = "2026-12-02T10:40:33.794Z"
+
+
+def accepted(input_id, run_id, delivery="start"):
+    return {"type": "accepted", "ts": TS, "seq": next(SEQ), "input_id": input_id, "text": input_id,
+            "delivery": delivery, "run_id": run_id}
 
 
 def result(run_id, input_ids, status="completed"):
-    return {"type": "result", "run_id": run_id, "input_ids": input_ids, "status": status, "error": None}
+    return {"type": "result", "ts": TS, "seq": next(SEQ), "run_id": run_id, "input_ids": input_ids, "status": status,
+            "output": "", "usage": None, "cost_usd": None, "error": None}
 
 
 def request(request_id, state, run_id="r1"):
-    return {"type": "request", "request_id": request_id, "state": state, "run_id": run_id, "kind": "permission",
-            "message": "ok?", "options": ["allow", "deny"]}
+    return {"type": "request", "ts": TS, "seq": next(SEQ), "request_id": request_id, "state": state, "run_id": run_id,
+            "kind": "permission", "message": "ok?", "options": ["allow", "deny"]}
 
 
 def test_a_started_run_is_running_until_its_result():
@@ -76,7 +84,7 @@ def test_close_open_work_fails_every_open_input_and_expires_requests():
     assert all(r["status"] == "failed" and r["error"] == LOST for r in results)
     assert [e["state"] for e in events if e["type"] == "request"] == ["expired"]
     for event in events:
-        conv.apply(event)
+        conv.apply(event, unwritten=True)  # as the runtime folds what it has not written yet
     assert not conv.is_busy() and conv.anomalies == []
 
 
@@ -85,9 +93,10 @@ def test_close_open_work_of_an_idle_conversation_is_empty():
 
 
 def test_the_fold_survives_a_round_trip_through_its_snapshot():
-    conv = fold([accepted("i1", "r1"), request("req-1", "pending"), {"type": "log", "seq": 3, "ts": "t"}])
+    log = {"type": "log", "seq": 1000, "ts": "2026-12-02T10:40:33.794Z"}
+    conv = fold([accepted("i1", "r1"), request("req-1", "pending"), log])
     again = Conversation.from_dict(conv.to_dict())
-    assert again.status() == conv.status() and again.seq == 3 and again.request_count == 1
+    assert again.status() == conv.status() and again.seq == 1000 and again.request_count == 1
 
 
 def test_runtime_ids_are_version_4_uuids():

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+
+from harnessctl import trusted
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -310,25 +313,32 @@ def usage(result: Dict[str, Any]) -> Optional[Dict[str, int]]:
 
 def cost(update: Dict[str, Any]) -> Optional[float]:
     """usage_update's `cost` (the session's cumulative cost) in US dollars."""
+    from harnessctl.activity import amount
+
     raw = as_object(update.get("cost"))
-    amount = raw.get("amount")
-    if isinstance(amount, (int, float)) and not isinstance(amount, bool) and raw.get("currency", "USD") == "USD":
-        return float(amount)
-    return None
+    return amount(raw.get("amount")) if raw.get("currency", "USD") == "USD" else None
 
 
 # -- the client file system, confined to the bound cwd ------------------------------------------------
 
 
+# A file the agent reads comes back in one JSON-RPC message: a bigger one is
+# refused (the agent reads it in parts through its own tools, or not at all).
+MAX_READ = 16 * 1024 * 1024
+
+
 def confined(cwd: str, path: Any) -> str:
-    """The real path of `path` when it lies inside the real `cwd`; raises
-    PermissionError otherwise (and ValueError for a path that is not absolute)."""
+    """The real path of `path` when it lies inside the real `cwd` and is none
+    of harnessctl's own files (trusted.refuse_agent_access: the event file, a
+    sidecar, the state directory); raises PermissionError otherwise (and
+    ValueError for a path that is not absolute)."""
     if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:
         raise ValueError("path must be an absolute path")
     root = os.path.realpath(cwd)
     real = os.path.realpath(path)
     if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
         raise PermissionError("%s is outside the session's working directory %s" % (path, cwd))
+    trusted.refuse_agent_access(real)
     return real
 
 
@@ -337,10 +347,14 @@ def read_text(cwd: str, params: Dict[str, Any]) -> Dict[str, Any]:
     reads as empty text (gemini fails a write of a new file otherwise: REPORT §6)."""
     real = confined(cwd, params.get("path"))
     try:
-        with open(real, encoding="utf-8", errors="replace", newline="") as f:
-            text = f.read()
+        fd = _open_regular(real, os.O_RDONLY)
     except FileNotFoundError:
         return {"content": ""}
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(MAX_READ + 1)
+    if len(data) > MAX_READ:
+        raise PermissionError("%s is larger than %d MiB" % (real, MAX_READ >> 20))
+    text = data.decode("utf-8", "replace")
     line, limit = params.get("line"), params.get("limit")
     if isinstance(line, int) or isinstance(limit, int):
         lines = text.splitlines(True)
@@ -356,10 +370,23 @@ def write_text(cwd: str, params: Dict[str, Any]) -> Dict[str, Any]:
     content = params.get("content")
     if not isinstance(content, str):
         raise ValueError("content must be a string")
+    data = content.encode("utf-8")  # a lone surrogate: ValueError, before anything is touched
     os.makedirs(os.path.dirname(real), exist_ok=True)
-    with open(real, "w", encoding="utf-8", newline="") as f:
-        f.write(content)
+    with os.fdopen(_open_regular(real, os.O_WRONLY | os.O_CREAT), "wb") as f:
+        f.truncate()
+        f.write(data)
     return {}
+
+
+def _open_regular(real: str, flags: int) -> int:
+    """os.open that never blocks (a FIFO would stop the runtime's only thread)
+    and never follows a symlink swapped in after `confined`; anything but a
+    regular file is refused."""
+    fd = os.open(real, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise PermissionError("%s is not a regular file" % real)
+    return fd
 
 
 # -- small helpers ---------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 
+from harnessctl.activity import amount
 from harnessctl.backend import Config, Host, Input
 from harnessctl.childbackend import ChildBackend
 
@@ -56,6 +57,18 @@ FORCED_ARGS = [
     "--permission-prompt-tool", "stdio",
     "--include-partial-messages",
 ]
+
+
+def deny_own_files(sidecar: str) -> List[str]:
+    """Claude's deny rules for the event file and its sidecar, as `.git` is
+    kept from codex: under a mode that lets it edit the workspace
+    (acceptEdits, bypassPermissions) its file tools still cannot rewrite
+    harnessctl's record or binding.  A shell command can (README, Security).
+    `//` starts an absolute path in a rule; Edit covers every file-editing tool."""
+    own = (sidecar[:-len(".d")], sidecar + "/**")
+    return ["--settings", json.dumps({"permissions": {"deny": ["Edit(/%s)" % path for path in own]}})]
+
+
 SESSION_FILE = "claude-session-id"
 DENY_MESSAGE = "The user denied this action."
 QUESTION_TOOL = "AskUserQuestion"
@@ -540,7 +553,7 @@ class ClaudeCodeBackend(ChildBackend):
     # -- helpers ----------------------------------------------------------------------
 
     def _arguments(self) -> List[str]:
-        args = list(FORCED_ARGS)
+        args = FORCED_ARGS + deny_own_files(self.config.sidecar)
         session_id = self._stored_session()
         if session_id:
             args += ["--resume", session_id]
@@ -571,15 +584,15 @@ class ClaudeCodeBackend(ChildBackend):
     def _turn_cost(self, frame: Dict[str, Any]) -> Optional[float]:
         """Claude's total_cost_usd is per process; the per-turn figure is
         model_usage_since_last_result (or the difference of the totals)."""
-        total = frame.get("total_cost_usd")
+        total = amount(frame.get("total_cost_usd"))  # a finite number or None, whatever Claude sent
         since = frame.get("model_usage_since_last_result")
         cost: Optional[float] = None
         if isinstance(since, dict):
-            cost = sum(float(v.get("costUSD") or 0) for v in since.values() if isinstance(v, dict))
-        elif isinstance(total, (int, float)):
-            cost = max(0.0, float(total) - self._last_total_cost)
-        if isinstance(total, (int, float)):
-            self._last_total_cost = float(total)
+            cost = amount(sum(amount(v.get("costUSD")) or 0.0 for v in since.values() if isinstance(v, dict)))
+        elif total is not None:
+            cost = amount(max(0.0, total - self._last_total_cost))
+        if total is not None:
+            self._last_total_cost = total
         return round(cost, 8) if cost is not None else None
 
     # session id in the sidecar, for --resume after an idle exit or a crash

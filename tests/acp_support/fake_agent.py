@@ -35,6 +35,8 @@ What a prompt does is said by its text:
   /history        "history: " and the session's earlier prompts
   anything else   "echo: TEXT"
 
+$FAKE_ACP_EXTRA_OPTIONS (a JSON list) adds options to /approve's.
+
 Sessions are files in $FAKE_ACP_HOME (else CWD/.fake-acp); every line received
 is appended to $FAKE_ACP_LOG when set."""
 
@@ -248,8 +250,8 @@ def approve(turn: Turn) -> Optional[str]:
         "status": "pending"}, "options": [
         {"optionId": "allow_once", "name": "Yes, proceed", "kind": "allow_once"},
         {"optionId": "accept_execpolicy_amendment", "name": "Yes, and don't ask again", "kind": "allow_always"},
-        {"optionId": "cancel", "name": "No, and tell the agent what to do differently", "kind": "reject_once"}]},
-        turn)
+        {"optionId": "cancel", "name": "No, and tell the agent what to do differently", "kind": "reject_once"}]
+        + json.loads(os.environ.get("FAKE_ACP_EXTRA_OPTIONS") or "[]")}, turn)
     outcome = ((response or {}).get("result") or {}).get("outcome") or {}
     if response is None or outcome.get("outcome") == "cancelled" or turn.cancelled.is_set():
         update(turn.session_id, {"sessionUpdate": "tool_call_update", "toolCallId": tool_id, "status": "failed",
