@@ -37,8 +37,8 @@ import torture_lines  # noqa: E402
 import torture_moves  # noqa: E402
 import torture_support as torture  # noqa: E402
 import torture_users  # noqa: E402
-import torture_wedge  # noqa: E402
 import torture_waiters  # noqa: E402
+import torture_wedge  # noqa: E402
 
 
 def scenario(name, fn, *args):
