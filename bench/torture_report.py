@@ -14,7 +14,8 @@ times; the "another local user" hunt (as root, with a throw-away user) and
 the rename/link/unlink rounds (issue 9), the waiters under cancel, replies
 and kill -9 (issue 10), the hostile foreign lines, the hostile agent's rounds
 (an ACP agent attacking harnessctl's files, its record and the reader's
-terminal) and the waits held at once on one runtime (issue 19) add their counts.  Any violated
+terminal), the waits held at once on one runtime and an agent that tries to
+wedge its runtime (issue 19) add their counts.  Any violated
 invariant stops it with the checker's message.  The
 one-shot scenarios (crash, disk full, torn tails, bad input, signals,
 security) are plain tests: HARNESSCTL_TORTURE=full python3 -m pytest -m torture.
@@ -40,6 +41,7 @@ import torture_moves  # noqa: E402
 import torture_support as torture  # noqa: E402
 import torture_users  # noqa: E402
 import torture_waiters  # noqa: E402
+import torture_wedge  # noqa: E402
 
 
 def scenario(name, fn, *args):
@@ -77,6 +79,7 @@ def main():
     parser.add_argument("--line-rounds", type=int, default=40, help="rounds of hostile foreign lines")
     parser.add_argument("--many-waiters", type=int, default=2000, help="waits held at once on one runtime")
     parser.add_argument("--hostile-rounds", type=int, default=40, help="rounds of the hostile ACP agent")
+    parser.add_argument("--wedge-rounds", type=int, default=40, help="rounds of an agent that tries to wedge it")
     parser.add_argument("--seed", type=int, default=random.randrange(1 << 30))
     parser.add_argument("--quick", action="store_true", help="the default test run's small counts")
     args = parser.parse_args()
@@ -84,6 +87,7 @@ def main():
         args.rounds, args.senders, args.sends, args.files, args.sender_kills = 30, 16, 4, 12, 8
         args.adapter_rounds, args.move_rounds, args.waiter_rounds = 6, 10, 8
         args.line_rounds, args.hostile_rounds = 6, 6
+        args.wedge_rounds = 6
     print("seed %d (replay: --seed %d)" % (args.seed, args.seed), flush=True)
     results = {
         "roulette": scenario("kill-9", roulette, args.rounds, args.seed),
@@ -100,6 +104,7 @@ def main():
         "many-waiters": scenario("many-waiters", torture_waiters.many_waiters, args.many_waiters),
         "hostile": scenario("hostile-agent", torture_hostile.hostile, args.hostile_rounds, args.seed,
                             torture_hostile.BEHAVIOURS, torture_hostile.sizes(full=not args.quick)),
+        "wedge": scenario("wedge", torture_wedge.wedges, args.wedge_rounds, args.seed),
     }
     try:
         users = scenario("other-user", torture_users.other_user_report)
@@ -153,6 +158,9 @@ def main():
           "cancel %.3f s with all held, every one answered with the result line in %.3f s"
           % (w["waiters"], w["status_s"], w["cancel_s"], w["all_answered_s"]))
     print_hostile(results["hostile"])
+    w = results["wedge"]
+    print("agent that wedges         %d rounds (%s): each ended as it deserved, status answered in each, "
+          "runtime log within its cap" % (w["rounds"], ", ".join("%s %d" % kv for kv in w["by_move"].items())))
     if users is not None:
         print("another local user        %d planted sidecar entries (%d files x %d attacks x %d commands x 2 stops): "
               "%d refused with exit 2, %d ignored, %d victims intact; %d sockets of theirs, %d refused"
