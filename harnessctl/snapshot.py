@@ -75,7 +75,8 @@ def save(addr: Address, conv: Conversation, offset: int, binding: Optional[Dict[
     conversation = json.dumps(conv.to_dict())
     try:
         ino, tail = os.stat(addr.path).st_ino, _tail(addr.path, offset)
-        seal = _seal(addr, ino, offset, tail, status, conversation, create=True)
+        bound = json.dumps(binding) if binding is not None else ""  # as write_binding wrote it: not what is there now
+        seal = _seal(ino, offset, tail, status, conversation, bound, create=True)
         if seal is not None:
             header = "%s %d %d %s %s" % (MAGIC, ino, offset, seal, tail)
             private.write_atomic(addr.snapshot, "%s\n%s\n%s\n" % (header, status, conversation))
@@ -100,7 +101,7 @@ def _read(addr: Address) -> Optional[Tuple[int, str, str]]:
             and int(ino) == st.st_ino
             and 0 <= offset <= st.st_size
             and tail == _tail(addr.path, offset)
-            and seal == _seal(addr, st.st_ino, offset, tail, status, conversation)
+            and seal == _seal(st.st_ino, offset, tail, status, conversation, private.read_text(addr.binding) or "")
         ):
             return offset, status, conversation
     except (OSError, ValueError, UsageError):
@@ -108,11 +109,10 @@ def _read(addr: Address) -> Optional[Tuple[int, str, str]]:
     return None
 
 
-def _seal(addr: Address, ino: int, offset: int, tail: str, status: str, conversation: str,
+def _seal(ino: int, offset: int, tail: str, status: str, conversation: str, binding: str,
           create: bool = False) -> Optional[str]:
     from .trusted import seal
 
-    binding = private.read_text(addr.binding) or ""
     return seal("%d %d %s\n%s\n%s\n%s" % (ino, offset, tail, status, conversation, binding), create)
 
 

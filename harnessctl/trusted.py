@@ -153,6 +153,23 @@ def refuse_agent_access(real: str) -> None:
         parent = os.path.dirname(parent)
 
 
+def is_session_file(st: os.stat_result, sidecar: str) -> bool:
+    """Whether `st` is the event file of `sidecar` or a file in it, under
+    any name (a hard link the agent made)."""
+    try:
+        names = [sidecar[:-len(".d")]] + [os.path.join(sidecar, name) for name in os.listdir(sidecar)]
+    except OSError:
+        names = [sidecar[:-len(".d")]]
+    for name in names:
+        try:
+            other = os.lstat(name)
+        except OSError:
+            continue
+        if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+            return True
+    return False
+
+
 def _within(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 

@@ -605,8 +605,8 @@ def test_gemini_reads_a_missing_file_as_empty_and_writes_through_the_client(tmp_
 
 def test_fs_reads_honour_line_and_limit(tmp_path):
     (tmp_path / "f.txt").write_text("1\n2\n3\n4\n")
-    assert wire.read_text(str(tmp_path), {"path": str(tmp_path / "f.txt"), "line": 2, "limit": 2}) == {
-        "content": "2\n3\n"}
+    params = {"path": str(tmp_path / "f.txt"), "line": 2, "limit": 2}
+    assert wire.read_text(str(tmp_path), str(tmp_path / "e.jsonl.d"), params) == {"content": "2\n3\n"}
 
 
 def test_fs_outside_the_bound_cwd_is_refused(tmp_path):

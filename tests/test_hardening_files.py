@@ -142,3 +142,13 @@ def test_a_state_directory_inside_the_working_directory_is_warned_about(workdir)
     proc = run("send", str(workdir / "e.jsonl"), "hi", "--adapter", "mock", "--cwd", str(project), "--wait",
                env=cli_env(XDG_STATE_HOME=str(project / "state")))
     assert proc.returncode == 0 and b"warning: harnessctl's state directory" in proc.stderr
+
+
+def test_the_acp_client_fs_does_not_write_through_a_hard_link(workdir):
+    project = workdir / "project"
+    project.mkdir()
+    outside = workdir / "outside.txt"
+    outside.write_text("mine")
+    os.link(str(outside), str(project / "link.txt"))
+    proc = acp_send(str(workdir / "events.jsonl"), "/write link.txt overwritten", str(project), "--wait")
+    assert "hard links" in json.loads(proc.stdout)["output"] and outside.read_text() == "mine"

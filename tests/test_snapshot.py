@@ -6,7 +6,7 @@ import json
 import os
 
 from harnessctl import snapshot
-from harnessctl.address import Address
+from harnessctl.address import Address, write_binding
 from harnessctl import locks
 from harnessctl.eventlog import EventLog
 
@@ -33,7 +33,9 @@ def test_a_saved_snapshot_gives_the_status_line_while_the_file_is_unchanged(tmp_
     addr = session(tmp_path)
     conv, offset, stale = snapshot.load(addr)
     assert stale and conv.results_seen == 1
-    snapshot.save(addr, conv, offset, {"adapter": "mock", "cwd": "/", "model": None})
+    binding = {"adapter": "mock", "cwd": "/", "model": None}
+    write_binding(addr, binding)
+    snapshot.save(addr, conv, offset, binding)
     line = snapshot.current_status(addr)
     assert json.loads(line)["state"] == "idle" and json.loads(line)["runtime"] == "stopped"
     assert snapshot.load(addr)[2] is False
@@ -67,3 +69,26 @@ def test_a_corrupt_snapshot_is_ignored(tmp_path):
         f.write("harnessctl-snapshot 2 nonsense\n{\n")
     conv, offset, stale = snapshot.load(addr)
     assert conv.results_seen == 1 and offset == os.path.getsize(addr.path) and stale
+
+
+def test_a_snapshot_is_not_believed_once_the_binding_beside_it_changed(tmp_path):
+    addr = session(tmp_path)
+    conv, offset, _ = snapshot.load(addr)
+    write_binding(addr, {"adapter": "mock", "cwd": "/", "model": None})
+    snapshot.save(addr, conv, offset, {"adapter": "mock", "cwd": "/", "model": None})
+    with open(addr.binding, "w") as f:
+        f.write('{"adapter": "acp", "cwd": "/", "model": null, "agent": "sh -c id"}')
+    assert snapshot.current_status(addr) is None
+
+
+def test_a_snapshot_written_without_the_users_key_is_not_believed(tmp_path):
+    addr = session(tmp_path)
+    conv, offset, _ = snapshot.load(addr)
+    snapshot.save(addr, conv, offset, None)
+    with open(addr.snapshot) as f:
+        header, rest = f.read().split("\n", 1)
+    fields = header.split(" ")
+    fields[4] = "0" * 32  # the seal an agent without the key can only guess
+    with open(addr.snapshot, "w") as f:
+        f.write(" ".join(fields) + "\n" + rest)
+    assert snapshot.current_status(addr) is None

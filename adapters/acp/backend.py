@@ -426,9 +426,9 @@ class AcpBackend(ChildBackend):
             return
         try:
             if method == "fs/read_text_file":
-                self.calls.respond(agent_id, wire.read_text(self.config.cwd, params))
+                self.calls.respond(agent_id, wire.read_text(self.config.cwd, self.config.sidecar, params))
             elif method == "fs/write_text_file":
-                self.calls.respond(agent_id, wire.write_text(self.config.cwd, params))
+                self.calls.respond(agent_id, wire.write_text(self.config.cwd, self.config.sidecar, params))
             else:
                 self.host.log("diagnostic", "warning", run_id=self._run_id(),
                               message="the ACP agent asked %s, which harnessctl does not offer; refused" % method)

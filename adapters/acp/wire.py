@@ -342,12 +342,12 @@ def confined(cwd: str, path: Any) -> str:
     return real
 
 
-def read_text(cwd: str, params: Dict[str, Any]) -> Dict[str, Any]:
+def read_text(cwd: str, sidecar: str, params: Dict[str, Any]) -> Dict[str, Any]:
     """fs/read_text_file: `line` (1-based) and `limit` honoured; a missing file
     reads as empty text (gemini fails a write of a new file otherwise: REPORT §6)."""
     real = confined(cwd, params.get("path"))
     try:
-        fd = _open_regular(real, os.O_RDONLY)
+        fd = _open_regular(real, os.O_RDONLY, sidecar)
     except FileNotFoundError:
         return {"content": ""}
     with os.fdopen(fd, "rb") as f:
@@ -364,7 +364,7 @@ def read_text(cwd: str, params: Dict[str, Any]) -> Dict[str, Any]:
     return {"content": text}
 
 
-def write_text(cwd: str, params: Dict[str, Any]) -> Dict[str, Any]:
+def write_text(cwd: str, sidecar: str, params: Dict[str, Any]) -> Dict[str, Any]:
     """fs/write_text_file: creates missing parent folders inside the cwd."""
     real = confined(cwd, params.get("path"))
     content = params.get("content")
@@ -372,20 +372,28 @@ def write_text(cwd: str, params: Dict[str, Any]) -> Dict[str, Any]:
         raise ValueError("content must be a string")
     data = content.encode("utf-8")  # a lone surrogate: ValueError, before anything is touched
     os.makedirs(os.path.dirname(real), exist_ok=True)
-    with os.fdopen(_open_regular(real, os.O_WRONLY | os.O_CREAT), "wb") as f:
+    with os.fdopen(_open_regular(real, os.O_WRONLY | os.O_CREAT, sidecar), "wb") as f:
         f.truncate()
         f.write(data)
     return {}
 
 
-def _open_regular(real: str, flags: int) -> int:
+def _open_regular(real: str, flags: int, sidecar: str) -> int:
     """os.open that never blocks (a FIFO would stop the runtime's only thread)
     and never follows a symlink swapped in after `confined`; anything but a
-    regular file is refused."""
+    regular file is refused.  A hard link reaches past every path check, so a
+    file with other names is never written (it may be a sidecar's, or lie
+    outside the cwd) and never read when it is this session's own."""
     fd = os.open(real, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    st = os.fstat(fd)
+    refusal = None
+    if not stat.S_ISREG(st.st_mode):
+        refusal = "%s is not a regular file" % real
+    elif st.st_nlink > 1 and (flags & os.O_WRONLY or trusted.is_session_file(st, sidecar)):
+        refusal = "%s has other hard links; harnessctl does not use them for an agent" % real
+    if refusal is not None:
         os.close(fd)
-        raise PermissionError("%s is not a regular file" % real)
+        raise PermissionError(refusal)
     return fd
 
 
