@@ -18,7 +18,7 @@ from cliutil import ROOT, alive, ok, of_type, run, runtime_pids, wait_for
 sys.path.insert(0, ROOT)
 
 from harnessctl import snapshot  # noqa: E402
-from harnessctl.address import Address  # noqa: E402
+from harnessctl.address import Address, read_binding  # noqa: E402
 from harnessctl.eventlog import encode  # noqa: E402
 from harnessctl.state import Conversation  # noqa: E402
 
@@ -133,7 +133,7 @@ def test_wait_honours_its_timeout_when_the_cache_says_an_input_ended_that_the_fi
     conv, _, _ = snapshot.load(addr)
     conv.open_inputs.clear()
     conv.open_runs.clear()
-    snapshot.save(addr, conv, os.path.getsize(efile), None)
+    snapshot.save(addr, conv, os.path.getsize(efile), read_binding(addr))
     assert os.path.getsize(efile) < size
     proc = run("wait", efile, input_id, "--timeout", "1")
     assert proc.returncode == 10, (proc.returncode, proc.stderr)

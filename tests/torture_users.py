@@ -408,11 +408,13 @@ def refresh_snapshot(path: str) -> None:
 
 def forged_snapshot(path: str) -> bytes:
     """A state.json valid for this very event file whose status line says
-    `"model":"planted"`: a status that trusts it prints the bait.  Written by
-    harnessctl's own snapshot.save (so it follows the cache's format), then read back."""
+    `"last_activity":"planted"`: a status that trusts it prints the bait.  Written by
+    harnessctl's own snapshot.save (so it follows the cache's format and is sealed
+    with our key), then read back."""
     addr = Address(path)
     conv, offset, _ = snapshot.load(addr)
-    snapshot.save(addr, conv, offset, dict(read_binding(addr), model=PLANTED))
+    conv.last_activity = PLANTED
+    snapshot.save(addr, conv, offset, read_binding(addr))
     return read(addr.snapshot)
 
 
