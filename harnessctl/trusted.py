@@ -9,7 +9,9 @@ workspace, holds a record of exactly that binding, which only a harnessctl
 command writes.  A record is named by a hash of the binding's canonical text:
 a sidecar that is renamed or copied with its event file stays bound, and an
 agent that rewrites binding.json can at most swap in another binding this
-user made.  Stdlib only; `_blake2` is hashlib's own BLAKE2, imported without
+user made.  The sidecar's cache of the fold (state.json) changes all the
+time, so it is sealed instead: a keyed hash under a secret kept beside the
+records (`seal`).  Stdlib only; `_blake2` is hashlib's own BLAKE2, imported without
 the OpenSSL module that `import hashlib` loads (~4 ms per command).
 """
 
