@@ -183,7 +183,7 @@ def _is_id(value: Any) -> bool:
 
 
 def _is_id_or_null(value: Any) -> bool:
-    return value is None or type(value) is str
+    return value is None or _is_id(value)
 
 
 def _is_str_or_null(value: Any) -> bool:
