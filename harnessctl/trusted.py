@@ -64,12 +64,12 @@ def canonical(binding: Dict[str, Any]) -> str:
 
 def record(binding: Dict[str, Any]) -> None:
     """Record `binding` as one the user made (before it is written to a sidecar)."""
-    if is_recorded(binding):
+    path, text = record_path(binding), canonical(binding) + "\n"
+    if _read_record(path) == text:
         return
-    path = record_path(binding)
     _make_state_dir(os.path.dirname(path))
     try:
-        private.write_atomic(path, canonical(binding) + "\n", sync=True)
+        private.write_atomic(path, text, sync=True)
     except OSError as e:
         raise private.cannot("record the binding in", path, e) from None
 
@@ -128,10 +128,14 @@ def _make_key(path: str) -> None:
 
 def is_recorded(binding: Dict[str, Any]) -> bool:
     """Whether a harnessctl command recorded exactly this binding."""
+    return _read_record(record_path(binding)) == canonical(binding) + "\n"
+
+
+def _read_record(path: str) -> Optional[str]:
     try:
-        return private.read_text(record_path(binding)) == canonical(binding) + "\n"
+        return private.read_text(path)
     except OSError:
-        return False
+        return None
 
 
 # -- what the ACP client file system never reaches ------------------------------------------------
