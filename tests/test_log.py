@@ -399,15 +399,21 @@ def big_file(path, megabytes=50):
     return seq
 
 
-def log_reading(path, *args):
-    """`log` run in a process that reports its own bytes read (/proc/self/io rchar)."""
+def log_measured(path, proc_file, field, *args, timeout=120):
+    """`log` run in a process that reports one figure of its own from /proc/self
+    (`field:` of `proc_file`) when it is done: (its output, the figure)."""
     code = ("import sys\nfrom harnessctl.cli import main\ncode = main(sys.argv[1:])\n"
-            "sys.stderr.write(open('/proc/self/io').read())\nsys.exit(code)\n")
+            "sys.stderr.write(open('/proc/self/%s').read())\nsys.exit(code)\n" % proc_file)
     proc = subprocess.run([sys.executable, "-c", code, "log", path, *args], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, env=cli_env(), cwd=ROOT, timeout=120)
+                          stderr=subprocess.PIPE, env=cli_env(), cwd=ROOT, timeout=timeout)
     assert proc.returncode == 0, proc.stderr
-    rchar = [int(line.split()[1]) for line in proc.stderr.decode().splitlines() if line.startswith("rchar:")]
-    return proc.stdout.decode(), rchar[0]
+    value = [int(line.split()[1]) for line in proc.stderr.decode().splitlines() if line.startswith(field + ":")]
+    return proc.stdout.decode(), value[0]
+
+
+def log_reading(path, *args):
+    """`log`'s output and its bytes read (rchar)."""
+    return log_measured(path, "io", "rchar", *args)
 
 
 @pytest.fixture(scope="module")
@@ -438,13 +444,8 @@ def test_since_on_a_large_file_bisects_instead_of_reading_from_the_start(big):
 
 
 def log_peak_memory(path, *args):
-    """`log` run in a process that reports its own peak resident memory, in kB (VmHWM)."""
-    code = ("import sys\nfrom harnessctl.cli import main\ncode = main(sys.argv[1:])\n"
-            "sys.stderr.write(open('/proc/self/status').read())\nsys.exit(code)\n")
-    proc = subprocess.run([sys.executable, "-c", code, "log", path, *args], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, env=cli_env(), cwd=ROOT, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    return [int(line.split()[1]) for line in proc.stderr.decode().splitlines() if line.startswith("VmHWM:")][0]
+    """`log`'s peak resident memory, in kB (VmHWM)."""
+    return log_measured(path, "status", "VmHWM", *args, timeout=600)[1]
 
 
 def test_the_default_goes_back_over_a_last_line_longer_than_the_read_chunk_without_holding_it(efile):
