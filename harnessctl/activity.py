@@ -206,6 +206,21 @@ def unified_diff(path: str, old: Optional[str], new: Optional[str]) -> str:
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
+def permission_subject(tool: str, name: Optional[str] = None, command: Optional[str] = None,
+                       paths: Optional[List[str]] = None, mcp_tool: Optional[str] = None) -> Dict[str, Any]:
+    """The fields of a permission request that `--allow`/`--deny` rules match
+    (policy.py), to merge into `Host.request(details=...)`: `tool` its kind
+    (TOOL_KINDS), `name` the harness's own tool name, `command` the command
+    line as `log` shows it (a shell wrapper such as `bash -lc` removed),
+    `paths` every path a file change touches (as the harness gives them,
+    absolute or relative to the bound cwd), `mcp_tool` `server.tool`.  Leave
+    out what the harness does not say: such a request matches only rules
+    without a pattern."""
+    _check("tool kind", tool, TOOL_KINDS)
+    return _present(tool=tool, name=name, command=command,
+                    paths=[str(p) for p in paths] if paths else None, mcp_tool=mcp_tool)
+
+
 def _check(what: str, value: str, allowed: Tuple[str, ...]) -> None:
     if value not in allowed:
         raise ValueError("%s %r is not one of %s" % (what, value, ", ".join(allowed)))

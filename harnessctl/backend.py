@@ -51,15 +51,17 @@ if TYPE_CHECKING:
 DELIVERIES = ("start", "steer", "queued")  # Host.accepted(delivery=...)
 RESULT_STATUSES = ("completed", "cancelled", "failed")  # Host.result(status=...)
 REQUEST_KINDS = ("permission", "question")  # Host.request(kind=...)
+MODES = ("ask", "edit", "full")  # Config.mode (docs/PROTOCOL.md, "Permission policy")
 
 
 class Config:
     """What the runtime knows about the conversation when it creates a backend."""
 
-    __slots__ = ("cwd", "model", "sidecar", "env", "debug", "harness", "agent")
+    __slots__ = ("cwd", "model", "sidecar", "env", "debug", "harness", "agent", "mode")
 
     def __init__(self, cwd: str, model: Optional[str], sidecar: str, env: Dict[str, str], debug: bool,
-                 harness: Optional[Dict[str, Any]] = None, agent: Optional[str] = None) -> None:
+                 harness: Optional[Dict[str, Any]] = None, agent: Optional[str] = None,
+                 mode: Optional[str] = None) -> None:
         self.cwd = cwd  # bound working directory (absolute)
         self.model = model  # bound model, or None for the harness's default
         self.sidecar = sidecar  # FILE.d/: the adapter may keep small files here (resume ids)
@@ -67,6 +69,9 @@ class Config:
         self.debug = debug
         self.harness = harness or {}  # the manifest's `harness` section: binary, binary_env, args_env, ...
         self.agent = agent  # bound --agent (adapters whose manifest has `agents`), else None
+        # How much the agent may do without asking (MODES), mapped onto the
+        # harness's own controls; None: the harness's own configuration.
+        self.mode = mode
 
 
 class Input:

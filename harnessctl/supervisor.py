@@ -15,6 +15,7 @@ import time
 from . import pidfile, registry
 from .backend import Config
 from .errors import HarnessctlError, UnavailableError
+from .policy import native_mode
 from .proc import MAX_LINE, Process
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -54,7 +55,8 @@ class Supervisor:
         try:
             harness = registry.manifest(binding["adapter"]).get("harness") or {}
             config = Config(cwd=binding["cwd"], model=binding.get("model"), sidecar=self.sidecar, env=dict(env),
-                            debug=debug, harness=harness, agent=binding.get("agent"))
+                            debug=debug, harness=harness, agent=binding.get("agent"),
+                            mode=native_mode(binding))
             self.backend = registry.backend_class(binding["adapter"])(host, config)
             self.backend.start()
         except HarnessctlError as e:  # e.g. private.py refused one of the adapter's sidecar files

@@ -1,0 +1,170 @@
+"""The permission policy bound to a session: `--mode` and the `--allow`/`--deny`
+rules the runtime applies to each permission request as it arrives
+(docs/PROTOCOL.md, "Permission policy").
+
+A rule is `KIND[:PATTERN]`: KIND a tool kind of the activity vocabulary or
+`*`, PATTERN a shell glob (fnmatch) matched against what the request is
+about: its command line, the `server.tool` of an MCP call, or every path a
+file change touches.  The first rule that matches decides; a request no rule
+decides is parked for `reply`, as without a policy.
+
+Without rules the harness itself enforces the mode (each adapter maps it onto
+its own controls).  With rules the harness runs in `ask`, so that every
+change and command reaches the rules, and the mode becomes the last word:
+`edit` allows file changes inside the bound cwd, `full` allows the rest,
+`ask` parks it.
+"""
+
+from __future__ import annotations
+
+import os
+from fnmatch import fnmatchcase
+
+from .activity import TOOL_KINDS
+from .backend import MODES
+from .errors import UsageError
+
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Tuple
+
+VERBS = ("allow", "deny")
+MAX_RULES = 1000
+MAX_POLICY_FILE = 1024 * 1024
+
+
+def check_mode(mode: Optional[str]) -> Optional[str]:
+    if mode is not None and mode not in MODES:
+        raise UsageError("--mode must be one of %s (got %r)" % (", ".join(MODES), mode))
+    return mode
+
+
+def check_rule(verb: str, text: str) -> List[str]:
+    """[verb, rule] as the binding keeps it; UsageError naming a bad rule."""
+    if verb not in VERBS:
+        raise UsageError("a policy rule is allow or deny, not %r" % verb)
+    if not isinstance(text, str) or not text:
+        raise UsageError("empty --%s rule: give KIND or KIND:PATTERN" % verb)
+    kind, colon, pattern = text.partition(":")
+    if kind != "*" and kind not in TOOL_KINDS:
+        raise UsageError("--%s %s: unknown kind %r (kinds: %s, or *)" % (verb, text, kind, ", ".join(TOOL_KINDS)))
+    if colon and not pattern:
+        raise UsageError("--%s %s: empty pattern after the colon (leave the colon out to match every %s)"
+                         % (verb, text, "request" if kind == "*" else kind))
+    if "\0" in text or "\n" in text:
+        raise UsageError("--%s: a rule must not contain a NUL byte or a newline" % verb)
+    return [verb, text]
+
+
+def check_rules(rules: List[Tuple[str, str]]) -> Optional[List[List[str]]]:
+    if len(rules) > MAX_RULES:
+        raise UsageError("%d rules: at most %d" % (len(rules), MAX_RULES))
+    return [check_rule(verb, text) for verb, text in rules] or None
+
+
+def read_file(path: str) -> Tuple[Optional[str], Optional[List[List[str]]]]:
+    """(mode, rules) of a policy file: {"mode": …, "rules": [["allow", "KIND:PATTERN"], …]}."""
+    import json
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_POLICY_FILE + 1)
+    except OSError as e:
+        raise UsageError("cannot read the policy file %s: %s" % (path, e.strerror)) from None
+    if len(data) > MAX_POLICY_FILE:
+        raise UsageError("the policy file %s is larger than %d KiB" % (path, MAX_POLICY_FILE // 1024))
+    try:
+        policy = json.loads(data)
+    except ValueError as e:
+        raise UsageError("the policy file %s is not JSON: %s" % (path, e)) from None
+    if not isinstance(policy, dict) or set(policy) - {"mode", "rules"}:
+        raise UsageError('the policy file %s must be a JSON object with "mode" and "rules" only' % path)
+    mode, rules = policy.get("mode"), policy.get("rules", [])
+    if mode is not None and not isinstance(mode, str):
+        raise UsageError("the policy file %s: mode must be one of %s" % (path, ", ".join(MODES)))
+    if not isinstance(rules, list) or not all(isinstance(r, list) and len(r) == 2 and all(
+            isinstance(part, str) for part in r) for r in rules):
+        raise UsageError('the policy file %s: rules must be a list of ["allow" or "deny", "KIND[:PATTERN]"]' % path)
+    return check_mode(mode), check_rules([(verb, text) for verb, text in rules])
+
+
+def is_valid(binding: Dict[str, Any]) -> bool:
+    """Whether a binding's mode and rules are ones this harnessctl wrote."""
+    mode, rules = binding.get("mode"), binding.get("rules")
+    if mode is not None and mode not in MODES:
+        return False
+    if rules is None:
+        return True
+    try:
+        return isinstance(rules, list) and 0 < len(rules) <= MAX_RULES and all(
+            isinstance(r, list) and len(r) == 2 and check_rule(r[0], r[1]) == r for r in rules)
+    except UsageError:
+        return False
+
+
+def native_mode(binding: Dict[str, Any]) -> Optional[str]:
+    """The mode the harness itself is put in: the bound one, or `ask` when
+    rules decide (a harness that did not ask could not be refused)."""
+    mode = binding.get("mode")
+    return "ask" if mode is not None and binding.get("rules") else mode
+
+
+def decide(binding: Dict[str, Any], request: Dict[str, Any]) -> Optional[Tuple[str, Dict[str, str]]]:
+    """(the option that answers `request`, the fields that say why) or None:
+    the request is parked for `reply`.  Only permissions are decided, and only
+    with an option the request offers (`allow` or `deny`)."""
+    if request.get("kind") != "permission":
+        return None
+    cwd = binding["cwd"]
+    for verb, text in binding.get("rules") or ():
+        if matches(text, verb, request, cwd):
+            return _answer(verb, request, {"by": "rule", "rule": text})
+    mode = binding.get("mode")
+    if binding.get("rules") and (mode == "full" or (mode == "edit" and request.get("paths")
+                                                    and matches("file_change", "allow", request, cwd))):
+        return _answer("allow", request, {"by": "mode", "mode": mode})
+    return None
+
+
+def _answer(verb: str, request: Dict[str, Any], why: Dict[str, str]) -> Optional[Tuple[str, Dict[str, str]]]:
+    return (verb, why) if verb in (request.get("options") or ()) else None
+
+
+def matches(rule: str, verb: str, request: Dict[str, Any], cwd: str) -> bool:
+    """Whether `rule` (KIND[:PATTERN]) matches a permission request.  A path
+    outside `cwd` never matches an allow; an allow must match every path a
+    change touches, a deny any of them."""
+    kind, colon, pattern = rule.partition(":")
+    tool = request.get("tool") if request.get("tool") in TOOL_KINDS else "other"
+    if kind not in ("*", tool):
+        return False
+    paths = [p for p in request.get("paths") or () if isinstance(p, str)]
+    if verb == "allow" and not all(_inside(p, cwd) for p in paths):
+        return False
+    if not colon:
+        return True
+    subjects = _subjects(request, cwd)
+    if not subjects:
+        return False
+    if verb == "allow":
+        return all(fnmatchcase(s, pattern) for s in subjects)
+    return any(fnmatchcase(s, pattern) for s in subjects)
+
+
+def _subjects(request: Dict[str, Any], cwd: str) -> List[str]:
+    """What a pattern is matched against: the command line, `server.tool`, or
+    the paths (relative to the bound cwd when inside it)."""
+    for key in ("command", "mcp_tool"):
+        if isinstance(request.get(key), str) and request[key]:
+            return [request[key]]
+    return [_relative(p, cwd) for p in request.get("paths") or () if isinstance(p, str)]
+
+
+def _inside(path: str, cwd: str) -> bool:
+    full = os.path.normpath(os.path.join(cwd, path))
+    return full == cwd or full.startswith(cwd.rstrip("/") + "/")
+
+
+def _relative(path: str, cwd: str) -> str:
+    full = os.path.normpath(os.path.join(cwd, path))
+    return os.path.relpath(full, cwd) if _inside(full, cwd) else full
