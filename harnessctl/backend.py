@@ -52,6 +52,7 @@ DELIVERIES = ("start", "steer", "queued")  # Host.accepted(delivery=...)
 RESULT_STATUSES = ("completed", "cancelled", "failed")  # Host.result(status=...)
 REQUEST_KINDS = ("permission", "question")  # Host.request(kind=...)
 MODES = ("ask", "edit", "full")  # Config.mode (docs/PROTOCOL.md, "Permission policy")
+STDERR_TAIL = 2000  # bytes of a child's stderr kept for Child.stderr_tail
 
 
 class Config:
@@ -207,6 +208,12 @@ class Child:
 
     def wait(self, timeout: float) -> Optional[int]:
         """Wait for the exit; None if still running after `timeout`."""
+        raise NotImplementedError
+
+    def stderr_tail(self) -> str:
+        """The end of what the child wrote on its stderr (STDERR_TAIL bytes at
+        most): the harness's own reason when it exits before it is ready.
+        Complete once `Backend.on_exit` is called."""
         raise NotImplementedError
 
 

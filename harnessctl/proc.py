@@ -23,7 +23,7 @@ import signal
 import subprocess
 import threading
 
-from .backend import Child
+from .backend import STDERR_TAIL, Child
 from .pidfile import kill_group
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -81,9 +81,15 @@ class Process(Child):
         self.pid = self._popen.pid
         self._write_lock = threading.Lock()
         self._exited = threading.Event()
+        self._stderr_tail = b""
         lines = Lines(on_lines, on_overlong)
+
+        def keep_tail(data: bytes) -> None:
+            self._stderr_tail = (self._stderr_tail + data)[-STDERR_TAIL:]
+            stderr(data)
+
         try:
-            threading.Thread(target=self._read, args=(lines, stderr, on_exit), daemon=True).start()
+            threading.Thread(target=self._read, args=(lines, keep_tail, on_exit), daemon=True).start()
         except RuntimeError:  # no thread (ulimit -u): the start fails, and no harness is left behind
             kill_group(self.pid)
             self._popen.wait()
@@ -128,6 +134,11 @@ class Process(Child):
             lines.feed(chunk)
         else:
             stderr(chunk)
+
+    def stderr_tail(self) -> str:
+        """Read on the runtime thread once on_exit was posted: the reader thread
+        wrote its last byte before that."""
+        return self._stderr_tail.decode("utf-8", "replace")
 
     def write_line(self, text: str) -> None:
         with self._write_lock:

@@ -20,6 +20,7 @@ class FakeChild:
         self.lines: List[str] = []
         self.stdin_closed = False
         self.killed = False
+        self.stderr = ""  # what stderr_tail() returns: a test sets it
 
     def write_line(self, text: str) -> None:
         assert "\n" not in text
@@ -37,6 +38,9 @@ class FakeChild:
 
     def wait(self, timeout: float) -> Optional[int]:
         return 0 if (self.stdin_closed or self.killed) else None
+
+    def stderr_tail(self) -> str:
+        return self.stderr
 
 
 class FakeHost(Host):
