@@ -258,7 +258,7 @@ def test_can_use_tool_becomes_a_permission_request(tmp_path):
     assert (req_id, run_id, kind) == ("req-1", "run-1", "permission")
     assert message == "Claude wants to use Bash: touch approved.txt"
     assert options == ["allow", "deny", "allow-session"]
-    assert details["tool"] == "Bash" and details["input"]["command"] == "touch approved.txt"
+    assert details["name"] == "Bash" and details["input"]["command"] == "touch approved.txt"
 
 
 def test_allow_answers_with_the_original_input(tmp_path):

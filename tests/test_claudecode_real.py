@@ -115,7 +115,7 @@ def test_permission_allow_by_reply_from_another_process_runs_the_tool(cc):
     accepted = cc.send("please create approved.txt")
     request = cc.wait_request()
     assert request["kind"] == "permission" and request["run_id"] == accepted["run_id"]
-    assert request["tool"] == "Bash" and request["input"]["command"] == "touch approved.txt"
+    assert request["name"] == "Bash" and request["input"]["command"] == "touch approved.txt"
     assert request["options"][:2] == ["allow", "deny"]
     assert cc.status()["state"] == "awaiting_reply"
     cc.reply(request["request_id"], "allow")

@@ -69,6 +69,41 @@ def deny_own_files(sidecar: str) -> List[str]:
     return ["--settings", json.dumps({"permissions": {"deny": ["Edit(/%s)" % path for path in own]}})]
 
 
+# --mode (harnessctl/backend.py MODES) as Claude's --permission-mode.  Recorded
+# differences (README): `default` lets read-only commands run and asks before
+# reads outside the cwd; `acceptEdits` also runs, without asking, the commands
+# it counts as file edits inside the cwd (touch, mkdir, rm, cp, `>`); Claude
+# refuses `bypassPermissions` as root unless IS_SANDBOX=1 (the start fails
+# with its reason).
+PERMISSION_MODES = {"ask": "default", "edit": "acceptEdits", "full": "bypassPermissions"}
+# The flags of the user's own arguments that decide what asks, each with the
+# number of values it takes (-1: every value up to the next option).  Under a
+# bound mode they are left out: Claude takes the last --permission-mode but
+# lets --dangerously-skip-permissions win over any, --allowedTools' rules
+# let a tool through without asking, and --permission-prompts none refuses
+# instead of asking.
+MODE_FLAGS = {"--permission-mode": 1, "--dangerously-skip-permissions": 0, "--allowedTools": -1,
+              "--allowed-tools": -1, "--permission-prompts": 1}
+
+
+def without_mode_flags(args: List[str]) -> List[str]:
+    """The user's arguments without MODE_FLAGS (in `--flag value` or `--flag=value` form)."""
+    kept: List[str] = []
+    skip, variadic = 0, False
+    for arg in args:
+        if skip or (variadic and not arg.startswith("-")):
+            skip = max(skip - 1, 0)
+            continue
+        name, equals, _ = arg.partition("=")
+        count = MODE_FLAGS.get(name) if name.startswith("--") else None
+        if count is None:
+            kept.append(arg)
+            variadic = False
+            continue
+        skip, variadic = (0 if equals else max(count, 0)), count < 0
+    return kept
+
+
 SESSION_FILE = "claude-session-id"
 DENY_MESSAGE = "The user denied this action."
 QUESTION_TOOL = "AskUserQuestion"
@@ -205,6 +240,13 @@ class ClaudeCodeBackend(ChildBackend):
         self._write({"type": "control_response", "response": {
             "subtype": "success", "request_id": request["claude_id"], "response": response}})
 
+    def harness_argv(self, args: List[str]) -> Optional[List[str]]:
+        """Under a bound mode, the user's own arguments lose the flags that would overrule it."""
+        argv = super().harness_argv(args)
+        if argv is None or self.config.mode is None:
+            return argv
+        return argv[:len(args) + 1] + without_mode_flags(argv[len(args) + 1:])
+
     def before_stop(self) -> None:
         """Closing stdin ends Claude (~40 ms when idle), but a turn and its tools
         would go on after EOF: interrupt it first (SIGTERM mid-run)."""
@@ -212,12 +254,16 @@ class ClaudeCodeBackend(ChildBackend):
             self.interrupt()
 
     def on_exit(self, returncode: Optional[int]) -> None:
-        """Claude is gone: report why it could not start, if it never did.  The
+        """Claude is gone: report why it could not start, if it never did (its
+        own reason: the error of its result, else the last line of its stderr,
+        e.g. its refusal of bypassPermissions as root).  The
         runtime itself fails the send in flight and every open run, and
         expires pending requests; the next start resumes the session."""
-        self.child = None
+        child, self.child = self.child, None
         if not self.ready:
-            reason = self._start_error or "claude exited (code %s) before it was ready" % returncode
+            said = child.stderr_tail().strip().splitlines() if child is not None else []
+            reason = self._start_error or "claude exited (code %s) before it was ready%s" % (
+                returncode, ": " + said[-1].strip() if said else "")
             self.host.start_failed(reason)
         self._reset()
 
@@ -499,8 +545,9 @@ class ClaudeCodeBackend(ChildBackend):
                 "subtype": "error", "request_id": claude_id,
                 "error": "harnessctl does not support %s" % request.get("subtype")}})
             return
-        tool = request.get("tool_name") or "tool"
+        tool = str(request.get("tool_name") or "tool")
         tool_input = wire.as_object(request.get("input"))
+        subject = wire.permission_subject(tool, tool_input)
         entry: Dict[str, Any] = {"claude_id": claude_id, "input": tool_input, "kind": "permission",
                                  "suggestions": request.get("permission_suggestions") or [], "questions": [],
                                  "tool_use_id": wire.text_or_none(request.get("tool_use_id"))}
@@ -508,13 +555,13 @@ class ClaudeCodeBackend(ChildBackend):
             entry["kind"] = "question"
             entry["questions"] = wire.questions(tool_input["questions"])
             self.host.request(self._active_id(), "question", wire.question_message(entry["questions"]),
-                              details={"tool": tool, "questions": entry["questions"]}, token=claude_id)
+                              details=dict(subject, questions=entry["questions"]), token=claude_id)
         else:
             entry["suggestions"] = wire.session_rules(entry["suggestions"])
             if request.get("suppress_always_allow_rule") or request.get("requires_user_interaction"):
                 entry["suggestions"] = []  # Claude must not offer "don't ask again" for this ask
             options = ["allow", "deny"] + (["allow-session"] if entry["suggestions"] else [])
-            details = {"tool": tool, "input": tool_input}
+            details = dict(subject, input=tool_input)
             for key in ("description", "blocked_path", "decision_reason", "tool_use_id"):
                 if request.get(key) is not None:
                     details[key] = request[key]
@@ -559,6 +606,8 @@ class ClaudeCodeBackend(ChildBackend):
             args += ["--resume", session_id]
         if self.config.model:
             args += ["--model", self.config.model]
+        if self.config.mode:
+            args += ["--permission-mode", PERMISSION_MODES[self.config.mode]]
         return args
 
     def _control_id(self, prefix: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from harnessctl import activity
 from harnessctl.activity import unified_diff
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -69,6 +70,18 @@ def tool_kind(name: str, tool_input: Dict[str, Any]) -> Tuple[str, str]:
         if isinstance(value, str) and value.strip():
             return kind, value
     return kind, name
+
+
+def permission_subject(name: str, tool_input: Dict[str, Any]) -> Dict[str, Any]:
+    """What a can_use_tool prompt is about, in the fields policy rules match
+    (activity.permission_subject): the tool's kind with Claude's name for it,
+    Bash's command, the file an editing tool changes, server.tool of an MCP tool."""
+    kind, title = tool_kind(name, tool_input)
+    command = text_or_none(tool_input.get("command")) if kind == "command" else None
+    path = text_or_none(tool_input.get("file_path") or tool_input.get("notebook_path"))
+    return activity.permission_subject(kind, name=name, command=command,
+                                       paths=[path] if path and kind == "file_change" else None,
+                                       mcp_tool=title if kind == "mcp" else None)
 
 
 def plan_entries(tool_input: Dict[str, Any]) -> Optional[List[Tuple[str, str]]]:

@@ -31,7 +31,8 @@ def transcript_path(name: str) -> str:
     return path
 
 
-def make_backend(tmp_path: str, env: Optional[Dict[str, str]] = None, model: Optional[str] = None):
+def make_backend(tmp_path: str, env: Optional[Dict[str, str]] = None, model: Optional[str] = None,
+                 mode: Optional[str] = None):
     from adapters.claudecode.backend import ClaudeCodeBackend
 
     sidecar = os.path.join(str(tmp_path), "events.jsonl.d")
@@ -40,7 +41,7 @@ def make_backend(tmp_path: str, env: Optional[Dict[str, str]] = None, model: Opt
     base.update(env or {})
     host = FakeHost()
     config = Config(cwd=str(tmp_path), model=model, sidecar=sidecar, env=base, debug=False,
-                    harness=registry.manifest("claudecode")["harness"])
+                    harness=registry.manifest("claudecode")["harness"], mode=mode)
     return ClaudeCodeBackend(host, config), host
 
 
