@@ -37,10 +37,10 @@ class Session:
         assert proc.stdout == b"" or args[0] == "status"
         return proc
 
-    def send(self, text: str) -> Dict[str, Any]:
-        """Send and return the `accepted` event the send wrote."""
+    def send(self, text: str, *options: str) -> Dict[str, Any]:
+        """Send (with more `options` of send, e.g. --mode) and return the `accepted` event the send wrote."""
         before = len(self.accepted())
-        self.ok("send", self.path, text, "--adapter", "claudecode", "--cwd", self.work)
+        self.ok("send", self.path, text, "--adapter", "claudecode", "--cwd", self.work, *options)
         return self.accepted()[before]
 
     def reply(self, request_id: str, answer: str) -> None:
