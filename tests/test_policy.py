@@ -276,3 +276,16 @@ def test_a_file_change_whose_paths_are_unknown_is_not_allowed_by_the_mode_edit()
 def test_a_rule_cannot_answer_with_an_option_the_request_lacks():
     binding = {"cwd": "/repo", "rules": [["allow", "*"]]}
     assert policy.decide(binding, {"kind": "permission", "tool": "other", "options": ["deny"]}) is None
+
+
+def test_the_mode_edit_allows_edits_before_a_catch_all_deny(efile, workdir):
+    send(efile, "/edit a.txt\n/tool make", "--cwd", str(workdir), "--mode", "edit", "--deny", "*")
+    wait_results(efile, 1)
+    assert [(r["answer"], r["by"]) for r in replied(efile).values()] == [("allow", "mode"), ("deny", "rule")]
+
+
+def test_a_rule_before_the_catch_all_overrides_the_mode(efile, workdir):
+    send(efile, "/edit .github/ci.yml", "--cwd", str(workdir), "--mode", "edit", "--deny", "file_change:.github/*",
+         "--deny", "*")
+    wait_results(efile, 1)
+    assert replied(efile)["req-1"]["rule"] == "file_change:.github/*"
