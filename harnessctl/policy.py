@@ -67,7 +67,8 @@ def check_rules(rules: List[Tuple[str, str]]) -> Optional[List[List[str]]]:
 def from_field(field: str) -> Optional[List[List[str]]]:
     """The rules of a send as the client passes them to the runtime: one
     `VERB RULE` per line (a rule holds no newline), empty for none."""
-    return check_rules([tuple(line.split(" ", 1)) for line in field.split("\n")]) if field else None  # type: ignore[misc]
+    pairs = [line.partition(" ") for line in field.split("\n")] if field else []
+    return check_rules([(verb, rule) for verb, _, rule in pairs])
 
 
 def read_file(path: str) -> Tuple[Optional[str], Optional[List[List[str]]]]:
