@@ -120,4 +120,5 @@ def test_a_start_claude_refuses_on_stderr_fails_with_its_last_line(tmp_path):
     host.children[0].stderr = "a warning\n--dangerously-skip-permissions cannot be used with root/sudo privileges\n"
     backend.on_exit(1)
     assert host.calls == [("start_failed", "claude exited (code 1) before it was ready: "
-                                           "--dangerously-skip-permissions cannot be used with root/sudo privileges")]
+                                           "--dangerously-skip-permissions cannot be used with root/sudo privileges"
+                                           " (--mode full is --permission-mode bypassPermissions)")]

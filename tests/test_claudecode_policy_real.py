@@ -113,10 +113,11 @@ def test_mode_full_in_a_sandbox_runs_a_write_and_a_command_without_asking(cc):
 
 
 def test_rules_allow_one_command_and_refuse_another_with_no_human(cc):
+    cc.env["HARNESSCTL_CLAUDE_ARGS"] = LOOSE_ARGS  # under --mode ask every command reaches the rules anyway
     cc.mock.script(reply(bash("touch ok.txt", "Create ok.txt")), reply(bash("touch bad.txt", "Create bad.txt")),
                    reply(text("Done.")))
     proc = cc.run("send", cc.path, "create ok.txt and bad.txt", "--adapter", "claudecode", "--cwd", cc.work,
-                  "--allow", "command:touch ok*", "--deny", "*", "--wait")
+                  "--mode", "ask", "--allow", "command:touch ok*", "--deny", "*", "--wait")
     assert proc.returncode == 0, proc.stderr  # 9 would mean a request was parked for a reply
     assert json.loads(proc.stdout)["status"] == "completed"
     assert exists(cc, "ok.txt") and not exists(cc, "bad.txt")

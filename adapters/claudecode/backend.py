@@ -264,6 +264,8 @@ class ClaudeCodeBackend(ChildBackend):
             said = child.stderr_tail().strip().splitlines() if child is not None else []
             reason = self._start_error or "claude exited (code %s) before it was ready%s" % (
                 returncode, ": " + said[-1].strip() if said else "")
+            if self.config.mode == "full":  # Claude's refusal names the flag behind the mode
+                reason += " (--mode full is --permission-mode bypassPermissions)"
             self.host.start_failed(reason)
         self._reset()
 
