@@ -72,9 +72,10 @@ def deny_own_files(sidecar: str) -> List[str]:
 # --mode (harnessctl/backend.py MODES) as Claude's --permission-mode.  Recorded
 # differences (README): `default` lets read-only commands run and asks before
 # reads outside the cwd; `acceptEdits` also runs, without asking, the commands
-# it counts as file edits inside the cwd (touch, mkdir, rm, cp, `>`); Claude
-# refuses `bypassPermissions` as root unless IS_SANDBOX=1 (the start fails
-# with its reason).
+# it counts as file edits inside the cwd (touch, mkdir, mv, cp, rm -rf, `>`
+# and `>>`; chmod, tee, sed -i, git, python3 ask); Claude refuses
+# `bypassPermissions` as root unless IS_SANDBOX=1 (the start fails with its
+# reason).
 PERMISSION_MODES = {"ask": "default", "edit": "acceptEdits", "full": "bypassPermissions"}
 # The flags of the user's own arguments that decide what asks, each with the
 # number of values it takes (-1: every value up to the next option).  Under a
