@@ -769,7 +769,8 @@ def asked(tmp_path, tool_call: Dict[str, Any], updates: Optional[List[Dict[str, 
         agent_says(backend, update)
     options = [{"optionId": "yes", "name": "Yes", "kind": "allow_once"},
                {"optionId": "no", "name": "No", "kind": "reject_once"}]
-    agent_asks(backend, 0, "session/request_permission", {"sessionId": "s-1", "toolCall": tool_call, "options": options})
+    agent_asks(backend, 0, "session/request_permission",
+               {"sessionId": "s-1", "toolCall": tool_call, "options": options})
     ((_, _, _, _, _, names, details),) = host.named("request")
     assert names == ["allow", "deny"]  # what the runtime answers rules with
     return details
