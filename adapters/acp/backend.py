@@ -471,7 +471,7 @@ class AcpBackend(ChildBackend):
         # the request completes what the agent said of the tool (gemini said nothing before it)
         tool = self.updates.tool(run, tool_id, tool_call) if run is not None and tool_id else Tool("", tool_call)
         names, texts, mapping = wire.permission_options(params.get("options"))
-        details = wire.permission_subject(tool.kind, tool.name, tool.title, tool.input, tool.content,
+        details = wire.permission_subject(tool.kind, tool.own_name, tool.title, tool.input, tool.content,
                                           tool_call.get("locations"))
         details.update(input=tool.input, option_descriptions=texts, tool_id=tool_id)
         self.requests[agent_id] = {"run": run, "mapping": mapping, "tool_id": tool_id}

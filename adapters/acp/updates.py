@@ -40,7 +40,8 @@ class Tool:
 
     def __init__(self, run_id: str, update: Dict[str, Any]) -> None:
         self.run_id = run_id
-        self.name = wire.tool_name(update) or str(update.get("kind") or "tool")
+        self.own_name = wire.tool_name(update)  # None: the agent did not name it (a codex escalation)
+        self.name = self.own_name or str(update.get("kind") or "tool")
         self.kind = wire.tool_kind(update.get("kind"), self.name)
         self.title = str(update.get("title") or self.name)
         self.input: Any = update.get("rawInput")

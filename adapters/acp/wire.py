@@ -249,7 +249,7 @@ def permission_options(options: Any) -> Tuple[List[str], List[str], Dict[str, st
     return names, texts, mapping
 
 
-def permission_subject(kind: str, name: str, title: str, raw_input: Any, content: Any,
+def permission_subject(kind: str, name: Optional[str], title: str, raw_input: Any, content: Any,
                        locations: Any) -> Dict[str, Any]:
     """What a permission request is about, for the rules (activity.permission_subject):
     a command's line, the paths an edit touches, an MCP tool's server.tool."""
