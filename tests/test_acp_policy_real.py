@@ -9,7 +9,8 @@ from the contract's meaning, the test says so:
 
 * codex-acp runs a command inside its sandbox without asking (read-only in
   `ask`, the workspace in `edit`); only a command the model asks to run
-  outside it (`require_escalated`) asks, so the scripted commands do;
+  outside it (`require_escalated`) asks, so the scripted commands do (but in
+  `full`, where codex refuses such a request: there is no sandbox to leave);
 * a codex-acp reject ends its turn (cancelled): the model hears of it only in
   the next turn;
 * claude-agent-acp offers bypassPermissions only when not root or in a
@@ -117,7 +118,7 @@ def test_edit_writes_without_asking_and_a_command_asks(start, agent):
 def test_full_writes_and_runs_without_asking(start, agent):
     s = start(agent, **UNLOCKED)
     s.model.writes(s.cwd, "w.txt", "hello\n")
-    s.model.runs("touch x.txt")
+    s.model.runs("touch x.txt", escalated=False)  # no sandbox to leave: codex refuses to ask
     s.model.answer("Done.")
     proc = s.cmd("send", s.path, "Write, then touch.", *s.flags(), "--mode", "full", "--wait")
     assert proc.returncode == 0, (proc.stderr.decode(), s.runtime_log()[-2000:])

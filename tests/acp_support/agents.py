@@ -199,13 +199,14 @@ class Model:
         else:
             self.mock.script(mg.reply(mg.function_call("write_file", {"file_path": path, "content": text})))
 
-    def runs(self, command: str) -> None:
-        """The model runs a shell command; codex's asks to run it outside its
-        sandbox (codex runs the others in the sandbox without asking)."""
+    def runs(self, command: str, escalated: bool = True) -> None:
+        """The model runs a shell command.  codex's asks to run it outside its
+        sandbox when `escalated` (codex runs the others in the sandbox without
+        asking, and refuses an escalation outright in its full-access mode)."""
         if self.agent == "codex":
-            self.mock.add(mr.function_call("exec_command", {
-                "cmd": command, "sandbox_permissions": "require_escalated", "justification": "needs to write"},
-                "call_run_%d" % self.calls))
+            escalation = {"sandbox_permissions": "require_escalated", "justification": "needs to write"}
+            self.mock.add(mr.function_call("exec_command", dict({"cmd": command}, **(escalation if escalated else {})),
+                                           "call_run_%d" % self.calls))
             self.calls += 1
         elif self.agent == "claude":
             self.mock.script(mm.reply(mm.bash(command, "Run it")))
