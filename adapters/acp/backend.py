@@ -17,6 +17,11 @@ codex-acp 2.6.0, claude-agent-acp 0.101.0 and gemini-cli 0.61.0:
 * an agent without steering must never get a second `session/prompt` while
   one runs (gemini cancels the running one): the adapter holds the input
   (accepted queued, no run yet) and starts the next run with it;
+* `--mode` is the preset's own mode id (manifest `agents.<preset>.modes`),
+  set by `session/set_mode` at every start, a resumed session's included;
+  it wins over HARNESSCTL_ACP_MODE.  An agent that does not
+  offer that mode (claude-agent-acp's bypassPermissions as root, gemini's
+  autoEdit/yolo in an untrusted folder) fails the start with its reason;
 * `session/cancel` is a notification; the client must itself answer every
   pending permission request `cancelled` (gemini waits for that), while
   codex-acp and claude-agent-acp withdraw theirs with `$/cancel_request`.
@@ -179,7 +184,8 @@ class AcpBackend(ChildBackend):
     def _configure(self, session: Dict[str, Any]) -> None:
         """The mode by session/set_mode (--mode through the preset's table, else
         HARNESSCTL_ACP_MODE), then --model, then ready.  The mode is set at every
-        start: a resumed session keeps whatever mode the agent last had."""
+        start, a resumed session's included: what mode an agent restores with
+        a session is its own business."""
         try:
             mode, why = self._mode_id()
         except ValueError as exc:
