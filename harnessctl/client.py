@@ -247,25 +247,28 @@ def _new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:
             adapter, ", ".join(sorted(manifest["agents"])), " or %s" % agent_env if agent_env else ""))
     if agent is not None:
         binding["agent"] = agent
-    if wanted["mode"] is not None:
-        _check_mode_table(manifest, adapter, agent)
-        binding["mode"] = wanted["mode"]
+    mode = wanted["mode"]
+    if mode is not None and not _maps_modes(manifest, agent):
+        raw = (manifest.get("harness") or {}).get("mode_env")
+        raise UsageError("--mode: harnessctl knows no mode table of the %s agent %s%s" % (
+            adapter, agent, "; set %s to one of the agent's own mode ids instead" % raw if raw else ""))
+    if mode is None and wanted["rules"] is not None and _maps_modes(manifest, agent):
+        mode = "ask"  # rules decide what the harness asks, so it asks for every change and command
+    if mode is not None:
+        binding["mode"] = mode
     if wanted["rules"] is not None:
         binding["rules"] = wanted["rules"]
     return binding
 
 
-def _check_mode_table(manifest: Dict[str, Any], adapter: str, agent: Optional[str]) -> None:
-    """An adapter that drives many agents maps --mode with each agent's
-    table in its manifest; an agent without one cannot take --mode."""
+def _maps_modes(manifest: Dict[str, Any], agent: Optional[str]) -> bool:
+    """Whether the adapter can put its harness in a --mode: one harness, or
+    an agent whose preset has a mode table in the manifest."""
     agents = manifest.get("agents")
     if agents is None:
-        return
+        return True
     preset = agents.get(agent) if isinstance(agents, dict) else None
-    if not (isinstance(preset, dict) and isinstance(preset.get("modes"), dict)):
-        raw = (manifest.get("harness") or {}).get("mode_env")
-        raise UsageError("--mode: harnessctl knows no mode table of the %s agent %s%s" % (
-            adapter, agent, "; set %s to one of the agent's own mode ids instead" % raw if raw else ""))
+    return isinstance(preset, dict) and isinstance(preset.get("modes"), dict)
 
 
 def _warn(warning: Optional[str]) -> None:

@@ -23,9 +23,9 @@ CWD = "/work/project"  # the recorded sessions' cwd, as the fixtures spell it
 
 
 def make(tmp_path, agent: Optional[str] = "fake-agent --flag", cwd: str = CWD, model: Optional[str] = None,
-         **env: str):
+         mode: Optional[str] = None, **env: str):
     host = FakeHost()
-    config = Config(cwd, model, str(tmp_path), dict(env), False, registry.manifest("acp")["harness"], agent)
+    config = Config(cwd, model, str(tmp_path), dict(env), False, registry.manifest("acp")["harness"], agent, mode)
     return host, AcpBackend(host, config)
 
 
@@ -692,3 +692,157 @@ def test_stop_cancels_a_running_turn_before_closing_stdin(tmp_path):
     backend.send(Input("in-1", "go"))
     backend.stop()
     assert frames(host, "session/cancel") and host.children[0].stdin_closed
+
+
+# -- the permission policy: --mode and what a request is about ---------------------------------------
+
+OFFERED = {  # the modes each agent offered in session/new (root, trusted folder: claude lacks bypassPermissions)
+    "codex": ["read-only", "workspace-write", "agent", "agent-full-access"],
+    "claude": ["default", "acceptEdits", "plan", "auto", "bypassPermissions"],
+    "gemini": ["default", "autoEdit", "yolo", "plan"],
+}
+TABLE = {("codex", "ask"): "read-only", ("codex", "edit"): "workspace-write", ("codex", "full"): "agent-full-access",
+         ("claude", "ask"): "default", ("claude", "edit"): "acceptEdits", ("claude", "full"): "bypassPermissions",
+         ("gemini", "ask"): "default", ("gemini", "edit"): "autoEdit", ("gemini", "full"): "yolo"}
+
+
+def moded_agent(tmp_path, agent: str, mode: Optional[str], offered: List[str], **env: str):
+    """A preset whose hand-made agent opened a session offering `offered` modes."""
+    modes = {"currentModeId": offered[0], "availableModes": [{"id": m, "name": m} for m in offered]}
+    return ready_agent(tmp_path, agent=agent, mode=mode, session={"modes": modes}, **env)
+
+
+@pytest.mark.parametrize("agent,mode", sorted(TABLE))
+def test_mode_sets_the_presets_own_mode_id(tmp_path, agent, mode):
+    host, backend = moded_agent(tmp_path, agent, mode, OFFERED[agent])
+    (set_mode,) = frames(host, "session/set_mode")
+    assert set_mode["params"] == {"sessionId": "s-1", "modeId": TABLE[agent, mode]}
+    respond(backend, host, "session/set_mode")
+    assert host.reports() == [("ready",)] and host.logged("session")[0]["approval_policy"] == TABLE[agent, mode]
+
+
+def test_mode_wins_over_the_mode_variable_and_a_diagnostic_says_so(tmp_path):
+    host, backend = moded_agent(tmp_path, "codex", "ask", OFFERED["codex"], HARNESSCTL_ACP_MODE="agent-full-access")
+    assert [f["params"]["modeId"] for f in frames(host, "session/set_mode")] == ["read-only"]
+    (note,) = host.logged("diagnostic")
+    assert "HARNESSCTL_ACP_MODE=agent-full-access is not applied: --mode ask" in note["message"]
+
+
+def test_without_mode_the_mode_variable_is_applied_as_before(tmp_path):
+    host, backend = moded_agent(tmp_path, "codex", None, OFFERED["codex"], HARNESSCTL_ACP_MODE="agent")
+    assert [f["params"]["modeId"] for f in frames(host, "session/set_mode")] == ["agent"]
+
+
+def test_without_mode_or_variable_no_mode_is_set(tmp_path):
+    host, backend = moded_agent(tmp_path, "codex", None, OFFERED["codex"])
+    assert frames(host, "session/set_mode") == [] and host.reports() == [("ready",)]
+
+
+def test_a_mode_the_agent_does_not_offer_fails_the_start_with_the_modes_it_offers(tmp_path):
+    host, backend = moded_agent(tmp_path, "claude", "full", OFFERED["claude"][:4])  # claude-agent-acp as root
+    ((_, message),) = host.named("start_failed")
+    assert "--mode full" in message and "does not offer mode bypassPermissions" in message
+    assert "default, acceptEdits, plan, auto" in message and frames(host, "session/set_mode") == []
+
+
+def test_a_mode_the_agent_refuses_fails_the_start_with_its_reason(tmp_path):
+    host, backend = moded_agent(tmp_path, "gemini", "edit", OFFERED["gemini"])
+    untrusted = "Cannot enable privileged approval modes in an untrusted folder."
+    respond(backend, host, "session/set_mode", error={"code": -32603, "message": "Internal error: " + untrusted})
+    ((_, message),) = host.named("start_failed")
+    assert "--mode edit" in message and "refused mode autoEdit" in message and untrusted in message
+
+
+def test_mode_for_an_agent_without_a_table_fails_the_start_naming_the_variable(tmp_path):
+    host, backend = moded_agent(tmp_path, "fake-agent --flag", "ask", ["read-only"])
+    ((_, message),) = host.named("start_failed")
+    assert "no mode table" in message and "HARNESSCTL_ACP_MODE" in message
+    assert frames(host, "session/set_mode") == []
+
+
+def asked(tmp_path, tool_call: Dict[str, Any], updates: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
+    """The details of the permission request an agent asks about `tool_call`
+    (after `updates` about it, if any)."""
+    host, backend = ready_agent(tmp_path)
+    backend.send(Input("in-1", "go"))
+    for update in updates or []:
+        agent_says(backend, update)
+    options = [{"optionId": "yes", "name": "Yes", "kind": "allow_once"},
+               {"optionId": "no", "name": "No", "kind": "reject_once"}]
+    agent_asks(backend, 0, "session/request_permission",
+               {"sessionId": "s-1", "toolCall": tool_call, "options": options})
+    ((_, _, _, _, _, names, details),) = host.named("request")
+    assert names == ["allow", "deny"]  # what the runtime answers rules with
+    return details
+
+
+def recorded_request(tmp_path, name: str, mode: str) -> Dict[str, Any]:
+    """The details of the first permission request of a recorded transcript."""
+    host, backend, replay = started(tmp_path, name, HARNESSCTL_ACP_MODE=mode)
+    send_prompt(replay, backend, "in-1")
+    while not host.named("request"):
+        assert replay.to(reply=True) is not None
+    return host.named("request")[0][6]
+
+
+def test_a_recorded_codex_command_request_carries_its_command_line(tmp_path):
+    details = recorded_request(tmp_path, "codex__c_cancel_permission", "read-only")
+    assert (details["tool"], details["command"]) == ("command", "touch cancelled.txt")
+    assert not {"name", "paths", "mcp_tool"} & set(details)  # codex-acp names no tool it escalates
+
+
+def test_a_recorded_claude_command_request_carries_its_command_but_no_paths(tmp_path):
+    details = recorded_request(tmp_path, "claude__d_permission", "default")
+    assert (details["tool"], details["name"], details["command"]) == ("command", "Bash", "touch rejected.txt")
+    assert "paths" not in details  # claude names the file a command may touch: that is no file change
+
+
+def test_a_recorded_gemini_command_request_takes_its_command_from_the_title(tmp_path):
+    details = recorded_request(tmp_path, "gemini__d_permission", "default")
+    assert (details["tool"], details["name"], details["command"]) == ("command", "run_shell_command",
+                                                                      "touch rejected.txt")
+
+
+def test_a_recorded_gemini_write_request_carries_its_path(tmp_path):
+    details = recorded_request(tmp_path, "gemini__i_fs_missing_as_empty", "default")
+    assert (details["tool"], details["name"]) == ("file_change", "write_file")
+    assert details["paths"] == ["/work/project/fs_written.txt"] and "command" not in details
+
+
+def test_a_codex_edit_request_carries_the_paths_of_its_locations(tmp_path):
+    details = asked(tmp_path, {"toolCallId": "call_patch", "title": "Edit files", "kind": "edit", "status": "pending",
+                               "locations": [{"path": CWD + "/w.txt"}, {"path": CWD + "/sub/v.txt"}]})
+    assert (details["tool"], details["paths"]) == ("file_change", [CWD + "/w.txt", CWD + "/sub/v.txt"])
+
+
+def test_a_claude_write_request_names_its_file_once(tmp_path):
+    path = CWD + "/w.txt"
+    details = asked(tmp_path, {"toolCallId": "toolu_1", "name": "Write", "kind": "edit", "title": "Write w.txt",
+                               "rawInput": {"file_path": path, "content": "hi\n"},
+                               "content": [{"type": "diff", "path": path, "oldText": None, "newText": "hi\n"}],
+                               "locations": [{"path": path}]})
+    assert (details["tool"], details["name"], details["paths"]) == ("file_change", "Write", [path])
+
+
+def test_a_command_the_agent_gave_as_a_shell_argv_is_its_line(tmp_path):
+    details = asked(tmp_path, {"toolCallId": "t", "kind": "execute", "title": "bash",
+                               "rawInput": {"command": ["/bin/bash", "-lc", "npm test -- --watch"]}})
+    assert details["command"] == "npm test -- --watch"
+    other = asked(tmp_path / "2", {"toolCallId": "t", "kind": "execute", "title": "x",
+                                   "rawInput": {"command": ["git", "commit", "-m", "a b"]}})
+    assert other["command"] == "git commit -m 'a b'"
+
+
+def test_a_command_whose_title_filled_in_later_is_matched_on_the_updated_line(tmp_path):
+    started_ = {"sessionUpdate": "tool_call", "toolCallId": "toolu_2", "name": "Bash", "kind": "execute",
+                "title": "Terminal", "status": "pending", "rawInput": {}}
+    details = asked(tmp_path, {"toolCallId": "toolu_2", "kind": "execute", "title": "rm -rf build",
+                               "rawInput": {"command": "rm -rf build"}}, [started_])
+    assert (details["name"], details["command"]) == ("Bash", "rm -rf build")
+
+
+def test_an_mcp_tool_request_is_kind_mcp_with_its_server_and_tool(tmp_path):
+    details = asked(tmp_path, {"toolCallId": "toolu_3", "kind": "other", "title": "lookup",
+                               "_meta": {"claudeCode": {"toolName": "mcp__docs__search_pages"}}})
+    assert (details["tool"], details["mcp_tool"], details["name"]) == ("mcp", "docs.search_pages",
+                                                                       "mcp__docs__search_pages")

@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
+from typing import Optional
 
 import pytest
-from cliutil import ROOT, cli_env, of_type, ok, run, runtime_pids, wait_for, wait_results
+from cliutil import ROOT, cli_env, of_type, ok, run, runtime_pids, status, wait_for, wait_results
 
 FAKE = os.path.join(ROOT, "tests", "acp_support", "fake_agent.py")
 
@@ -17,10 +18,13 @@ FAKE = os.path.join(ROOT, "tests", "acp_support", "fake_agent.py")
 class Agent:
     """One event file driven with `--adapter acp --agent <the fake, with flags>`."""
 
-    def __init__(self, directory, *flags: str, **env: str) -> None:
+    def __init__(self, directory, *flags: str, preset: Optional[str] = None, **env: str) -> None:
+        """`preset`: run the fake as that preset (its command variable), else as a command line."""
         self.path = os.path.join(str(directory), "events.jsonl")
         self.log = os.path.join(str(directory), "agent.log")
         self.agent = " ".join(shlex.quote(a) for a in (FAKE,) + flags)
+        if preset is not None:
+            env["HARNESSCTL_ACP_%s_CMD" % preset.upper()], self.agent = self.agent, preset
         self.env = cli_env(FAKE_ACP_HOME=os.path.join(str(directory), "sessions"), FAKE_ACP_LOG=self.log, **env)
 
     def send(self, text: str, *flags: str, env=None):
@@ -197,7 +201,7 @@ def test_an_agent_that_exits_without_answering_initialize_exits_5(workdir):
 def test_a_mode_the_agent_does_not_offer_exits_5_naming_the_offered_modes(workdir):
     agent = Agent(workdir, HARNESSCTL_ACP_MODE="yolo")
     proc = agent.send("hi", "--wait")
-    assert proc.returncode == 5 and b"read-only, agent" in proc.stderr
+    assert proc.returncode == 5 and b"read-only, workspace-write, agent, agent-full-access" in proc.stderr
 
 
 def test_mode_and_model_reach_the_agent(workdir):
@@ -208,6 +212,35 @@ def test_mode_and_model_reach_the_agent(workdir):
     assert [m["params"]["modelId"] for m in agent.received("session/set_model")] == ["fake-large"]
     session = [e for e in of_type(agent.path, "log") if e["kind"] == "session"][0]
     assert (session["approval_policy"], session["model"]) == ("read-only", "fake-large")
+
+
+@pytest.mark.parametrize("mode,native", [("ask", "read-only"), ("edit", "workspace-write"),
+                                         ("full", "agent-full-access")])
+def test_mode_sets_the_presets_mode_id_over_the_mode_variable(workdir, mode, native):
+    agent = Agent(workdir, preset="codex", HARNESSCTL_ACP_MODE="agent")
+    proc = agent.send("hi", "--wait", "--mode", mode)
+    assert proc.returncode == 0, proc.stderr
+    assert [m["params"]["modeId"] for m in agent.received("session/set_mode")] == [native]
+    assert status(agent.path, env=agent.env)["mode"] == mode
+
+
+def test_mode_for_an_agent_command_exits_2_naming_the_mode_variable(workdir):
+    agent = Agent(workdir)
+    proc = agent.send("hi", "--mode", "ask")
+    assert proc.returncode == 2 and b"HARNESSCTL_ACP_MODE" in proc.stderr
+    assert not os.path.exists(agent.log)  # refused before any agent started
+
+
+def test_a_rule_answers_the_agents_request_by_its_command_line(workdir):
+    agent = Agent(workdir, preset="codex")
+    proc = agent.send("/approve", "--wait", "--allow", "command:touch approved*", "--deny", "*")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["output"] == "permission: allow_once"
+    pending, replied = of_type(agent.path, "request")
+    assert (pending["state"], pending["tool"], pending["name"], pending["command"]) == (
+        "pending", "command", "exec_command", "touch approved.txt")
+    assert (replied["state"], replied["answer"], replied["by"], replied["rule"]) == (
+        "replied", "allow", "rule", "command:touch approved*")
 
 
 def test_the_agent_writes_files_through_the_client_inside_the_cwd_only(workdir):

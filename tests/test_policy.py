@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
-from cliutil import events, ok, run, runtime_pids, status, wait_for, wait_results
+from cliutil import ROOT, events, ok, run, runtime_pids, status, wait_for, wait_results
 
 from harnessctl import policy
 
@@ -289,3 +290,15 @@ def test_a_rule_before_the_catch_all_overrides_the_mode(efile, workdir):
          "--deny", "*")
     wait_results(efile, 1)
     assert replied(efile)["req-1"]["rule"] == "file_change:.github/*"
+
+
+def test_rules_without_a_mode_bind_the_mode_ask(efile):
+    send(efile, "/tool make", "--deny", "command:rm *")
+    wait_for(lambda: status(efile)["state"] == "awaiting_reply", what="the command asks")
+    assert status(efile)["mode"] == "ask"
+
+
+def test_rules_for_an_acp_agent_without_a_mode_table_bind_no_mode(efile, workdir):
+    agent = "%s %s" % (sys.executable, os.path.join(ROOT, "tests", "acp_support", "fake_agent.py"))
+    ok("send", efile, "hello", "--adapter", "acp", "--agent", agent, "--deny", "command:rm *")
+    assert status(efile)["mode"] is None and status(efile)["rules"] == [["deny", "command:rm *"]]

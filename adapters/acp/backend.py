@@ -17,6 +17,11 @@ codex-acp 2.6.0, claude-agent-acp 0.101.0 and gemini-cli 0.61.0:
 * an agent without steering must never get a second `session/prompt` while
   one runs (gemini cancels the running one): the adapter holds the input
   (accepted queued, no run yet) and starts the next run with it;
+* `--mode` is the preset's own mode id (manifest `agents.<preset>.modes`),
+  set by `session/set_mode` at every start, a resumed session's included;
+  it wins over HARNESSCTL_ACP_MODE.  An agent that does not
+  offer that mode (claude-agent-acp's bypassPermissions as root, gemini's
+  autoEdit/yolo in an untrusted folder) fails the start with its reason;
 * `session/cancel` is a notification; the client must itself answer every
   pending permission request `cancelled` (gemini waits for that), while
   codex-acp and claude-agent-acp withdraw theirs with `$/cancel_request`.
@@ -32,11 +37,11 @@ from harnessctl.childbackend import ChildBackend
 from harnessctl.jsonrpc import Calls
 
 from . import wire
-from .updates import Run, Updates
+from .updates import Run, Tool, Updates
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional
+    from typing import Any, Dict, List, Optional, Tuple
 
 SESSION_FILE = "acp-session.json"
 PROTOCOL_VERSION = 1
@@ -177,25 +182,50 @@ class AcpBackend(ChildBackend):
             self.host.log("diagnostic", "warning", message="cannot keep the ACP session id: %s" % exc)
 
     def _configure(self, session: Dict[str, Any]) -> None:
-        """HARNESSCTL_ACP_MODE by session/set_mode, then --model, then ready."""
-        mode = self.config.env.get(MODE_ENV, "").strip()
-        if mode:
-            offered = wire.mode_ids(session)
-            if mode not in offered:
-                self._start_failed("%s=%s: the ACP agent %s offers %s" % (
-                    MODE_ENV, mode, self.label, "the modes " + ", ".join(offered) if offered else "no modes"))
-                return
-
-            def moded(result: Optional[Dict[str, Any]], error: Any) -> None:
-                if error is not None:
-                    self._start_failed("the ACP agent %s refused mode %s: %s" % (self.label, mode,
-                                                                               wire.rpc_error_text(error)))
-                else:
-                    self._select_model(session, mode)
-
-            self.calls.call("session/set_mode", {"sessionId": self.session_id, "modeId": mode}, moded)
+        """The mode by session/set_mode (--mode through the preset's table, else
+        HARNESSCTL_ACP_MODE), then --model, then ready.  The mode is set at every
+        start, a resumed session's included: what mode an agent restores with
+        a session is its own business."""
+        try:
+            mode, why = self._mode_id()
+        except ValueError as exc:
+            self._start_failed(str(exc))
             return
-        self._select_model(session, wire.current_mode(session))
+        if not mode:
+            self._select_model(session, wire.current_mode(session))
+            return
+        offered = wire.mode_ids(session)
+        if mode not in offered:
+            self._start_failed("%s: the ACP agent %s does not offer mode %s (it offers %s)" % (
+                why, self.label, mode, ", ".join(offered) if offered else "no modes"))
+            return
+
+        def moded(result: Optional[Dict[str, Any]], error: Any) -> None:
+            if error is not None:
+                self._start_failed("%s: the ACP agent %s refused mode %s: %s" % (why, self.label, mode,
+                                                                               wire.rpc_error_text(error)))
+            else:
+                self._select_model(session, mode)
+
+        self.calls.call("session/set_mode", {"sessionId": self.session_id, "modeId": mode}, moded)
+
+    def _mode_id(self) -> Tuple[str, str]:
+        """(the agent's mode id to set, or "" for none; what asked for it).
+        --mode wins over HARNESSCTL_ACP_MODE, which says so in a diagnostic;
+        ValueError for --mode on an agent without a mode table (the core
+        refuses that before it starts one: this keeps a mode from being lost)."""
+        raw = self.config.env.get(MODE_ENV, "").strip()
+        if self.config.mode is None:
+            return raw, "%s=%s" % (MODE_ENV, raw)
+        modes = wire.as_object(wire.as_object(self._presets().get(self.config.agent or "")).get("modes"))
+        mode = wire.text_or_none(modes.get(self.config.mode)) or ""
+        if not mode:
+            raise ValueError("--mode %s: the ACP agent %s has no mode table; set %s to one of its own mode ids"
+                             % (self.config.mode, self.label, MODE_ENV))
+        if raw and raw != mode:
+            self.host.log("diagnostic", "info", message="%s=%s is not applied: --mode %s sets the ACP agent's mode %s"
+                          % (MODE_ENV, raw, self.config.mode, mode))
+        return mode, "--mode %s" % self.config.mode
 
     def _select_model(self, session: Dict[str, Any], mode: Optional[str]) -> None:
         model = self.config.model
@@ -444,11 +474,12 @@ class AcpBackend(ChildBackend):
         run = self.run
         tool_call = wire.as_object(params.get("toolCall"))
         tool_id = wire.text_or_none(tool_call.get("toolCallId"))
-        tool = self.updates.tool(run, tool_id, tool_call) if run is not None and tool_id else None
+        # the request completes what the agent said of the tool (gemini said nothing before it)
+        tool = self.updates.tool(run, tool_id, tool_call) if run is not None and tool_id else Tool("", tool_call)
         names, texts, mapping = wire.permission_options(params.get("options"))
-        details: Dict[str, Any] = {"tool": tool.kind if tool else wire.tool_kind(tool_call.get("kind")),
-                                   "input": tool_call.get("rawInput") if tool is None else tool.input,
-                                   "option_descriptions": texts, "tool_id": tool_id}
+        details = wire.permission_subject(tool.kind, tool.own_name, tool.title, tool.input, tool.content,
+                                          tool_call.get("locations"))
+        details.update(input=tool.input, option_descriptions=texts, tool_id=tool_id)
         self.requests[agent_id] = {"run": run, "mapping": mapping, "tool_id": tool_id}
         self.host.request(self._run_id(), "permission", wire.permission_message(tool_call), options=names,
                           details=details, token=agent_id)

@@ -40,8 +40,9 @@ class Tool:
 
     def __init__(self, run_id: str, update: Dict[str, Any]) -> None:
         self.run_id = run_id
-        self.kind = wire.tool_kind(update.get("kind"))
-        self.name = wire.tool_name(update) or str(update.get("kind") or "tool")
+        self.own_name = wire.tool_name(update)  # None: the agent did not name it (a codex escalation)
+        self.name = self.own_name or str(update.get("kind") or "tool")
+        self.kind = wire.tool_kind(update.get("kind"), self.name)
         self.title = str(update.get("title") or self.name)
         self.input: Any = update.get("rawInput")
         self.content: Any = update.get("content")
@@ -49,7 +50,7 @@ class Tool:
 
     def merge(self, update: Dict[str, Any]) -> None:
         if update.get("kind"):
-            self.kind = wire.tool_kind(update["kind"])
+            self.kind = wire.tool_kind(update["kind"], self.name)
         if isinstance(update.get("title"), str) and update["title"]:
             self.title = update["title"]
         if update.get("rawInput"):

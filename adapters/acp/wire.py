@@ -31,6 +31,9 @@ RPC_CLASSES = {-32000: "auth_required", -32002: "resource_not_found", -32600: "i
                -32601: "method_not_found", -32602: "invalid_params", -32603: "internal_error",
                -32700: "parse_error"}
 PLAN_STATUSES = ("pending", "in_progress", "completed")
+MCP_PREFIX = "mcp__"  # claude-agent-acp names an MCP tool mcp__SERVER__TOOL (Claude Code's spelling)
+SHELLS = ("sh", "bash", "zsh")  # a command given as [SHELL, -c/-lc, LINE] is LINE
+PATH_KEYS = ("file_path", "path", "notebook_path")  # rawInput keys naming the file an edit tool changes
 # codex-acp turns codex `warning` events into assistant text with no messageId (REPORT §7.1)
 WARNING_PREFIXES = ("Warning: ", "Config warning: ")
 WARNING_AGENTS = ("@agentclientprotocol/codex-acp",)
@@ -122,8 +125,18 @@ def current_model(session: Dict[str, Any]) -> Optional[str]:
 # -- activity ------------------------------------------------------------------------------
 
 
-def tool_kind(kind: Any) -> str:
-    return TOOL_KINDS.get(str(kind), "other")
+def tool_kind(kind: Any, name: Optional[str] = None) -> str:
+    """The vocabulary's kind: `mcp` for a tool named as an MCP tool, else by its ACP kind."""
+    return "mcp" if mcp_tool(name) else TOOL_KINDS.get(str(kind), "other")
+
+
+def mcp_tool(name: Optional[str]) -> Optional[str]:
+    """`server.tool` of an MCP tool's name (mcp__SERVER__TOOL), else None."""
+    if isinstance(name, str) and name.startswith(MCP_PREFIX):
+        server, sep, tool = name[len(MCP_PREFIX):].partition("__")
+        if server and sep and tool:
+            return "%s.%s" % (server, tool)
+    return None
 
 
 def tool_name(update: Dict[str, Any]) -> Optional[str]:
@@ -234,6 +247,41 @@ def permission_options(options: Any) -> Tuple[List[str], List[str], Dict[str, st
         texts.append("refuse (the agent offers no reject option: the request is answered cancelled)")
         mapping["deny"] = ""
     return names, texts, mapping
+
+
+def permission_subject(kind: str, name: Optional[str], title: str, raw_input: Any, content: Any,
+                       locations: Any) -> Dict[str, Any]:
+    """What a permission request is about, for the rules (activity.permission_subject):
+    a command's line, the paths an edit touches, an MCP tool's server.tool."""
+    from harnessctl.activity import permission_subject as subject
+
+    return subject(kind, name, command_line(raw_input, title) if kind == "command" else None,
+                   touched_paths(locations, content, raw_input) if kind == "file_change" else None, mcp_tool(name))
+
+
+def command_line(raw_input: Any, title: str) -> Optional[str]:
+    """rawInput.command (codex-acp, claude-agent-acp; an argv list is joined, a
+    shell's -c/-lc wrapper removed), else the title: gemini sends no rawInput,
+    and its title is the command line."""
+    import shlex
+
+    command = as_object(raw_input).get("command")
+    if isinstance(command, list) and command and all(isinstance(word, str) for word in command):
+        if len(command) == 3 and os.path.basename(command[0]) in SHELLS and command[1] in ("-c", "-lc"):
+            return command[2]
+        return shlex.join(command)
+    if isinstance(command, str) and command:
+        return command
+    return title or None
+
+
+def touched_paths(locations: Any, content: Any, raw_input: Any) -> List[str]:
+    """Every path an edit names: its locations (all three agents), its diff
+    blocks and the file its rawInput names (claude), each once, in order."""
+    found = [as_object(place).get("path") for place in (locations if isinstance(locations, list) else ())]
+    found += [path for path, _, _, _ in diffs(content)]
+    found += [as_object(raw_input).get(key) for key in PATH_KEYS]
+    return list(dict.fromkeys(path for path in found if isinstance(path, str) and path))
 
 
 def permission_message(tool_call: Dict[str, Any]) -> str:

@@ -144,6 +144,7 @@ class Model:
     def __init__(self, agent: str, mock: Any) -> None:
         self.agent = agent
         self.mock = mock
+        self.calls = 0  # codex tool calls scripted: their call ids
 
     # -- what to answer (FIFO; the agents' side requests never consume it)
     def answer(self, *texts: str) -> None:
@@ -184,6 +185,34 @@ class Model:
         else:
             self.mock.script(mg.reply(mg.shell(command, "Create the file")))
 
+    def writes(self, cwd: str, name: str, text: str) -> None:
+        """The model creates the file `name` in `cwd` with its own file tool:
+        codex apply_patch (offered to a bundled model slug: use_patch_model),
+        claude Write, gemini write_file."""
+        path = os.path.join(cwd, name)
+        if self.agent == "codex":
+            patch = "*** Begin Patch\n*** Add File: %s\n%s*** End Patch\n" % (
+                name, "".join("+%s\n" % line for line in text.splitlines()))
+            self.mock.add(mr.apply_patch(patch, "call_%s" % name.replace(".", "_")))
+        elif self.agent == "claude":
+            self.mock.script(mm.reply(mm.tool_use("Write", {"file_path": path, "content": text})))
+        else:
+            self.mock.script(mg.reply(mg.function_call("write_file", {"file_path": path, "content": text})))
+
+    def runs(self, command: str, escalated: bool = True) -> None:
+        """The model runs a shell command.  codex's asks to run it outside its
+        sandbox when `escalated` (codex runs the others in the sandbox without
+        asking, and refuses an escalation outright in its full-access mode)."""
+        if self.agent == "codex":
+            escalation = {"sandbox_permissions": "require_escalated", "justification": "needs to write"}
+            self.mock.add(mr.function_call("exec_command", dict({"cmd": command}, **(escalation if escalated else {})),
+                                           "call_run_%d" % self.calls))
+            self.calls += 1
+        elif self.agent == "claude":
+            self.mock.script(mm.reply(mm.bash(command, "Run it")))
+        else:
+            self.mock.script(mg.reply(mg.shell(command, "Run it")))
+
     def fail(self, status: int, message: str) -> None:
         """The model endpoint answers the next request with an HTTP error."""
         if self.agent == "codex":
@@ -215,6 +244,15 @@ class Model:
         if self.agent == "codex":
             return mr.user_texts({"body": body}) + mr.assistant_texts({"body": body})
         return (mm.conversation_texts if self.agent == "claude" else mg.conversation_texts)(body)
+
+    def use_patch_model(self, root: str) -> None:
+        """codex offers apply_patch only to a bundled model slug: name one in its
+        config (before the first send)."""
+        config = os.path.join(root, "codex_home", "config.toml")
+        with open(config, encoding="utf-8") as f:
+            text = f.read()
+        with open(config, "w", encoding="utf-8") as f:
+            f.write(text.replace('model = "mock-model"', 'model = "gpt-5.5"', 1))
 
     def aux(self) -> List[Dict[str, Any]]:
         """The side requests the mock answered without consuming the script."""

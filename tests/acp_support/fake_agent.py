@@ -56,7 +56,7 @@ FLAGS = set(sys.argv[1:])
 STEERING = "--no-steering" not in FLAGS
 HOME = os.environ.get("FAKE_ACP_HOME") or os.path.join(os.getcwd(), ".fake-acp")
 LOG = os.environ.get("FAKE_ACP_LOG")
-MODES = [{"id": "read-only", "name": "Read-only"}, {"id": "agent", "name": "Agent"}]
+MODES = [{"id": m, "name": m} for m in ("read-only", "workspace-write", "agent", "agent-full-access")]  # codex-acp's
 MODELS = [{"modelId": "fake-small", "name": "Fake small"}, {"modelId": "fake-large", "name": "Fake large"}]
 
 write_lock = threading.Lock()
