@@ -67,6 +67,12 @@ def test_the_deny_rules_of_harnessctls_own_files_stay_under_every_mode(tmp_path,
     assert rules == ["Edit(/%s)" % sidecar[:-2], "Edit(/%s/**)" % sidecar] and argv.count("--settings") == 1
 
 
+@pytest.mark.parametrize("mode, ask", [("ask", None), ("edit", ["Bash"]), ("full", None), (None, None)])
+def test_only_mode_edit_adds_an_ask_rule_for_every_command(tmp_path, mode, ask):
+    argv = argv_of(tmp_path, mode, "")
+    assert json.loads(argv[argv.index("--settings") + 1])["permissions"].get("ask") == ask
+
+
 def test_a_bash_prompt_carries_its_kind_claudes_tool_name_and_the_command(tmp_path):
     backend, host = make_backend(tmp_path)
     initialize(backend)

@@ -3,9 +3,7 @@ Messages mock, through the CLI: `send --mode` as Claude's --permission-mode,
 winning over the user's own HARNESSCTL_CLAUDE_ARGS, and `--allow`/`--deny`
 rules answering Claude's prompts (docs/PROTOCOL.md, "Permission policy").
 
-The mock scripts the model's tool calls; a command that must ask under
-`edit` is a python3 one-liner, since Claude's acceptEdits runs the commands
-it counts as file edits (touch, mkdir, rm, cp, `>`) without asking (README).
+The mock scripts the model's tool calls.
 """
 
 from __future__ import annotations
@@ -87,12 +85,13 @@ def test_under_mode_edit_a_write_runs_without_asking_and_a_command_asks(cc):
     assert len(cc.events("request")) == 2  # that one request: pending, replied
 
 
-def test_under_mode_edit_claude_runs_touch_in_the_cwd_without_asking(cc):
-    """The documented difference: acceptEdits counts touch as a file edit."""
+def test_under_mode_edit_a_command_claude_counts_as_an_edit_asks_too(cc):
+    """acceptEdits alone would run `touch` in the cwd without asking: the
+    adapter's ask rule for Bash keeps every command asking under `edit`."""
     cc.mock.script(reply(bash("touch t.txt", "Create t.txt")), reply(text("Done.")))
     cc.send("create t.txt", "--mode", "edit")
-    [result] = cc.wait_results(1)
-    assert result["status"] == "completed" and exists(cc, "t.txt") and cc.events("request") == []
+    [command] = pending(cc, 1)
+    assert command["command"] == "touch t.txt" and not exists(cc, "t.txt")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="Claude refuses bypassPermissions only as root")

@@ -59,23 +59,28 @@ FORCED_ARGS = [
 ]
 
 
-def deny_own_files(sidecar: str) -> List[str]:
-    """Claude's deny rules for the event file and its sidecar, as `.git` is
-    kept from codex: under a mode that lets it edit the workspace
-    (acceptEdits, bypassPermissions) its file tools still cannot rewrite
-    harnessctl's record or binding.  A shell command can (README, Security).
-    `//` starts an absolute path in a rule; Edit covers every file-editing tool."""
+def permission_settings(sidecar: str, mode: Optional[str]) -> List[str]:
+    """Claude's `--settings`, one only (a second replaces the first):
+
+    * deny rules for the event file and its sidecar, as `.git` is kept from
+      codex: under a mode that lets it edit the workspace (acceptEdits,
+      bypassPermissions) its file tools still cannot rewrite harnessctl's
+      record or binding.  A shell command can (README, Security).  `//`
+      starts an absolute path in a rule; Edit covers every file-editing tool;
+    * under --mode edit, an ask rule for Bash: acceptEdits alone runs the
+      commands it counts as file edits inside the cwd (touch, mkdir, mv, cp,
+      rm -rf, `>`) without asking, and in `edit` every command asks."""
     own = (sidecar[:-len(".d")], sidecar + "/**")
-    return ["--settings", json.dumps({"permissions": {"deny": ["Edit(/%s)" % path for path in own]}})]
+    permissions: Dict[str, Any] = {"deny": ["Edit(/%s)" % path for path in own]}
+    if mode == "edit":
+        permissions["ask"] = ["Bash"]
+    return ["--settings", json.dumps({"permissions": permissions})]
 
 
 # --mode (harnessctl/backend.py MODES) as Claude's --permission-mode.  Recorded
 # differences (README): `default` lets read-only commands run and asks before
-# reads outside the cwd; `acceptEdits` also runs, without asking, the commands
-# it counts as file edits inside the cwd (touch, mkdir, mv, cp, rm -rf, `>`
-# and `>>`; chmod, tee, sed -i, git, python3 ask); Claude refuses
-# `bypassPermissions` as root unless IS_SANDBOX=1 (the start fails with its
-# reason).
+# reads outside the cwd; Claude refuses `bypassPermissions` as root unless
+# IS_SANDBOX=1 (the start fails with its reason).
 PERMISSION_MODES = {"ask": "default", "edit": "acceptEdits", "full": "bypassPermissions"}
 # The flags of the user's own arguments that decide what asks, each with the
 # number of values it takes (-1: every value up to the next option).  Under a
@@ -603,7 +608,7 @@ class ClaudeCodeBackend(ChildBackend):
     # -- helpers ----------------------------------------------------------------------
 
     def _arguments(self) -> List[str]:
-        args = FORCED_ARGS + deny_own_files(self.config.sidecar)
+        args = FORCED_ARGS + permission_settings(self.config.sidecar, self.config.mode)
         session_id = self._stored_session()
         if session_id:
             args += ["--resume", session_id]
