@@ -13,7 +13,7 @@ from .errors import NotFoundError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Dict, Optional, Tuple
+    from typing import Any, Dict, Optional, Tuple
 
 # AF_UNIX sun_path is 108 bytes including the terminating NUL.
 MAX_SOCKET_PATH = 107
@@ -140,11 +140,13 @@ def require_exists(addr: Address) -> None:
         raise UsageError("cannot access event file %s: %s" % (addr.path, e.strerror)) from None
 
 
-def check_binding(bound: Dict[str, Optional[str]], wanted: Dict[str, Optional[str]]) -> None:
-    """A later command may omit adapter/cwd/model/agent; a different value is a conflict."""
-    for key in ("adapter", "cwd", "model", "agent"):
+def check_binding(bound: Dict[str, Any], wanted: Dict[str, Any]) -> None:
+    """A later command may omit adapter/cwd/model/agent/mode/rules; a different value is a conflict."""
+    for key in ("adapter", "cwd", "model", "agent", "mode", "rules"):
         if wanted.get(key) is not None and wanted[key] != bound.get(key):
             value = bound.get(key)
+            if key == "rules" and value is not None:
+                value = ", ".join("--%s %s" % (verb, rule) for verb, rule in value)
             raise UsageError("%s is bound to this event path: %s (new workspace = new file)"
                              % (key, value if value is not None else "the harness default"))
 
@@ -218,7 +220,7 @@ def make_sidecar(addr: Address) -> Tuple[bool, Optional[Tuple[int, int]]]:
     return made_sidecar, (st.st_dev, st.st_ino)
 
 
-def read_binding(addr: Address) -> Optional[Dict[str, Optional[str]]]:
+def read_binding(addr: Address) -> Optional[Dict[str, Any]]:
     """The adapter/cwd/model bound to this file, or None before the first send.
     A binding harnessctl did not write is refused (exit 2): it decides what runs."""
     import json
@@ -237,7 +239,7 @@ def read_binding(addr: Address) -> Optional[Dict[str, Optional[str]]]:
         binding = None
     if not (isinstance(binding, dict) and isinstance(binding.get("adapter"), str)
             and isinstance(binding.get("cwd"), str) and isinstance(binding.get("model"), (str, type(None)))
-            and isinstance(binding.get("agent"), (str, type(None)))):
+            and isinstance(binding.get("agent"), (str, type(None))) and _valid_policy(binding)):
         raise UsageError("unreadable binding %s (not JSON with adapter, cwd and model): remove it and send "
                          "again with --adapter (and --cwd, --model)" % addr.binding)
     from . import trusted
@@ -247,7 +249,15 @@ def read_binding(addr: Address) -> Optional[Dict[str, Optional[str]]]:
     return binding
 
 
-def write_binding(addr: Address, binding: Dict[str, Optional[str]]) -> None:
+def _valid_policy(binding: Dict[str, Any]) -> bool:
+    if binding.get("mode") is None and binding.get("rules") is None:
+        return True  # no policy (and no import of it)
+    from .policy import is_valid
+
+    return is_valid(binding)
+
+
+def write_binding(addr: Address, binding: Dict[str, Any]) -> None:
     """Record the binding outside the workspace first (trusted.py), then
     write it into the sidecar, where a runtime finds it."""
     import json

@@ -14,7 +14,7 @@ from .errors import HarnessctlError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Dict, List, Optional, Sequence, Tuple
+    from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 MAX_TEXT = 4 * 1024 * 1024
 
@@ -141,13 +141,13 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
     if argv[0] == "--version":
         emit("harnessctl %s" % __version__ + (" (%s adapter)" % fixed_adapter if fixed_adapter else ""))
         return 0
-    command, args, options = parse(argv)
+    command, args, options, rules = parse(argv)
     if command == "log":
         return log(args, options)
     from . import client
 
     if command == "send":
-        return send(args, options, fixed_adapter, fixed_agent)
+        return send(args, options, rules, fixed_adapter, fixed_agent)
     if command == "wait":
         return outcome(client.wait(args[0], args[1] if len(args) > 1 else None, timeout(options)))
     if command == "status":
@@ -160,7 +160,7 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
     return 0
 
 
-def send(args: List[str], options: Dict[str, str], fixed_adapter: Optional[str],
+def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]], fixed_adapter: Optional[str],
          fixed_agent: Optional[str] = None) -> int:
     from . import client
 
@@ -175,12 +175,29 @@ def send(args: List[str], options: Dict[str, str], fixed_adapter: Optional[str],
     wait_timeout = timeout(options)
     text = check_text(args[1] if len(args) > 1 else read_stdin("TEXT"))
     input_id = client.send(args[0], text, options.get("--cwd"), options.get("--model"), adapter or fixed_adapter,
-                           agent or fixed_agent)
+                           agent or fixed_agent, policy(options, rules))
     if "--print-id" in options:
         emit(input_id)
     if "--wait" not in options:
         return 0
     return outcome(client.wait(args[0], input_id, wait_timeout))
+
+
+def policy(options: Dict[str, str], rules: List[Tuple[str, str]]) -> Optional[Dict[str, Any]]:
+    """The permission policy a send asks for ({"mode", "rules"}), or None when
+    it names none (a later send: the bound one; a first: the harness's own)."""
+    if "--policy" in options:
+        if rules or "--mode" in options:
+            raise UsageError("--policy FILE holds the mode and the rules: give it, or --mode/--allow/--deny")
+        from .policy import read_file
+
+        mode, checked = read_file(options["--policy"])
+        return {"mode": mode, "rules": checked}
+    if not rules and "--mode" not in options:
+        return None
+    from .policy import check_mode, check_rules
+
+    return {"mode": check_mode(options.get("--mode")), "rules": check_rules(rules)}
 
 
 def log(args: List[str], options: Dict[str, str]) -> int:
@@ -243,13 +260,15 @@ def timeout(options: Dict[str, str]) -> Optional[float]:
 NAMES = {"send": ("FILE", "TEXT"), "wait": ("FILE", "INPUT_ID"), "status": ("FILE",), "cancel": ("FILE",),
          "reply": ("FILE", "REQUEST_ID", "ANSWER"), "log": ("FILE",)}
 POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, 1), "cancel": (1, 1), "reply": (2, 3), "log": (1, 1)}
-OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--agent", "--timeout"), "wait": ("--timeout",),
-           "log": ("--since", "--runs")}
+OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--agent", "--timeout", "--mode", "--policy", "--allow",
+                    "--deny"), "wait": ("--timeout",), "log": ("--since", "--runs")}
 FLAGS = {"send": ("--print-id", "--wait"), "log": ("--follow", "--json", "--diff")}
+RULES = ("--allow", "--deny")  # repeatable, and their order matters: they are kept apart, in order
 
 
-def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str]]:
-    """(command, arguments, options); a flag's value is the empty string."""
+def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str], List[Tuple[str, str]]]:
+    """(command, arguments, options, rules); a flag's value is the empty
+    string; rules are the --allow/--deny values as (allow|deny, RULE), in order."""
     command = argv[0]
     if command not in POSITIONALS:
         raise UsageError("unknown command %r%s (commands: %s; --help)"
@@ -257,6 +276,7 @@ def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str]]:
     allowed, flags = OPTIONS.get(command, ()), FLAGS.get(command, ())
     args: List[str] = []
     options: Dict[str, str] = {}
+    rules: List[Tuple[str, str]] = []
     rest = iter(argv[1:])
     for arg in rest:
         if arg == "--":
@@ -273,17 +293,21 @@ def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str]]:
                 value = following
             if not value:
                 raise UsageError("%s must not be empty" % name)
-            options[name] = value
+            if name in RULES:
+                rules.append((name[2:], value))
+            else:
+                options[name] = value
         elif arg.startswith("-") and len(arg) > 1:
             raise UsageError("unknown option %s for %s%s" % (arg, command, _suggest(name, allowed + flags)))
         else:
             args.append(arg)
     check_count(command, args)
-    named = list(options.items()) + list(zip(NAMES[command][1:], args[1:]))
+    named = list(options.items()) + [("--" + verb, rule) for verb, rule in rules]
+    named += list(zip(NAMES[command][1:], args[1:]))
     for name, value in named:
         if name != "TEXT":  # check_text says more about a bad TEXT
             require_utf8(value, name)
-    return command, args, options
+    return command, args, options, rules
 
 
 def check_count(command: str, args: List[str]) -> None:

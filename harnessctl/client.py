@@ -39,12 +39,15 @@ def timeout_seconds() -> float:
 
 
 def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter: Optional[str],
-         agent: Optional[str] = None) -> str:
-    """The accepted input's id."""
+         agent: Optional[str] = None, policy: Optional[Dict[str, Any]] = None) -> str:
+    """The accepted input's id.  `policy` ({"mode", "rules"}, cli.policy) is
+    bound like the model: None keeps the bound one."""
     addr = resolve(file)
+    mode, rules = (policy or {}).get("mode"), (policy or {}).get("rules")
     wanted = {"adapter": adapter, "cwd": _real_dir(cwd) if cwd is not None else None, "model": model,
-              "agent": agent}
-    fields = ["send", text, wanted["cwd"] or "", model or "", adapter or "", agent or ""]
+              "agent": agent, "mode": mode, "rules": rules}
+    fields = ["send", text, wanted["cwd"] or "", model or "", adapter or "", agent or "", mode or "",
+              "\n".join("%s %s" % (verb, rule) for verb, rule in rules or ())]
     deadline = time.monotonic() + timeout_seconds()
     warning = None  # said once the send is accepted: a refused send says only why
     while True:
@@ -244,7 +247,25 @@ def _new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:
             adapter, ", ".join(sorted(manifest["agents"])), " or %s" % agent_env if agent_env else ""))
     if agent is not None:
         binding["agent"] = agent
+    if wanted["mode"] is not None:
+        _check_mode_table(manifest, adapter, agent)
+        binding["mode"] = wanted["mode"]
+    if wanted["rules"] is not None:
+        binding["rules"] = wanted["rules"]
     return binding
+
+
+def _check_mode_table(manifest: Dict[str, Any], adapter: str, agent: Optional[str]) -> None:
+    """An adapter that drives many agents maps --mode with each agent's
+    table in its manifest; an agent without one cannot take --mode."""
+    agents = manifest.get("agents")
+    if agents is None:
+        return
+    preset = agents.get(agent) if isinstance(agents, dict) else None
+    if not (isinstance(preset, dict) and isinstance(preset.get("modes"), dict)):
+        raw = (manifest.get("harness") or {}).get("mode_env")
+        raise UsageError("--mode: harnessctl knows no mode table of the %s agent %s%s" % (
+            adapter, agent, "; set %s to one of the agent's own mode ids instead" % raw if raw else ""))
 
 
 def _warn(warning: Optional[str]) -> None:

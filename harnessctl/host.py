@@ -39,6 +39,10 @@ class AdapterHost(Host):
         """The token `request_id` was asked with, forgotten (it is answered)."""
         return self._tokens.pop(request_id, request_id)
 
+    def is_asking(self, request_id: str) -> bool:
+        """Whether the harness still waits for an answer to `request_id`."""
+        return request_id in self._tokens
+
     def forget_requests(self) -> None:
         """The harness is gone: none of its tokens will be answered."""
         self._tokens.clear()
@@ -130,6 +134,8 @@ class AdapterHost(Host):
             event["agent_options"] = renamed
         self._runtime.writer.write(event)
         self._tokens[request_id] = request_id if token is None else token
+        if kind == "permission":
+            self._runtime.apply_policy(self._runtime.conv.pending.get(request_id, event))
         return request_id
 
     def request_closed(self, token: Any) -> None:

@@ -62,6 +62,12 @@ def check_rules(rules: List[Tuple[str, str]]) -> Optional[List[List[str]]]:
     return [check_rule(verb, text) for verb, text in rules] or None
 
 
+def from_field(field: str) -> Optional[List[List[str]]]:
+    """The rules of a send as the client passes them to the runtime: one
+    `VERB RULE` per line (a rule holds no newline), empty for none."""
+    return check_rules([tuple(line.split(" ", 1)) for line in field.split("\n")]) if field else None  # type: ignore[misc]
+
+
 def read_file(path: str) -> Tuple[Optional[str], Optional[List[List[str]]]]:
     """(mode, rules) of a policy file: {"mode": …, "rules": [["allow", "KIND:PATTERN"], …]}."""
     import json

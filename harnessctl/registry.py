@@ -20,6 +20,7 @@ import json
 import os
 import re
 
+from .backend import MODES
 from .errors import UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -37,10 +38,12 @@ CAPABILITIES = ("steer", "cancel", "approvals", "questions", "resume", "usage", 
 KEYS = {"name": "string", "version": "string", "description": "string", "backend": "string", "harness": "object",
         "capabilities": "array", "agents": "object"}
 HARNESS_KEYS = {"name": "string", "version": "string", "package": "string", "binary": "string or null",
-                "binary_env": "string or null", "args_env": "string or null", "agent_env": "string or null"}
+                "binary_env": "string or null", "args_env": "string or null", "agent_env": "string or null",
+                "mode_env": "string or null"}
 AGENT_KEYS = {"command": "string", "command_env": "string", "package": "string or null",
-              "version": "string or null", "capabilities": "array", "degraded": "object"}
-OPTIONAL = ("package", "agent_env", "agents", "degraded")  # keys a manifest, its harness or a preset may omit
+              "version": "string or null", "capabilities": "array", "degraded": "object", "modes": "object"}
+# keys a manifest, its harness or a preset may omit
+OPTIONAL = ("package", "agent_env", "mode_env", "agents", "degraded", "modes")
 TYPES: Dict[str, Any] = {"string": str, "object": dict, "array": list, "string or null": (str, type(None))}
 BACKEND = r"\.[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*"  # the schema's patterns
 ENV_NAME = r"HARNESSCTL_[A-Z0-9_]+"
@@ -86,7 +89,7 @@ def problems(name: str) -> List[str]:
     if isinstance(harness, dict):
         found += _shape(harness, HARNESS_KEYS, "harness.")
         found += ["harness.%s %r is not a HARNESSCTL_... variable name" % (key, harness[key])
-                  for key in ("binary_env", "args_env", "agent_env") if isinstance(harness.get(key), str)
+                  for key in ("binary_env", "args_env", "agent_env", "mode_env") if isinstance(harness.get(key), str)
                   and not re.fullmatch(ENV_NAME, harness[key])]
     agents = data.get("agents")
     for agent, preset in agents.items() if isinstance(agents, dict) else ():
@@ -113,6 +116,11 @@ def _agent_problems(agent: str, preset: Any) -> List[str]:
     for word in degraded if isinstance(degraded, dict) else {}:
         if word not in CAPABILITIES:
             found.append("%sdegraded: unknown capability %r" % (where, word))
+    modes = preset.get("modes")
+    if isinstance(modes, dict) and not (sorted(modes) == sorted(MODES) and all(
+            isinstance(v, str) and v for v in modes.values())):
+        found.append("%smodes must give the agent's own mode id (a string) for each of %s"
+                     % (where, ", ".join(MODES)))
     return found
 
 

@@ -193,6 +193,9 @@ def _request(e: Entry, style: Style) -> List[str]:
     state = e.get("state") or "?"
     head = "%s %s %s: %s" % (style.paint("???", "bold", "yellow"), e.get("request_id"), e.get("kind") or "request",
                              (e.get("message") or "").strip().split("\n", 1)[0])
+    if state == "replied" and e.get("by"):  # "allowed by rule command:npm test*"
+        verb = {"allow": "allowed", "deny": "denied"}.get(str(e.get("answer")), "answered %s" % e.get("answer"))
+        return [head + style.paint("  %s by %s" % (verb, e["by"]), "green" if verb == "allowed" else "red")]
     if state == "replied":
         return [head + style.paint("  -> %s" % e.get("answer"), "green")]
     if state != "pending":

@@ -22,7 +22,7 @@ import sys
 import time
 from collections import deque
 
-from . import answers, ipc, knobs, locks, pidfile, private, proc, snapshot, trusted
+from . import answers, ipc, knobs, locks, pidfile, policy, private, proc, snapshot, trusted
 from .address import Address, check_binding, open_event_file, read_binding
 from .backend import Input
 from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError
@@ -135,7 +135,8 @@ class Runtime:
         self.loop.post(lambda: self._dispatch(request, waiter), owner=waiter)
 
     def _dispatch(self, request: List[str], waiter: Waiter) -> None:
-        """Fields as ipc.py encodes them: send TEXT CWD MODEL ADAPTER [AGENT] | status | cancel | reply ID ANSWER |
+        """Fields as ipc.py encodes them: send TEXT CWD MODEL ADAPTER AGENT MODE RULES | status | cancel |
+        reply ID ANSWER |
         wait INPUT_ID (empty: the conversation)."""
         op = request[0]
         if self.writer.events.replaced():
@@ -143,9 +144,10 @@ class Runtime:
             self.shutdown("the event file was removed or replaced")
             return
         try:
-            if op == "send" and len(request) in (5, 6):
+            if op == "send" and len(request) == 8:
                 wanted = {"cwd": request[2] or None, "model": request[3] or None, "adapter": request[4] or None,
-                          "agent": request[5] or None if len(request) == 6 else None}
+                          "agent": request[5] or None, "mode": request[6] or None,
+                          "rules": policy.from_field(request[7])}
                 check_binding(self.binding, wanted)
                 self.waiting.append((Input(new_id(), request[1]), waiter))
                 self._pump()
@@ -220,11 +222,34 @@ class Runtime:
         if self.supervisor.state != READY or backend is None:
             raise StateError("%s can no longer be answered: the harness is gone" % request_id)
         try:  # on disk first: `reply` exits 0 only once its answer is in the file (README)
-            self.writer.write(dict(request, state="replied", answer=value), now=True)
+            self.writer.write(dict(request, state="replied", answer=value, by="reply"), now=True)
         except OSError as e:
             raise HarnessctlError("could not record the answer in the event file (%s); the harness was not "
                                   "answered: reply again once the file can be written" % e.strerror) from None
         backend.answer(self.host.take_token(request_id), answers.for_agent(request, value))
+
+    def apply_policy(self, request: Dict[str, Any]) -> None:
+        """A permission request was just written: answer it now if the bound
+        policy decides it (policy.py), else it waits for `reply`.  The answer
+        is fsynced first, as a reply's is; the harness hears it once the
+        adapter has returned from asking (a timer due at once: this loop pass)."""
+        decided = policy.decide(self.binding, request)
+        if decided is None:
+            return
+        value, why = decided
+        request_id = request["request_id"]
+        try:
+            self.writer.write(dict(request, state="replied", answer=value, **why), now=True)
+        except OSError as e:
+            self.debug("%s stays pending: its answer by the policy could not be written (%s)"
+                       % (request_id, e.strerror))
+            return
+        self.loop.call_later(0, lambda: self._answer_decided(request_id, answers.for_agent(request, value)))
+
+    def _answer_decided(self, request_id: str, value: Any) -> None:
+        backend = self.supervisor.backend
+        if self.host.is_asking(request_id) and self.supervisor.state == READY and backend is not None:
+            backend.answer(self.host.take_token(request_id), value)
 
     # -- sends ----------------------------------------------------------------
 

@@ -385,9 +385,12 @@ def status_report(
         "cwd": binding.get("cwd"),
         "model": binding.get("model"),
         "adapter": binding.get("adapter"),
+        "mode": binding.get("mode"),
         "runtime": "alive" if alive else "stopped",
         "last_activity": last_activity or conv.last_activity,
     })
     if binding.get("agent") is not None:
         report["agent"] = binding["agent"]
+    if binding.get("rules") is not None:
+        report["rules"] = binding["rules"]
     return report

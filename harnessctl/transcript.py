@@ -135,6 +135,8 @@ class Transcript:
                   "options": [_text(o) for o in e.get("options") or () if isinstance(o, str)],
                   "questions": [q for q in questions if isinstance(q, dict)] if isinstance(questions, list) else [],
                   "answer": e.get("answer")}
+        if e.get("by") in ("rule", "mode"):  # answered by the bound policy, not by a reply
+            fields["by"] = "rule %s" % _text(e.get("rule")) if e["by"] == "rule" else "--mode %s" % _text(e.get("mode"))
         return self._put(key, fields)
 
     def _result(self, e: Dict[str, Any]) -> List[str]:

@@ -277,7 +277,7 @@ def test_status_line_is_valid_json_after_recovery_of_an_empty_file(workdir):
     report = status(path)
     assert report["state"] == "idle" and report["runtime"] == "stopped" and report["adapter"] is None
     assert report == {"state": "idle", "run_id": None, "queued": 0, "requests": [], "cwd": None, "model": None,
-                      "adapter": None, "runtime": "stopped", "last_activity": None}
+                      "adapter": None, "mode": None, "runtime": "stopped", "last_activity": None}
 
 
 def test_an_adapter_that_drives_one_harness_refuses_agent(workdir):

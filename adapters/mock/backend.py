@@ -6,7 +6,7 @@ import os
 import sys
 
 from harnessctl import private
-from harnessctl.activity import unified_diff
+from harnessctl.activity import permission_subject, unified_diff
 from harnessctl.backend import Input
 from harnessctl.childbackend import ChildBackend
 
@@ -28,7 +28,10 @@ class MockBackend(ChildBackend):
         self.session_logged = False
         transcript = os.path.join(self.config.sidecar, "mock-transcript.jsonl")
         private.check_file(transcript, "transcript")  # the stand-in opens it: refuse one that is not ours here
-        self.spawn_harness([sys.executable, "-I", "-S", STANDIN, transcript])
+        argv = [sys.executable, "-I", "-S", STANDIN, transcript]
+        if self.config.mode:
+            argv.append(self.config.mode)  # the stand-in asks as the mode says
+        self.spawn_harness(argv)
 
     def send(self, item: Input) -> None:
         self.write_json({"op": "input", "id": item.input_id, "text": item.text})
@@ -65,6 +68,9 @@ class MockBackend(ChildBackend):
     def _on_tool(self, event: Dict[str, Any]) -> None:
         run_id, command, code = self._run(event), event["command"], event["exit_code"]
         self.activity.tool_started(run_id, event["id"], "command", "shell", command, {"command": command})
+        if event.get("declined"):
+            self.activity.tool_completed(run_id, event["id"], "declined")
+            return
         output = "mock output of: %s\n" % command
         self.activity.tool_output(run_id, event["id"], output)
         self.activity.tool_completed(run_id, event["id"], "completed" if code == 0 else "failed", code, output)
@@ -72,6 +78,9 @@ class MockBackend(ChildBackend):
     def _on_edit(self, event: Dict[str, Any]) -> None:
         run_id, path = self._run(event), event["path"]
         self.activity.tool_started(run_id, event["id"], "file_change", "edit", path, {"path": path})
+        if event.get("declined"):
+            self.activity.tool_completed(run_id, event["id"], "declined")
+            return
         diff = unified_diff(path, None, "written by the mock\n")
         self.activity.file_changed(run_id, event["id"], path, "add", diff)
         self.activity.tool_completed(run_id, event["id"], "completed")
@@ -82,7 +91,7 @@ class MockBackend(ChildBackend):
     def _on_request(self, event: Dict[str, Any]) -> None:
         if event["kind"] == "permission":
             self.host.request(self._run(event), "permission", event["message"], options=["allow", "deny"],
-                              token=event["request"])
+                              details=_subject(event.get("tool"), event.get("subject")), token=event["request"])
         else:
             questions = [{"id": "q1", "question": event["message"]}]
             self.host.request(self._run(event), "question", event["message"], details={"questions": questions},
@@ -98,3 +107,15 @@ class MockBackend(ChildBackend):
                           deltas=event["deltas"], write_seconds=event.get("write_seconds"),
                           longest_write=event.get("longest_write"))
         self.host.result(run_id, event["inputs"], event["status"], output=event["output"], error=event.get("error"))
+
+
+def _subject(tool: Optional[str], subject: Optional[str]) -> Dict[str, Any]:
+    """What a permission is about (`/permission KIND:SUBJECT`): a command line,
+    `server.tool` of an MCP call, or a path."""
+    if not tool:
+        return {}
+    if tool == "command":
+        return permission_subject(tool, command=subject)
+    if tool == "mcp":
+        return permission_subject(tool, mcp_tool=subject)
+    return permission_subject(tool, paths=[subject] if subject else None)

@@ -3,12 +3,17 @@ stdio, so the runtime drives it exactly like a real harness (docs/PROTOCOL.md se
 
 stdin:  {"op": "input", "id", "text"} | {"op": "interrupt"} | {"op": "answer", "request", "answer"}
 stdout: {"ev": "ready", "resumed_turns"} | {"ev": "received", "id", "turn", "delivery"}
-        | {"ev": "delta", "turn", "text"} | {"ev": "request", "turn", "request", "kind", "message"}
-        | {"ev": "message", "turn", "id", "text"} | {"ev": "tool", "turn", "id", "command", "exit_code"}
-        | {"ev": "edit", "turn", "id", "path"} | {"ev": "plan", "turn", "steps": [[text, status]]}
+        | {"ev": "delta", "turn", "text"}
+        | {"ev": "request", "turn", "request", "kind", "message", "tool", "subject"}
+        | {"ev": "message", "turn", "id", "text"}
+        | {"ev": "tool", "turn", "id", "command", "exit_code", "declined"}
+        | {"ev": "edit", "turn", "id", "path", "declined"} | {"ev": "plan", "turn", "steps": [[text, status]]}
         | {"ev": "done", "turn", "status", "inputs", "output", "error"}
 
-Usage: standin.py TRANSCRIPT   (a JSONL file of finished turns; resumed on start)
+Usage: standin.py TRANSCRIPT [MODE]   (a JSONL file of finished turns, resumed on
+start; MODE ask, edit or full, as --mode: under `ask` a /tool or /edit asks
+first, under `edit` a /tool and an /edit outside the cwd do; without one,
+nothing asks unless told to)
 """
 
 import json
@@ -19,6 +24,9 @@ import time
 
 # How often a /sleep emits a text delta; the benchmark floods with a tiny interval.
 DELTA_INTERVAL = float(os.environ.get("HARNESSCTL_MOCK_DELTA_INTERVAL") or 0.1)
+# The tool kinds a `/permission KIND:SUBJECT` may name (the activity vocabulary's).
+KINDS = ("command", "file_change", "mcp", "web_search", "read", "search", "subagent", "other")
+VERBS = {"command": "Run", "file_change": "Edit", "read": "Read"}  # a permission's message: "Run: CMD"
 
 
 def emit(**event):
@@ -73,6 +81,7 @@ class Turn:
         self.write_seconds = 0.0
         self.longest_write = 0.0
         self.request = None  # (request id, kind) while waiting for an answer
+        self.asked_for = None  # the /tool or /edit step the request asks about
 
     def add(self, input_id, text):
         self.inputs.append(input_id)
@@ -81,8 +90,9 @@ class Turn:
 
 
 class StandIn:
-    def __init__(self, transcript):
+    def __init__(self, transcript, mode=None):
         self.transcript = transcript
+        self.mode = mode
         self.turns_done = self._count_turns()
         self.turn = None
         self.requests = 0
@@ -140,6 +150,9 @@ class StandIn:
                 else:
                     self.turn.lines.append("answer: " + "; ".join(answer.values()))
                 self.turn.request = None
+                if self.turn.asked_for is not None:
+                    step, self.turn.asked_for = self.turn.asked_for, None
+                    self.activity(self.turn, step[0], step[1], declined=answer != "allow")
 
     def advance(self):
         """Run the current turn's steps as far as they go without waiting."""
@@ -164,9 +177,16 @@ class StandIn:
                 turn.sleep_until = now + arg
                 turn.next_delta = now
             elif kind in ("permission", "question"):
-                self.requests += 1
-                turn.request = ("r%d" % self.requests, kind)
-                emit(ev="request", turn=turn.number, request=turn.request[0], kind=kind, message=arg)
+                tool, _, subject = arg.partition(":") if kind == "permission" else ("", "", "")
+                if tool in KINDS:
+                    arg = "%s: %s" % (VERBS.get(tool, "Allow " + tool), subject.strip())
+                else:
+                    tool, subject = "", ""
+                self.ask(turn, kind, arg, tool, subject.strip())
+            elif kind in ("tool", "edit") and self.asks(kind, arg):
+                turn.asked_for = (kind, arg)
+                tool, subject = ("command", tool_command(arg)[1]) if kind == "tool" else ("file_change", arg.strip())
+                self.ask(turn, "permission", "%s: %s" % (VERBS[tool], subject), tool, subject)
             elif kind in ("tool", "edit", "plan"):
                 self.activity(turn, kind, arg)
             elif kind == "fail":
@@ -175,20 +195,32 @@ class StandIn:
             elif kind == "crash":
                 os._exit(3)
 
-    def activity(self, turn, kind, arg):
+    def ask(self, turn, kind, message, tool, subject):
+        self.requests += 1
+        turn.request = ("r%d" % self.requests, kind)
+        emit(ev="request", turn=turn.number, request=turn.request[0], kind=kind, message=message,
+             tool=tool or None, subject=subject or None)
+
+    def asks(self, kind, arg):
+        """Whether the mode makes a /tool or /edit ask first."""
+        if self.mode == "ask":
+            return True
+        if self.mode == "edit":
+            return kind == "tool" or not inside(arg.strip(), os.getcwd())
+        return False
+
+    def activity(self, turn, kind, arg, declined=False):
         """Simulated work, for callers testing what reads the log: nothing runs
         and no file is written.  `/tool [exit=N] CMD`, `/edit PATH`,
-        `/plan x done | > doing | to do` (x: completed, >: in progress)."""
+        `/plan x done | > doing | to do` (x: completed, >: in progress).
+        A declined one (refused when it asked) says so and does nothing."""
         self.requests += 1
         tool_id = "tool-%d" % self.requests
         if kind == "tool":
-            exit_code, command = 0, arg
-            first, _, rest = arg.partition(" ")
-            if first.startswith("exit=") and first[5:].lstrip("-").isdigit():
-                exit_code, command = int(first[5:]), rest
-            emit(ev="tool", turn=turn.number, id=tool_id, command=command, exit_code=exit_code)
+            exit_code, command = tool_command(arg)
+            emit(ev="tool", turn=turn.number, id=tool_id, command=command, exit_code=exit_code, declined=declined)
         elif kind == "edit":
-            emit(ev="edit", turn=turn.number, id=tool_id, path=arg.strip())
+            emit(ev="edit", turn=turn.number, id=tool_id, path=arg.strip(), declined=declined)
         else:
             marks = {"x": "completed", ">": "in_progress"}
             steps = []
@@ -209,6 +241,19 @@ class StandIn:
             f.write(json.dumps({"turn": turn.number, "inputs": turn.texts, "output": output}) + "\n")
 
 
+def tool_command(arg):
+    """`[exit=N] CMD` -> (N, CMD)."""
+    first, _, rest = arg.partition(" ")
+    if first.startswith("exit=") and first[5:].lstrip("-").isdigit():
+        return int(first[5:]), rest
+    return 0, arg
+
+
+def inside(path, cwd):
+    full = os.path.normpath(os.path.join(cwd, path))
+    return full.startswith(cwd.rstrip("/") + "/")
+
+
 def private_file(path, flags, mode):
     """The transcript in the sidecar: never through a symlink, created 0600, and
     only a regular file of ours (this script runs with -I -S: no harnessctl import)."""
@@ -220,4 +265,4 @@ def private_file(path, flags, mode):
     return os.fdopen(fd, mode, encoding="utf-8")
 
 if __name__ == "__main__":
-    StandIn(sys.argv[1]).run()
+    StandIn(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None).run()
