@@ -76,23 +76,23 @@ def test_edit_applies_the_patch_inside_the_cwd_without_asking_and_asks_for_the_c
     assert not exists(s, "ok.txt") and len(s.events("request")) == 2  # the command's pending and replied
 
 
-def test_full_asks_for_nothing_though_codexs_config_says_untrusted(real_codex):
+def test_full_asks_for_nothing_though_codexs_config_says_on_request_read_only(real_codex):
     s, mock = real_codex
-    s.configure(approval_policy="untrusted", sandbox_mode="read-only")
+    s.configure(approval_policy="on-request", sandbox_mode="read-only")  # would ask for the patch
     s.env.pop("HARNESSCTL_CODEX_ARGS")
     outside = os.path.join(s.workdir, "outside.txt")
     mock.add(mr.apply_patch(PATCH), mr.exec_command("touch %s" % outside), mr.text("Done."))
     proc = first_send(s, "--mode", "full", wait=True)
     assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
     assert s.events("request") == []
-    assert exists(s, "patched.txt") and os.path.exists(outside)  # no sandbox either
+    assert exists(s, "patched.txt") and os.path.exists(outside)  # the read-only sandbox lost too
 
 
 def test_rules_run_touch_ok_and_refuse_touch_bad_with_no_person(real_codex):
     s, mock = real_codex
     mock.add(mr.exec_command("touch ok.txt", "call_ok"), mr.exec_command("touch bad.txt", "call_bad"),
              mr.text("Done."))
-    proc = first_send(s, "--allow", "command:touch ok*", "--deny", "*", wait=True)
+    proc = first_send(s, "--mode", "ask", "--allow", "command:touch ok*", "--deny", "*", wait=True)
     assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()  # 9 would be a parked request
     assert json.loads(proc.stdout)["status"] == "completed"
     assert exists(s, "ok.txt") and not exists(s, "bad.txt")
@@ -106,7 +106,7 @@ def test_rules_run_touch_ok_and_refuse_touch_bad_with_no_person(real_codex):
 def test_a_deny_rule_alone_parks_the_rest_for_a_later_reply(real_codex):
     s, mock = real_codex
     mock.add(mr.exec_command("touch x"), mr.text("Done."))
-    proc = first_send(s, "--deny", "command:rm *", wait=True)
+    proc = first_send(s, "--mode", "ask", "--deny", "command:rm *", wait=True)
     assert proc.returncode == 9, proc.stderr.decode()
     parked = json.loads(proc.stdout)
     assert (parked["state"], parked["command"]) == ("pending", "touch x")
