@@ -35,12 +35,14 @@ def host():
     assert fake.vocabulary_problems() == []
 
 
-def started(tmp_path, host, mode=None, resume=False):
+def started(tmp_path, host, mode=None, resume=False, sidecar=None):
     """A backend in `mode` whose handshake is done and whose first send started turn-1."""
     if resume:
         (tmp_path / "events.jsonl.d").mkdir(exist_ok=True)
         (tmp_path / "events.jsonl.d" / "codex-thread.json").write_text(json.dumps({"thread_id": Wire.THREAD}))
-    backend = CodexBackend(host, make_config(tmp_path, mode=mode))
+    config = make_config(tmp_path, mode=mode)
+    config.sidecar = sidecar or config.sidecar
+    backend = CodexBackend(host, config)
     wire = Wire(backend, host)
     backend.start()
     wire.handshake(resume=resume)
@@ -206,3 +208,12 @@ def test_edit_asks_for_commands(tmp_path, host):
     wire.ask(0, "item/commandExecution/requestApproval", {"threadId": Wire.THREAD, "turnId": T1,
                                                           "itemId": "call_1", "command": "touch x", "cwd": "/w"})
     assert only_request(host)["command"] == "touch x"
+
+
+@pytest.mark.parametrize("name", ["events.jsonl", "events.jsonl.d/binding.json"])
+def test_edit_asks_for_a_change_to_the_event_file_or_its_sidecar_inside_the_cwd(tmp_path, host, name):
+    (tmp_path / "work" / "events.jsonl.d").mkdir(parents=True)
+    _, wire = started(tmp_path, host, "edit", sidecar=str(tmp_path / "work" / "events.jsonl.d"))  # inside the cwd
+    file_change(wire, [{"path": str(tmp_path / "work" / name), "kind": {"type": "add"}, "diff": "x\n"}])
+    assert only_request(host)["tool"] == "file_change"
+    assert wire.replies() == []

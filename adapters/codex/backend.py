@@ -14,6 +14,7 @@ says which turn consumed it when the two responses race a turn's end.
 from __future__ import annotations
 
 import json
+import os
 
 from harnessctl import policy
 from harnessctl.backend import Config, Host, Input
@@ -571,11 +572,17 @@ class CodexBackend(ChildBackend):
 
     def _edit_allows(self, details: Dict[str, Any]) -> bool:
         """Whether mode `edit` lets a file change through without asking: every
-        path it touches lies inside the bound cwd.  codex itself has no mode that
-        applies edits and asks for commands, so `edit` runs as `untrusted`
-        (wire.MODES), which asks for every patch; the rest is answered here."""
-        return self.config.mode == "edit" and bool(details.get("paths")) and \
-            policy.matches("file_change", "allow", details, self.config.cwd)
+        path it touches lies inside the bound cwd, and none is the event file or
+        its sidecar (harnessctl's record and binding still ask).  codex itself
+        has no mode that applies edits and asks for commands, so `edit` runs as
+        `untrusted` (wire.MODES), which asks for every patch; the rest is
+        answered here."""
+        paths = details.get("paths") or []
+        sidecar = os.path.normpath(self.config.sidecar)
+        own = [os.path.normpath(p) for p in paths]
+        return self.config.mode == "edit" and bool(paths) and \
+            policy.matches("file_change", "allow", details, self.config.cwd) and \
+            not any(p in (sidecar[:-len(".d")], sidecar) or p.startswith(sidecar + "/") for p in own)
 
     # ------------------------------------------------------------------ sidecar
 

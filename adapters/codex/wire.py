@@ -44,10 +44,12 @@ SHELL = re.compile(r"^(?:/usr)?(?:/bin/)?(?:ba|z)?sh$")
 
 # Config.mode -> (approvalPolicy, the thread's `sandbox`, a turn's `sandboxPolicy`).
 # codex has no policy that lets edits through and asks for commands (its
-# `granular` policy only turns prompts into refusals), so `edit` runs as `ask`
-# and the backend accepts the file changes inside the cwd itself.  `untrusted`
-# asks for every command but codex's known read-only ones, and for every
-# patch; an approved command runs in the workspace-write sandbox.
+# `granular` policy only turns some prompts into refusals), so `edit` runs as
+# `ask` and the backend accepts the file changes inside the cwd itself.  As
+# recorded from 0.171.0: `untrusted` asks for every patch and every command,
+# read-only ones (ls, cat, pwd) too, and runs an approved command outside the
+# sandbox; config.toml refuses `untrusted` ("no longer supported") while
+# app-server still takes it.  `never` + danger-full-access asks for nothing.
 MODES = {
     "ask": ("untrusted", "workspace-write", {"type": "workspaceWrite"}),
     "edit": ("untrusted", "workspace-write", {"type": "workspaceWrite"}),
@@ -311,7 +313,9 @@ def policy_name(value: Any) -> Optional[str]:
 
 def thread_mode(mode: Optional[str]) -> Dict[str, Any]:
     """thread/start and thread/resume params that put codex in `mode` (they
-    override config.toml and `-c`); {} for None: codex's own configuration."""
+    override config.toml and `-c`; `approvalsReviewer` keeps a configured
+    auto-review subagent from answering in the user's place); {} for None:
+    codex's own configuration."""
     if mode is None:
         return {}
     policy, sandbox, _ = MODES[mode]
