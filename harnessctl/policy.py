@@ -10,9 +10,11 @@ decides is parked for `reply`, as without a policy.
 
 Without rules the harness itself enforces the mode (each adapter maps it onto
 its own controls).  With rules the harness runs in `ask`, so that every
-change and command reaches the rules, and the mode becomes the last word:
-`edit` allows file changes inside the bound cwd, `full` allows the rest,
-`ask` parks it.
+change and command reaches the rules, and the runtime applies the mode: what
+it lets through (`edit`: file changes inside the bound cwd, `full`:
+everything) is allowed where the first catch-all rule `*` stands, or after
+the last rule.  So `--mode edit --deny '*'` edits and is refused the rest,
+and `--mode full --deny 'command:rm *'` is refused one thing.
 """
 
 from __future__ import annotations
@@ -65,7 +67,8 @@ def check_rules(rules: List[Tuple[str, str]]) -> Optional[List[List[str]]]:
 def from_field(field: str) -> Optional[List[List[str]]]:
     """The rules of a send as the client passes them to the runtime: one
     `VERB RULE` per line (a rule holds no newline), empty for none."""
-    return check_rules([tuple(line.split(" ", 1)) for line in field.split("\n")]) if field else None  # type: ignore[misc]
+    pairs = [line.partition(" ") for line in field.split("\n")] if field else []
+    return check_rules([(verb, rule) for verb, _, rule in pairs])
 
 
 def read_file(path: str) -> Tuple[Optional[str], Optional[List[List[str]]]]:
@@ -121,15 +124,23 @@ def decide(binding: Dict[str, Any], request: Dict[str, Any]) -> Optional[Tuple[s
     with an option the request offers (`allow` or `deny`)."""
     if request.get("kind") != "permission":
         return None
+    rules = binding.get("rules") or []
+    if not rules:
+        return None  # the harness itself enforces the mode
     cwd = binding["cwd"]
-    for verb, text in binding.get("rules") or ():
-        if matches(text, verb, request, cwd):
+    for verb, text in rules + [["", "*"]]:  # the mode stands before the first catch-all `*`, else last
+        if text == "*" and _mode_allows(binding.get("mode"), request, cwd):
+            return _answer("allow", request, {"by": "mode", "mode": binding["mode"]})
+        if verb and matches(text, verb, request, cwd):
             return _answer(verb, request, {"by": "rule", "rule": text})
-    mode = binding.get("mode")
-    if binding.get("rules") and (mode == "full" or (mode == "edit" and request.get("paths")
-                                                    and matches("file_change", "allow", request, cwd))):
-        return _answer("allow", request, {"by": "mode", "mode": mode})
     return None
+
+
+def _mode_allows(mode: Optional[str], request: Dict[str, Any], cwd: str) -> bool:
+    """What the mode lets through without asking: `full` everything, `edit` a
+    file change whose paths are all known and inside the cwd."""
+    return mode == "full" or (mode == "edit" and bool(request.get("paths"))
+                              and matches("file_change", "allow", request, cwd))
 
 
 def _answer(verb: str, request: Dict[str, Any], why: Dict[str, str]) -> Optional[Tuple[str, Dict[str, str]]]:

@@ -10,8 +10,9 @@ if TYPE_CHECKING:
     from typing import Optional, Sequence
 
 SYNOPSIS = {
-    "send": "harnessctl send   FILE [TEXT] [--cwd DIR] [--model MODEL] [--adapter NAME] [--agent AGENT] "
-            "[--print-id] [--wait [--timeout S]]",
+    "send": "harnessctl send   FILE [TEXT] [--cwd DIR] [--model MODEL] [--adapter NAME] [--agent AGENT]\n"
+            "                  [--mode ask|edit|full] [--allow RULE]... [--deny RULE]... | [--policy FILE]\n"
+            "                  [--print-id] [--wait [--timeout S]]",
     "wait": "harnessctl wait   FILE [INPUT_ID] [--timeout S]",
     "status": "harnessctl status FILE",
     "reply": "harnessctl reply  FILE REQUEST_ID [ANSWER]",
@@ -73,10 +74,17 @@ options:
   --adapter NAME  the adapter of a new FILE ({adapters})
   --agent AGENT   the agent of a new FILE, for an adapter that drives many (acp):
                   a preset name or a command line
+  --mode MODE     what the agent of a new FILE may do without asking: ask (read only),
+                  edit (change files in the cwd), full (anything); default: the harness's own
+  --allow RULE    answer a matching permission request allow; RULE is KIND[:GLOB], KIND one of
+  --deny RULE     command, file_change, read, search, mcp, web_search, subagent, other or *;
+                  GLOB matches the command line, the paths (relative to the cwd) or server.tool.
+                  Repeatable: the first rule that matches decides; the rest waits for reply
+  --policy FILE   the mode and rules as JSON: {{"mode": "ask", "rules": [["allow", "RULE"], ...]}}
   --print-id      print the accepted input_id on one line
   --wait          then wait for the result that covers the input; print it as one JSON line
   --timeout S     with --wait: stop waiting after S seconds (default: no limit)
-A later send may omit --cwd, --model, --adapter and --agent; a different value exits 2.
+A later send may omit --cwd, --model, --adapter, --agent and the policy; a different value exits 2.
 
 knobs: HARNESSCTL_ADAPTER (none), HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_IDLE_TIMEOUT (60 s),
        HARNESSCTL_CANCEL_GRACE (15 s), HARNESSCTL_CODEX_BIN / _CLAUDE_BIN and _ARGS, HARNESSCTL_DEBUG

@@ -31,7 +31,7 @@ def recipe(first_line: str) -> str:
 
 
 def test_every_recipe_has_a_test():
-    tested = (ANSWER, SEND_AND_ACT, APPROVAL_BOT, FOLLOW, WAIT_IDLE, DENY_ALL, CRON)
+    tested = (ANSWER, SEND_AND_ACT, APPROVAL_BOT, RULES_BOT, FOLLOW, WAIT_IDLE, DENY_ALL, CRON, NIGHTLY)
     assert sorted(next(t for t in tested if code.startswith(t)) for _, code in RECIPES) == sorted(tested)
 
 
@@ -100,6 +100,21 @@ def test_approval_bot_recipe_with_no_request_prints_the_result(shell):
     assert (proc.returncode, proc.stdout) == (0, ("completed: echo: %s\n" % TASK).encode()), proc.stderr
 
 
+RULES_BOT = 'harnessctl send fix.jsonl "run the test suite and fix what fails" --cwd ~/repo --mode ask'
+
+
+def test_rules_bot_recipe_allows_what_its_rule_allows_with_no_reply(shell, workdir):
+    proc = shell(recipe(RULES_BOT), [(TASK, "/permission command:python -m pytest -q")])
+    assert (proc.returncode, proc.stdout) == (0, b"completed: permission: allow\n"), proc.stderr
+    (answer,) = [r for r in of_type(str(workdir / "fix.jsonl"), "request") if r["state"] == "replied"]
+    assert (answer["answer"], answer["by"], answer["rule"]) == ("allow", "rule", "command:*pytest*")
+
+
+def test_rules_bot_recipe_denies_the_rest(shell):
+    proc = shell(recipe(RULES_BOT), [(TASK, "/permission command:rm -rf build")])
+    assert (proc.returncode, proc.stdout) == (0, b"completed: permission: deny\n"), proc.stderr
+
+
 FOLLOW = "tail -n +1 -F fix.jsonl 2>/dev/null |"
 
 
@@ -161,3 +176,21 @@ def test_cron_recipe_sends_with_a_per_adapter_package(shell, workdir):
     assert (home / "agent" / "cron.log").read_bytes() == b""
     assert [a["text"] for a in of_type(str(home / "agent" / "nightly.jsonl"), "accepted")] == [
         "check CI and fix what broke"]
+
+
+NIGHTLY = "mkdir -p ~/agent && cat >~/agent/nightly-policy.json"
+CHORES = "update the dependencies; keep the tests green"
+
+
+def test_nightly_recipe_runs_the_tests_and_is_refused_the_rest_unattended(shell, workdir):
+    proc = shell(recipe(NIGHTLY), [(CHORES, "/permission command:npm test\n/permission command:curl evil.sh")])
+    assert (proc.returncode, proc.stdout) == (0, b"completed\n"), proc.stderr
+    replied = [r for r in of_type(str(workdir / "home" / "agent" / "deps.jsonl"), "request") if r["state"] == "replied"]
+    assert [(r["answer"], r["rule"]) for r in replied] == [("allow", "command:npm test*"), ("deny", "*")]
+
+
+def test_nightly_recipe_lets_the_agent_edit_the_repository_without_asking(shell, workdir):
+    proc = shell(recipe(NIGHTLY), [(CHORES, "/edit package.json")])
+    assert (proc.returncode, proc.stdout) == (0, b"completed\n"), proc.stderr
+    replied = [r for r in of_type(str(workdir / "home" / "agent" / "deps.jsonl"), "request") if r["state"] == "replied"]
+    assert [(r["answer"], r["by"]) for r in replied] == [("allow", "mode")]

@@ -102,10 +102,10 @@ class MockBackend(ChildBackend):
 
     def _on_done(self, event: Dict[str, Any]) -> None:
         run_id = self.runs.pop(event["turn"], None)
-        if event.get("deltas"):
+        if event.get("deltas") or event.get("request_waits"):
             self.host.log("diagnostic", run_id=run_id, message="stand-in stream statistics",
                           deltas=event["deltas"], write_seconds=event.get("write_seconds"),
-                          longest_write=event.get("longest_write"))
+                          longest_write=event.get("longest_write"), request_waits=event.get("request_waits"))
         self.host.result(run_id, event["inputs"], event["status"], output=event["output"], error=event.get("error"))
 
 

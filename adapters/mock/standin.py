@@ -8,7 +8,7 @@ stdout: {"ev": "ready", "resumed_turns"} | {"ev": "received", "id", "turn", "del
         | {"ev": "message", "turn", "id", "text"}
         | {"ev": "tool", "turn", "id", "command", "exit_code", "declined"}
         | {"ev": "edit", "turn", "id", "path", "declined"} | {"ev": "plan", "turn", "steps": [[text, status]]}
-        | {"ev": "done", "turn", "status", "inputs", "output", "error"}
+        | {"ev": "done", "turn", "status", "inputs", "output", "error", statistics}
 
 Usage: standin.py TRANSCRIPT [MODE]   (a JSONL file of finished turns, resumed on
 start; MODE ask, edit or full, as --mode: under `ask` a /tool or /edit asks
@@ -82,6 +82,8 @@ class Turn:
         self.longest_write = 0.0
         self.request = None  # (request id, kind) while waiting for an answer
         self.asked_for = None  # the /tool or /edit step the request asks about
+        self.asked_at = 0.0
+        self.request_waits = []  # seconds from each request to its answer (the benchmark reads them)
 
     def add(self, input_id, text):
         self.inputs.append(input_id)
@@ -145,6 +147,7 @@ class StandIn:
             request, kind = self.turn.request
             if message.get("request") == request:
                 answer = message["answer"]
+                self.turn.request_waits.append(round(time.monotonic() - self.turn.asked_at, 6))
                 if kind == "permission":
                     self.turn.lines.append("permission: " + answer)
                 else:
@@ -200,6 +203,7 @@ class StandIn:
         turn.request = ("r%d" % self.requests, kind)
         emit(ev="request", turn=turn.number, request=turn.request[0], kind=kind, message=message,
              tool=tool or None, subject=subject or None)
+        turn.asked_at = time.monotonic()
 
     def asks(self, kind, arg):
         """Whether the mode makes a /tool or /edit ask first."""
@@ -236,7 +240,7 @@ class StandIn:
             emit(ev="message", turn=turn.number, id="msg-%d" % turn.number, text=output)
         emit(ev="done", turn=turn.number, status=status, inputs=turn.inputs, output=output, error=error,
              deltas=turn.deltas, write_seconds=round(turn.write_seconds, 3),
-             longest_write=round(turn.longest_write, 4))
+             longest_write=round(turn.longest_write, 4), request_waits=turn.request_waits)
         with private_file(self.transcript, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "a") as f:
             f.write(json.dumps({"turn": turn.number, "inputs": turn.texts, "output": output}) + "\n")
 

@@ -1,0 +1,291 @@
+"""The permission policy: `--mode`, `--allow`/`--deny` rules and `--policy FILE`,
+black-box through the CLI with the mock adapter (docs/PROTOCOL.md, "Permission policy")."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from cliutil import events, ok, run, runtime_pids, status, wait_for, wait_results
+
+from harnessctl import policy
+
+UNATTENDED = ("--allow", "command:touch ok*", "--deny", "*")
+
+
+def send(path, text, *flags):
+    return ok("send", path, text, "--adapter", "mock", *flags)
+
+
+def requests(path):
+    return [e for e in events(path) if e["type"] == "request"]
+
+
+def replied(path):
+    return {e["request_id"]: e for e in requests(path) if e["state"] == "replied"}
+
+
+def test_a_rule_that_allows_answers_the_request_with_no_reply(efile):
+    send(efile, "/permission command:touch ok.txt", *UNATTENDED)
+    result = wait_results(efile, 1)[0]
+    assert "permission: allow" in result["output"]
+    answer = replied(efile)["req-1"]
+    assert (answer["answer"], answer["by"], answer["rule"]) == ("allow", "rule", "command:touch ok*")
+
+
+def test_a_rule_that_denies_answers_the_request_and_the_agent_hears_deny(efile):
+    send(efile, "/permission command:touch bad.txt", *UNATTENDED)
+    assert "permission: deny" in wait_results(efile, 1)[0]["output"]
+    answer = replied(efile)["req-1"]
+    assert (answer["answer"], answer["by"], answer["rule"]) == ("deny", "rule", "*")
+
+
+def test_the_file_holds_the_pending_snapshot_then_the_replied_one(efile):
+    send(efile, "/permission command:touch ok.txt", *UNATTENDED)
+    wait_results(efile, 1)
+    assert [(e["request_id"], e["state"]) for e in requests(efile)] == [("req-1", "pending"), ("req-1", "replied")]
+    assert requests(efile)[0]["command"] == "touch ok.txt" and requests(efile)[0]["tool"] == "command"
+
+
+def test_the_first_matching_rule_decides(efile):
+    send(efile, "/permission command:touch ok.txt", "--deny", "command:touch *", "--allow", "command:touch ok*")
+    wait_results(efile, 1)
+    assert replied(efile)["req-1"]["answer"] == "deny"
+
+
+def test_send_wait_never_stops_at_a_rule_answered_request(efile):
+    proc = ok("send", efile, "/permission command:touch ok.txt\n/permission command:touch bad.txt", "--adapter",
+              "mock", "--wait", *UNATTENDED)
+    assert json.loads(proc.stdout)["type"] == "result"
+
+
+def test_a_request_no_rule_matches_is_parked_for_reply(efile):
+    send(efile, "/permission command:touch x", "--deny", "command:rm *")
+    wait_for(lambda: status(efile)["state"] == "awaiting_reply", what="awaiting_reply")
+    assert [r["request_id"] for r in status(efile)["requests"]] == ["req-1"]
+    ok("reply", efile, "req-1", "allow")
+    assert "permission: allow" in wait_results(efile, 1)[0]["output"]
+    assert replied(efile)["req-1"]["by"] == "reply"
+
+
+def test_send_wait_exits_9_on_a_parked_request(efile):
+    proc = run("send", efile, "/permission command:touch x", "--adapter", "mock", "--wait", "--deny", "command:rm *")
+    assert proc.returncode == 9 and json.loads(proc.stdout)["request_id"] == "req-1"
+
+
+def test_questions_always_park(efile):
+    send(efile, "/question which colour?", "--allow", "*")
+    wait_for(lambda: status(efile)["state"] == "awaiting_reply", what="awaiting_reply")
+
+
+def test_a_request_without_detail_matches_only_rules_without_a_pattern(efile):
+    send(efile, "/permission may I?", "--deny", "*:*", "--allow", "other")
+    wait_results(efile, 1)
+    assert (replied(efile)["req-1"]["answer"], replied(efile)["req-1"]["rule"]) == ("allow", "other")
+
+
+def test_a_path_outside_the_cwd_never_matches_an_allow(efile, workdir):
+    send(efile, "/permission file_change:/etc/passwd", "--cwd", str(workdir), "--allow", "file_change:*")
+    wait_for(lambda: status(efile)["state"] == "awaiting_reply", what="awaiting_reply")
+
+
+def test_a_path_is_matched_relative_to_the_cwd(efile, workdir):
+    send(efile, "/permission file_change:%s/src/a.py" % os.path.realpath(str(workdir)), "--cwd", str(workdir),
+         "--allow", "file_change:src/*")
+    wait_results(efile, 1)
+    assert replied(efile)["req-1"]["answer"] == "allow"
+
+
+def test_a_deny_matches_a_path_outside_the_cwd(efile, workdir):
+    send(efile, "/permission file_change:/etc/passwd", "--cwd", str(workdir), "--deny", "file_change:/etc/*")
+    wait_results(efile, 1)
+    assert replied(efile)["req-1"]["answer"] == "deny"
+
+
+def test_an_mcp_rule_matches_server_dot_tool(efile):
+    send(efile, "/permission mcp:github.create_issue", "--deny", "mcp:github.*")
+    wait_results(efile, 1)
+    assert replied(efile)["req-1"]["answer"] == "deny"
+
+
+def test_log_says_which_rule_answered(efile):
+    send(efile, "/permission command:touch ok.txt", *UNATTENDED)
+    wait_results(efile, 1)
+    assert "allowed by rule command:touch ok*" in ok("log", efile).stdout.decode()
+
+
+def test_status_shows_the_mode_and_the_rules(efile):
+    send(efile, "hello", "--mode", "edit", "--deny", "command:rm *")
+    report = status(efile)
+    assert report["mode"] == "edit" and report["rules"] == [["deny", "command:rm *"]]
+
+
+def test_status_shows_no_mode_when_none_is_bound(efile):
+    send(efile, "hello")
+    assert status(efile)["mode"] is None and "rules" not in status(efile)
+
+
+# -- the mode, as the mock stand-in obeys it ----------------------------------------------
+
+
+def test_under_mode_ask_a_command_and_an_edit_each_ask(efile):
+    send(efile, "/tool make\n/edit a.txt", "--mode", "ask")
+    wait_for(lambda: status(efile)["state"] == "awaiting_reply", what="the command asks")
+    ok("reply", efile, "req-1", "allow")
+    wait_for(lambda: [r["request_id"] for r in status(efile)["requests"]] == ["req-2"], what="the edit asks")
+    assert status(efile)["requests"][0]["message"] == "Edit: a.txt"
+
+
+def test_under_mode_edit_an_edit_goes_ahead_and_a_command_asks(efile):
+    send(efile, "/edit a.txt\n/tool make", "--mode", "edit")
+    wait_for(lambda: status(efile)["state"] == "awaiting_reply", what="the command asks")
+    assert [e["kind"] for e in events(efile) if e["type"] == "log" and e["kind"] == "file.changed"] == ["file.changed"]
+    assert [r["message"] for r in status(efile)["requests"]] == ["Run: make"]
+
+
+def test_under_mode_full_nothing_asks(efile):
+    send(efile, "/edit a.txt\n/tool make", "--mode", "full")
+    assert wait_results(efile, 1)[0]["status"] == "completed" and requests(efile) == []
+
+
+def test_with_rules_the_mode_edit_allows_edits_inside_the_cwd(efile, workdir):
+    send(efile, "/edit a.txt\n/tool make", "--cwd", str(workdir), "--mode", "edit", "--deny", "command:rm *")
+    wait_for(lambda: status(efile)["state"] == "awaiting_reply", what="the command asks")
+    answer = replied(efile)["req-1"]
+    assert (answer["answer"], answer["by"], answer["mode"]) == ("allow", "mode", "edit")
+    assert "allowed by --mode edit" in ok("log", efile).stdout.decode()
+
+
+def test_with_rules_the_mode_full_allows_what_no_rule_refuses(efile):
+    send(efile, "/tool rm -rf x\n/tool make", "--mode", "full", "--deny", "command:rm *")
+    wait_results(efile, 1)
+    assert [(r["answer"], r["by"]) for r in replied(efile).values()] == [("deny", "rule"), ("allow", "mode")]
+
+
+# -- bound with the file ------------------------------------------------------------------------
+
+
+def test_a_later_send_may_omit_the_policy(efile):
+    send(efile, "hello", *UNATTENDED)
+    send(efile, "/permission command:touch bad.txt")
+    wait_results(efile, 2)
+    assert replied(efile)["req-1"]["answer"] == "deny"
+
+
+def test_a_later_send_with_another_mode_exits_2(efile):
+    send(efile, "hello", "--mode", "ask")
+    proc = run("send", efile, "again", "--mode", "full")
+    assert proc.returncode == 2 and b"mode is bound to this event path: ask" in proc.stderr
+
+
+def test_a_later_send_with_other_rules_exits_2(efile):
+    send(efile, "hello", "--deny", "command:rm *")
+    proc = run("send", efile, "again", "--allow", "*")
+    assert proc.returncode == 2 and b"rules is bound to this event path: --deny command:rm *" in proc.stderr
+
+
+def test_a_later_send_with_the_same_rules_is_accepted(efile):
+    send(efile, "hello", *UNATTENDED)
+    ok("send", efile, "again", *UNATTENDED)
+
+
+def test_a_policy_file_is_read_once_at_the_first_send(efile, workdir):
+    path = workdir / "policy.json"
+    path.write_text(json.dumps({"mode": "ask", "rules": [["allow", "command:touch ok*"], ["deny", "*"]]}))
+    send(efile, "/permission command:touch ok.txt", "--policy", str(path))
+    path.write_text(json.dumps({"rules": [["allow", "*"]]}))  # not read again
+    send(efile, "/permission command:touch bad.txt")
+    wait_results(efile, 2)
+    assert [r["answer"] for r in replied(efile).values()] == ["allow", "deny"]
+    assert status(efile)["mode"] == "ask"
+
+
+def test_the_policy_is_recorded_outside_the_sidecar(efile):
+    """An agent that edits the workspace rewrites binding.json with looser
+    rules: every command refuses the file (the hardening issue's trust)."""
+    send(efile, "hello", "--deny", "*")
+    wait_results(efile, 1)
+    ok("cancel", efile)
+    binding = os.path.join(efile + ".d", "binding.json")
+    loosened = json.loads(open(binding).read())
+    loosened["rules"] = [["allow", "command:forged by the agent"]]
+
+    for pid in runtime_pids(efile):
+        os.kill(pid, 15)
+    wait_for(lambda: not runtime_pids(efile), what="the runtime to exit")
+    with open(binding, "w") as f:
+        f.write(json.dumps(loosened))
+    proc = run("send", efile, "/permission command:touch x")
+    assert proc.returncode == 2 and b"has no record of it" in proc.stderr
+
+
+# -- bad input ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flags, message", [
+    (("--mode", "yolo"), b"--mode must be one of ask, edit, full"),
+    (("--allow", "shell:ls"), b"unknown kind 'shell'"),
+    (("--deny", "command:"), b"empty pattern"),
+    (("--mode", "ask", "--policy", "p.json"), b"--policy FILE holds the mode and the rules"),
+])
+def test_a_bad_policy_exits_2_with_one_line_and_creates_nothing(efile, flags, message):
+    proc = run("send", efile, "hello", "--adapter", "mock", *flags)
+    assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count(b"\n") == 1
+    assert not os.path.exists(efile)
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{", b"is not JSON"),
+    ('{"mode": "ask", "extra": 1}', b'"mode" and "rules" only'),
+    ('{"rules": [["allow"]]}', b'rules must be a list of ["allow" or "deny"'),
+    ('{"rules": [["permit", "*"]]}', b"allow or deny, not 'permit'"),
+    ('{"rules": [["allow", "mcp:"]]}', b"--allow mcp:: empty pattern"),
+])
+def test_a_bad_policy_file_exits_2_naming_what_is_wrong(efile, workdir, content, message):
+    path = workdir / "policy.json"
+    path.write_text(content)
+    proc = run("send", efile, "hello", "--adapter", "mock", "--policy", str(path))
+    assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count(b"\n") == 1
+
+
+def test_an_unreadable_policy_file_exits_2(efile, workdir):
+    proc = run("send", efile, "hello", "--adapter", "mock", "--policy", str(workdir / "none.json"))
+    assert proc.returncode == 2 and b"cannot read the policy file" in proc.stderr
+
+
+def test_mode_for_an_acp_agent_without_a_mode_table_exits_2_naming_the_raw_knob(efile):
+    proc = run("send", efile, "hello", "--adapter", "acp", "--agent", "some-agent --acp", "--mode", "ask")
+    assert proc.returncode == 2 and b"HARNESSCTL_ACP_MODE" in proc.stderr and not os.path.exists(efile)
+
+
+# -- the matcher ------------------------------------------------------------------------------------
+
+
+def test_an_allow_must_match_every_path_a_deny_any():
+    request = {"kind": "permission", "tool": "file_change", "paths": ["src/a.py", "docs/b.md"]}
+    assert not policy.matches("file_change:src/*", "allow", request, "/repo")
+    assert policy.matches("file_change:src/*", "deny", request, "/repo")
+
+
+def test_a_file_change_whose_paths_are_unknown_is_not_allowed_by_the_mode_edit():
+    binding = {"cwd": "/repo", "mode": "edit", "rules": [["deny", "command:rm *"]]}
+    assert policy.decide(binding, {"kind": "permission", "tool": "file_change", "options": ["allow", "deny"]}) is None
+
+
+def test_a_rule_cannot_answer_with_an_option_the_request_lacks():
+    binding = {"cwd": "/repo", "rules": [["allow", "*"]]}
+    assert policy.decide(binding, {"kind": "permission", "tool": "other", "options": ["deny"]}) is None
+
+
+def test_the_mode_edit_allows_edits_before_a_catch_all_deny(efile, workdir):
+    send(efile, "/edit a.txt\n/tool make", "--cwd", str(workdir), "--mode", "edit", "--deny", "*")
+    wait_results(efile, 1)
+    assert [(r["answer"], r["by"]) for r in replied(efile).values()] == [("allow", "mode"), ("deny", "rule")]
+
+
+def test_a_rule_before_the_catch_all_overrides_the_mode(efile, workdir):
+    send(efile, "/edit .github/ci.yml", "--cwd", str(workdir), "--mode", "edit", "--deny", "file_change:.github/*",
+         "--deny", "*")
+    wait_results(efile, 1)
+    assert replied(efile)["req-1"]["rule"] == "file_change:.github/*"
