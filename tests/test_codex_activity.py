@@ -89,10 +89,12 @@ def test_reasoning_summary_and_raw_deltas_say_which_they_are(wire, host):
 @pytest.mark.parametrize("command,title", [
     ("/bin/bash -c 'ls -la'", "ls -la"),
     ("/bin/zsh -lc 'git status'", "git status"),
-    ("/bin/bash -c 'echo '\"'\"'hi'\"'\"''", "/bin/bash -c 'echo '\"'\"'hi'\"'\"''"),  # quoted inside: kept whole
+    ("/bin/bash -c 'echo '\"'\"'hi'\"'\"''", "echo 'hi'"),  # quoted inside: unquoted as bash would
+    ("/bin/bash -c 'a' 'b'", "/bin/bash -c 'a' 'b'"),  # more than the wrapper: kept whole
+    ("/bin/bash -c 'unclosed", "/bin/bash -c 'unclosed"),
     ("python3 x.py", "python3 x.py"),
 ])
-def test_command_title_drops_codexs_shell_wrapper_only_when_simple(wire, host, command, title):
+def test_command_title_drops_codexs_shell_wrapper(wire, host, command, title):
     item(wire, "started", **dict(COMMAND, command=command))
     (started,) = host.logged("tool.started")
     assert started["title"] == title and started["input"]["command"] == command

@@ -103,7 +103,7 @@ def test_permissions_request_is_a_permission_naming_what_it_grants(wire, host):
     request = ask(wire, host, "item/permissions/requestApproval", PERMISSIONS)
     assert request["kind"] == "permission" and request["options"] == ["allow", "allow-session", "deny"]
     assert request["message"] == "Grant network access, write /data (needs the network)"
-    assert request["details"]["tool"] == "permissions"
+    assert (request["details"]["tool"], request["details"]["name"]) == ("other", "request_permissions")
 
 
 @pytest.mark.parametrize("reply,result", [

@@ -6,6 +6,9 @@ that binary generates).  A request offers exactly what codex offers."""
 from __future__ import annotations
 
 import json
+import re
+
+from harnessctl.activity import permission_subject
 
 from . import wire
 
@@ -98,7 +101,7 @@ def command_request(params: Dict[str, Any]) -> Dict[str, Any]:
         message += " (%s)" % reason
     options, texts, mapping = approval_options(params.get("availableDecisions"))
     details = {
-        "tool": "command",
+        **permission_subject("command", "commandExecution", wire.command_title(command) or None),
         "approval_kind": kind,
         "option_descriptions": texts,
         "input": {
@@ -124,7 +127,7 @@ def file_change_request(params: Dict[str, Any], changes: Optional[List[Dict[str,
         message += " (%s)" % reason
     options, texts, mapping = approval_options(None)
     details = {
-        "tool": "file_change",
+        **permission_subject("file_change", "fileChange", paths=touched_paths(changes)),
         "option_descriptions": texts,
         "input": {
             "changes": [wire.change_of(c) for c in changes],
@@ -134,6 +137,15 @@ def file_change_request(params: Dict[str, Any], changes: Optional[List[Dict[str,
     }
     return {"message": message, "options": options, "details": details,
             "replies": {o: {"decision": d} for o, d in mapping.items()}}
+
+
+def touched_paths(changes: List[Dict[str, Any]]) -> List[str]:
+    """Every path a file change touches: each file, and where a move takes it."""
+    paths: List[str] = []
+    for change in changes:
+        shown = wire.change_of(change)
+        paths.extend(str(p) for p in (shown["path"], shown.get("move_path")) if p)
+    return paths
 
 
 def permissions_request(params: Dict[str, Any]) -> Dict[str, Any]:
@@ -161,7 +173,7 @@ def permissions_request(params: Dict[str, Any]) -> Dict[str, Any]:
     return {
         "message": message,
         "options": ["allow", "allow-session", "deny"],
-        "details": {"tool": "permissions",
+        "details": {**permission_subject("other", "request_permissions"),
                     "option_descriptions": ["grant it for this turn", "grant it for the session",
                                             "grant nothing"],
                     "input": {"permissions": asked, "cwd": params.get("cwd"), "reason": reason}},
@@ -199,6 +211,8 @@ def elicitation_request(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         return {"kind": "question", "message": "%s asks: %s" % (server, message), "options": None,
                 "details": {"tool": "mcp", "server": server, "questions": questions},
                 "fields": {str(name): spec for name, spec in fields.items()}}
+    meta = wire.as_object(params.get("_meta"))
+    tool = _mcp_tool(server, meta, message)
     if mode == "url":
         text = "%s asks you to open %s: %s" % (server, params.get("url"), message)
     elif mode in ("form", "openai/form", "openaiForm"):
@@ -206,11 +220,25 @@ def elicitation_request(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     else:
         return None
     return {"kind": "permission", "message": text, "options": ["allow", "deny", "cancel"],
-            "details": {"tool": "mcp", "server": server, "url": params.get("url"),
+            "details": {**permission_subject("mcp", tool or "elicitation", mcp_tool=tool),
+                        "server": server, "url": params.get("url"),
                         "option_descriptions": ["accept", "decline", "cancel the request"]},
             "replies": {"allow": {"action": "accept", "content": {} if mode != "url" else None},
                         "deny": {"action": "decline", "content": None},
                         "cancel": {"action": "cancel", "content": None}}}
+
+
+def _mcp_tool(server: str, meta: Dict[str, Any], message: str) -> Optional[str]:
+    """`server.tool` of codex's approval of an MCP tool call (an elicitation whose
+    `_meta.codex_approval_kind` is `mcp_tool_call`): the tool from `_meta`, else
+    from codex's text `Allow the S MCP server to run tool "T"?`."""
+    if meta.get("codex_approval_kind") != "mcp_tool_call":
+        return None
+    tool = meta.get("tool_name")
+    if not isinstance(tool, str) or not tool:
+        named = re.search(r'run tool "([^"]+)"', message)
+        tool = named.group(1) if named else None
+    return "%s.%s" % (server, tool) if tool else None
 
 
 def _field_question(name: str, spec: Any) -> Dict[str, Any]:

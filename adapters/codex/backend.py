@@ -14,7 +14,9 @@ says which turn consumed it when the two responses race a turn's end.
 from __future__ import annotations
 
 import json
+import os
 
+from harnessctl import policy
 from harnessctl.backend import Config, Host, Input
 from harnessctl.childbackend import ChildBackend
 from harnessctl.jsonrpc import Calls
@@ -117,7 +119,8 @@ class CodexBackend(ChildBackend):
         self.version = wire.version_of((result or {}).get("userAgent"))
         self.calls.notify("initialized")
         if self.thread_id:
-            params = {"threadId": self.thread_id, "cwd": self.config.cwd, "excludeTurns": True}
+            params = dict(wire.thread_mode(self.config.mode), threadId=self.thread_id, cwd=self.config.cwd,
+                          excludeTurns=True)
             if self.config.model:
                 params["model"] = self.config.model
             self.calls.call("thread/resume", params, self._on_thread_resume)
@@ -125,7 +128,7 @@ class CodexBackend(ChildBackend):
             self._thread_start()
 
     def _thread_start(self) -> None:
-        params: Dict[str, Any] = {"cwd": self.config.cwd}
+        params = dict(wire.thread_mode(self.config.mode), cwd=self.config.cwd)
         if self.config.model:
             params["model"] = self.config.model
         self.calls.call("thread/start", params, self._on_thread_open)
@@ -203,8 +206,8 @@ class CodexBackend(ChildBackend):
 
     def _turn_start(self, item: Input) -> None:
         self.inflight, self.inflight_kind = item, "start"
-        params = {"threadId": self.thread_id, "input": wire.text_input(item.text),
-                  "clientUserMessageId": item.input_id}
+        params = dict(wire.turn_mode(self.config.mode), threadId=self.thread_id,
+                      input=wire.text_input(item.text), clientUserMessageId=item.input_id)
         self.calls.call("turn/start", params, lambda r, e: self._on_turn_start(item, r, e))
 
     def _on_turn_start(self, item: Input, result: Optional[Dict[str, Any]], error: Any) -> None:
@@ -539,6 +542,10 @@ class CodexBackend(ChildBackend):
         elif method == "item/fileChange/requestApproval":
             changes = self.file_changes.get(self._tool_id(params, params.get("itemId")))
             info = approvals.file_change_request(params, changes)
+            if self._edit_allows(info["details"]):
+                self.host.debug("codex: file changes inside the cwd accepted (mode edit): %s" % info["message"])
+                self.calls.respond(native_id, {"decision": "accept"})
+                return
         elif method == "item/permissions/requestApproval":
             info = approvals.permissions_request(params)
         elif method == "item/tool/requestUserInput":
@@ -562,6 +569,20 @@ class CodexBackend(ChildBackend):
             entry["fields"] = info["fields"]
         self.host.request(run_id, kind, info["message"], info.get("options"), info["details"], token=native_id)
         self.requests[native_id] = entry
+
+    def _edit_allows(self, details: Dict[str, Any]) -> bool:
+        """Whether mode `edit` lets a file change through without asking: every
+        path it touches lies inside the bound cwd, and none is the event file or
+        its sidecar (harnessctl's record and binding still ask).  codex itself
+        has no mode that applies edits and asks for commands, so `edit` runs as
+        `untrusted` (wire.MODES), which asks for every patch; the rest is
+        answered here."""
+        paths = details.get("paths") or []
+        sidecar = os.path.normpath(self.config.sidecar)
+        own = [os.path.normpath(p) for p in paths]
+        return self.config.mode == "edit" and bool(paths) and \
+            policy.matches("file_change", "allow", details, self.config.cwd) and \
+            not any(p in (sidecar[:-len(".d")], sidecar) or p.startswith(sidecar + "/") for p in own)
 
     # ------------------------------------------------------------------ sidecar
 

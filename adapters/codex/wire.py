@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 
 from harnessctl.activity import unified_diff
 
@@ -39,7 +40,21 @@ TOOL_STATUSES = {"completed": "completed", "failed": "failed", "declined": "decl
 PLAN_STATUSES = {"pending": "pending", "inProgress": "in_progress", "completed": "completed"}
 
 # `/bin/bash -c 'CMD'` (also sh/zsh, -lc): codex's wrapper around the model's command
-SHELL_WRAPPER = re.compile(r"^(?:/usr)?(?:/bin/)?(?:ba|z)?sh -l?c '([^']*)'$")
+SHELL = re.compile(r"^(?:/usr)?(?:/bin/)?(?:ba|z)?sh$")
+
+# Config.mode -> (approvalPolicy, the thread's `sandbox`, a turn's `sandboxPolicy`).
+# codex has no policy that lets edits through and asks for commands (its
+# `granular` policy only turns some prompts into refusals), so `edit` runs as
+# `ask` and the backend accepts the file changes inside the cwd itself.  As
+# recorded from 0.171.0: `untrusted` asks for every patch and every command,
+# read-only ones (ls, cat, pwd) too, and runs an approved command outside the
+# sandbox; config.toml refuses `untrusted` ("no longer supported") while
+# app-server still takes it.  `never` + danger-full-access asks for nothing.
+MODES = {
+    "ask": ("untrusted", "workspace-write", {"type": "workspaceWrite"}),
+    "edit": ("untrusted", "workspace-write", {"type": "workspaceWrite"}),
+    "full": ("never", "danger-full-access", {"type": "dangerFullAccess"}),
+}
 
 
 def text_input(text: str) -> List[Dict[str, Any]]:
@@ -128,10 +143,16 @@ def steer_refusal(error: Any) -> str:
 
 
 def command_title(command: str) -> str:
-    """The command a person reads: codex's `/bin/bash -c '...'` wrapper removed
-    when what it wraps has no quote of its own (so nothing needs unescaping)."""
-    match = SHELL_WRAPPER.match(command or "")
-    return match.group(1) if match else (command or "")
+    """The command a person reads and a rule matches: codex's `/bin/bash -c
+    '...'` wrapper removed (unquoted as the shell would), else the command
+    whole.  Rules see exactly this, so a quote inside cannot hide an `rm`."""
+    try:
+        words = shlex.split(command or "")
+    except ValueError:
+        return command or ""
+    if len(words) == 3 and SHELL.match(words[0]) and words[1] in ("-c", "-lc"):
+        return words[2]
+    return command or ""
 
 
 def tool_info(item: Dict[str, Any]) -> Optional[Tuple[str, str, str, Any]]:
@@ -288,6 +309,25 @@ def policy_name(value: Any) -> Optional[str]:
         if len(value) == 1:
             return str(next(iter(value)))
     return None
+
+
+def thread_mode(mode: Optional[str]) -> Dict[str, Any]:
+    """thread/start and thread/resume params that put codex in `mode` (they
+    override config.toml and `-c`; `approvalsReviewer` keeps a configured
+    auto-review subagent from answering in the user's place); {} for None:
+    codex's own configuration."""
+    if mode is None:
+        return {}
+    policy, sandbox, _ = MODES[mode]
+    return {"approvalPolicy": policy, "sandbox": sandbox, "approvalsReviewer": "user"}
+
+
+def turn_mode(mode: Optional[str]) -> Dict[str, Any]:
+    """The same for each turn/start (codex keeps a turn's override for the turns after it)."""
+    if mode is None:
+        return {}
+    policy, _, sandbox_policy = MODES[mode]
+    return {"approvalPolicy": policy, "sandboxPolicy": sandbox_policy, "approvalsReviewer": "user"}
 
 
 def warning_text(method: str, params: Dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ from harnessctl import registry
 from harnessctl.backend import Config
 
 
-def make_config(tmp_path, model=None, env=None, debug=False) -> Config:
+def make_config(tmp_path, model=None, env=None, debug=False, mode=None) -> Config:
     sidecar = tmp_path / "events.jsonl.d"
     sidecar.mkdir(exist_ok=True)
     cwd = tmp_path / "work"
@@ -26,7 +26,7 @@ def make_config(tmp_path, model=None, env=None, debug=False) -> Config:
     base = {"HARNESSCTL_CODEX_BIN": "/opt/codex", "PATH": "/usr/bin"}
     base.update(env or {})
     return Config(cwd=str(cwd), model=model, sidecar=str(sidecar), env=base, debug=debug,
-                  harness=registry.manifest("codex")["harness"])
+                  harness=registry.manifest("codex")["harness"], mode=mode)
 
 
 class Wire:
