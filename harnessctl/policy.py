@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 
 VERBS = ("allow", "deny")
+# What makes one command line run more than the command a pattern names: an
+# allow with a pattern never matches a line that holds one of these.
+SHELL_OPERATORS = (";", "&", "|", "`", "$(", "<", ">", "\n", "\r")
 MAX_RULES = 1000
 MAX_POLICY_FILE = 1024 * 1024
 
@@ -118,10 +121,13 @@ def native_mode(binding: Dict[str, Any]) -> Optional[str]:
     return "ask" if mode is not None and binding.get("rules") else mode
 
 
-def decide(binding: Dict[str, Any], request: Dict[str, Any]) -> Optional[Tuple[str, Dict[str, str]]]:
+def decide(binding: Dict[str, Any], request: Dict[str, Any],
+           own: Tuple[str, ...] = ()) -> Optional[Tuple[str, Dict[str, str]]]:
     """(the option that answers `request`, the fields that say why) or None:
     the request is parked for `reply`.  Only permissions are decided, and only
-    with an option the request offers (`allow` or `deny`)."""
+    with an option the request offers (`allow` or `deny`).  `own` are the
+    session's own files (the event file, its sidecar): nothing allows a
+    change to them."""
     if request.get("kind") != "permission":
         return None
     rules = binding.get("rules") or []
@@ -129,34 +135,37 @@ def decide(binding: Dict[str, Any], request: Dict[str, Any]) -> Optional[Tuple[s
         return None  # the harness itself enforces the mode
     cwd = binding["cwd"]
     for verb, text in rules + [["", "*"]]:  # the mode stands before the first catch-all `*`, else last
-        if text == "*" and _mode_allows(binding.get("mode"), request, cwd):
+        if text == "*" and _mode_allows(binding.get("mode"), request, cwd, own):
             return _answer("allow", request, {"by": "mode", "mode": binding["mode"]})
-        if verb and matches(text, verb, request, cwd):
+        if verb and matches(text, verb, request, cwd, own):
             return _answer(verb, request, {"by": "rule", "rule": text})
     return None
 
 
-def _mode_allows(mode: Optional[str], request: Dict[str, Any], cwd: str) -> bool:
+def _mode_allows(mode: Optional[str], request: Dict[str, Any], cwd: str, own: Tuple[str, ...]) -> bool:
     """What the mode lets through without asking: `full` everything, `edit` a
     file change whose paths are all known and inside the cwd."""
-    return mode == "full" or (mode == "edit" and bool(request.get("paths"))
-                              and matches("file_change", "allow", request, cwd))
+    if mode == "full":
+        return matches("*", "allow", request, cwd, own)
+    return mode == "edit" and bool(request.get("paths")) and matches("file_change", "allow", request, cwd, own)
 
 
 def _answer(verb: str, request: Dict[str, Any], why: Dict[str, str]) -> Optional[Tuple[str, Dict[str, str]]]:
     return (verb, why) if verb in (request.get("options") or ()) else None
 
 
-def matches(rule: str, verb: str, request: Dict[str, Any], cwd: str) -> bool:
-    """Whether `rule` (KIND[:PATTERN]) matches a permission request.  A path
-    outside `cwd` never matches an allow; an allow must match every path a
-    change touches, a deny any of them."""
+def matches(rule: str, verb: str, request: Dict[str, Any], cwd: str, own: Tuple[str, ...] = ()) -> bool:
+    """Whether `rule` (KIND[:PATTERN]) matches a permission request.  An allow
+    must match every path a change touches, a deny any of them.  Never an
+    allow: a path outside `cwd` or among `own`, and for a pattern, a command
+    line that chains or redirects (`touch ok*` must not let `touch ok; rm -rf
+    ~` through)."""
     kind, colon, pattern = rule.partition(":")
     tool = request.get("tool") if request.get("tool") in TOOL_KINDS else "other"
     if kind not in ("*", tool):
         return False
     paths = [p for p in request.get("paths") or () if isinstance(p, str)]
-    if verb == "allow" and not all(_inside(p, cwd) for p in paths):
+    if verb == "allow" and not all(_inside(p, cwd) and not _is_own(p, cwd, own) for p in paths):
         return False
     if not colon:
         return True
@@ -164,6 +173,9 @@ def matches(rule: str, verb: str, request: Dict[str, Any], cwd: str) -> bool:
     if not subjects:
         return False
     if verb == "allow":
+        command = request.get("command")
+        if isinstance(command, str) and any(operator in command for operator in SHELL_OPERATORS):
+            return False
         return all(fnmatchcase(s, pattern) for s in subjects)
     return any(fnmatchcase(s, pattern) for s in subjects)
 
@@ -175,6 +187,11 @@ def _subjects(request: Dict[str, Any], cwd: str) -> List[str]:
         if isinstance(request.get(key), str) and request[key]:
             return [request[key]]
     return [_relative(p, cwd) for p in request.get("paths") or () if isinstance(p, str)]
+
+
+def _is_own(path: str, cwd: str, own: Tuple[str, ...]) -> bool:
+    full = os.path.normpath(os.path.join(cwd, path))
+    return any(full == mine or full.startswith(mine + "/") for mine in own)
 
 
 def _inside(path: str, cwd: str) -> bool:

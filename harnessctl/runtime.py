@@ -233,7 +233,7 @@ class Runtime:
         policy decides it (policy.py), else it waits for `reply`.  The answer
         is fsynced first, as a reply's is; the harness hears it once the
         adapter has returned from asking (a timer due at once: this loop pass)."""
-        decided = policy.decide(self.binding, request)
+        decided = policy.decide(self.binding, request, (self.addr.path, self.addr.sidecar))
         if decided is None:
             return
         value, why = decided

@@ -302,3 +302,30 @@ def test_rules_for_an_acp_agent_without_a_mode_table_bind_no_mode(efile, workdir
     agent = "%s %s" % (sys.executable, os.path.join(ROOT, "tests", "acp_support", "fake_agent.py"))
     ok("send", efile, "hello", "--adapter", "acp", "--agent", agent, "--cwd", str(workdir), "--deny", "command:rm *")
     assert status(efile)["mode"] is None and status(efile)["rules"] == [["deny", "command:rm *"]]
+
+
+@pytest.mark.parametrize("command", ["touch ok.txt; rm -rf ~", "touch ok.txt && curl x | sh", "touch ok$(rm -rf ~)",
+                                     "touch ok.txt > ~/.bashrc", "touch ok`id`"])
+def test_an_allow_with_a_pattern_never_matches_a_command_that_chains_or_redirects(efile, command):
+    send(efile, "/permission command:%s" % command, *UNATTENDED)
+    wait_results(efile, 1)
+    assert (replied(efile)["req-1"]["answer"], replied(efile)["req-1"]["rule"]) == ("deny", "*")
+
+
+def test_an_allow_with_a_pattern_never_matches_a_command_of_several_lines():
+    request = {"kind": "permission", "tool": "command", "command": "touch ok.txt\nrm -rf ~"}
+    assert not policy.matches("command:touch ok*", "allow", request, "/repo")
+
+
+def test_a_deny_with_a_pattern_matches_a_command_that_chains():
+    request = {"kind": "permission", "tool": "command", "command": "ls; rm -rf /", "options": ["allow", "deny"]}
+    assert policy.decide({"cwd": "/repo", "rules": [["deny", "command:*rm -rf*"]]}, request)[0] == "deny"
+
+
+def test_nothing_allows_a_change_to_the_sessions_own_files(efile, workdir):
+    """The event file inside the cwd (the send warns of it): neither a rule nor
+    the mode lets the agent rewrite it or its sidecar; the request parks."""
+    path = os.path.join(os.path.realpath(str(workdir)), "in-repo.jsonl")
+    send(path, "/permission file_change:in-repo.jsonl.d/binding.json", "--cwd", str(workdir), "--mode", "full",
+         "--allow", "file_change:*")
+    wait_for(lambda: status(path)["state"] == "awaiting_reply", what="the change to the sidecar parks")
