@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from claudecode_support.fixtures import real_claude, wait_for  # noqa: E402
-from claudecode_support.mock_messages import MockMessages, bash, reply, text, tool_results, tool_use  # noqa: E402
-from claudecode_support.session import Session  # noqa: E402
-from schemacheck import check_event  # noqa: E402
+from claudecode_support.fixtures import wait_for  # noqa: E402
+from claudecode_support.mock_messages import bash, reply, text, tool_results, tool_use  # noqa: E402
+from claudecode_support.session import real_session  # noqa: E402
 
 pytestmark = pytest.mark.real
 
@@ -31,15 +29,8 @@ ASKS_UNDER_EDIT = "python3 -c 'open(\"made-by-python.txt\", \"w\")'"
 
 @pytest.fixture
 def cc(workdir):
-    binary = real_claude()
-    with MockMessages() as mock:
-        session = Session(str(workdir), mock, binary)
+    with real_session(str(workdir)) as session:
         yield session
-        pid = session.runtime_pid()
-        if pid:
-            os.kill(pid, signal.SIGKILL)  # its claude dies with it (PR_SET_PDEATHSIG)
-    written = session.events()
-    assert [(e, check_event(e)) for e in written if check_event(e)] == []
 
 
 def write(name, content="hi"):

@@ -17,12 +17,11 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from claudecode_support.fixtures import real_claude, wait_for  # noqa: E402
+from claudecode_support.fixtures import wait_for  # noqa: E402
 from claudecode_support.mock_messages import (  # noqa: E402
-    MockMessages, ask, bash, conversation_texts, last_user_texts, reply, text, tool_results, tool_use,
+    ask, bash, conversation_texts, last_user_texts, reply, text, tool_results, tool_use,
     wait_file_command)
-from claudecode_support.session import Session  # noqa: E402
-from schemacheck import check_event  # noqa: E402
+from claudecode_support.session import real_session  # noqa: E402
 
 pytestmark = pytest.mark.real
 
@@ -31,16 +30,8 @@ ALLOW_BASH = "--allowedTools Bash"  # read-only steps need no prompt; side effec
 
 @pytest.fixture
 def cc(workdir):
-    binary = real_claude()
-    with MockMessages() as mock:
-        session = Session(str(workdir), mock, binary)
+    with real_session(str(workdir)) as session:
         yield session
-        pid = session.runtime_pid()
-        if pid:
-            os.kill(pid, signal.SIGKILL)  # its claude dies with it (PR_SET_PDEATHSIG)
-    written = session.events()
-    assert [e["seq"] for e in written] == list(range(1, len(written) + 1))
-    assert [(e, check_event(e)) for e in written if check_event(e)] == []
 
 
 def slow_tool(cc, then="echo step1-done"):

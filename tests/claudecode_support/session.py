@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
-from typing import Any, Callable, Dict, List, Optional
+from contextlib import contextmanager
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
-from .fixtures import REPO, claude_env, read_events, wait_for
+from .fixtures import REPO, claude_env, read_events, real_claude, wait_for
 from .mock_messages import MockMessages
 
 IDLE_TIMEOUT = "20"
@@ -100,6 +102,24 @@ class Session:
 
     def wait_runtime_gone(self, timeout: float = 60) -> None:
         wait_for(lambda: self.runtime_pid() is None, timeout, "the runtime to exit")
+
+
+@contextmanager
+def real_session(root: str) -> Iterator[Session]:
+    """A Session on the real `claude` and a fresh mock; its runtime is killed
+    at the end (its claude dies with it: PR_SET_PDEATHSIG), and every line it
+    wrote must follow the event schema with consecutive seq."""
+    from schemacheck import check_event
+
+    with MockMessages() as mock:
+        session = Session(root, mock, real_claude())
+        yield session
+        pid = session.runtime_pid()
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+    written = session.events()
+    assert [e["seq"] for e in written] == list(range(1, len(written) + 1))
+    assert [(e, check_event(e)) for e in written if check_event(e)] == []
 
 
 def _pids() -> List[int]:
