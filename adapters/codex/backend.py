@@ -14,7 +14,6 @@ says which turn consumed it when the two responses race a turn's end.
 from __future__ import annotations
 
 import json
-import os
 
 from harnessctl import policy
 from harnessctl.backend import Config, Host, Input
@@ -577,12 +576,9 @@ class CodexBackend(ChildBackend):
         has no mode that applies edits and asks for commands, so `edit` runs as
         `untrusted` (wire.MODES), which asks for every patch; the rest is
         answered here."""
-        paths = details.get("paths") or []
-        sidecar = os.path.normpath(self.config.sidecar)
-        own = [os.path.normpath(p) for p in paths]
-        return self.config.mode == "edit" and bool(paths) and \
-            policy.matches("file_change", "allow", details, self.config.cwd) and \
-            not any(p in (sidecar[:-len(".d")], sidecar) or p.startswith(sidecar + "/") for p in own)
+        own = (self.config.sidecar[:-len(".d")], self.config.sidecar)
+        return self.config.mode == "edit" and bool(details.get("paths")) and policy.matches(
+            "file_change", "allow", details, self.config.cwd, own)
 
     # ------------------------------------------------------------------ sidecar
 
