@@ -195,10 +195,17 @@ def _is_own(path: str, cwd: str, own: Tuple[str, ...]) -> bool:
 
 
 def _inside(path: str, cwd: str) -> bool:
+    """Whether `path` lies inside `cwd`, as written and once its symlinks are
+    resolved (`src/link/x` with `link -> /etc` is outside)."""
     full = os.path.normpath(os.path.join(cwd, path))
+    return _under(full, cwd) and _under(os.path.realpath(full), cwd)
+
+
+def _under(full: str, cwd: str) -> bool:
     return full == cwd or full.startswith(cwd.rstrip("/") + "/")
 
 
 def _relative(path: str, cwd: str) -> str:
+    """The path a pattern sees: relative to the cwd as written, else absolute."""
     full = os.path.normpath(os.path.join(cwd, path))
-    return os.path.relpath(full, cwd) if _inside(full, cwd) else full
+    return os.path.relpath(full, cwd) if _under(full, cwd) else full

@@ -329,3 +329,12 @@ def test_nothing_allows_a_change_to_the_sessions_own_files(efile, workdir):
     send(path, "/permission file_change:in-repo.jsonl.d/binding.json", "--cwd", str(workdir), "--mode", "full",
          "--allow", "file_change:*")
     wait_for(lambda: status(path)["state"] == "awaiting_reply", what="the change to the sidecar parks")
+
+
+def test_a_path_through_a_symlink_out_of_the_cwd_never_matches_an_allow(tmp_path):
+    cwd = tmp_path / "repo"
+    (cwd / "src").mkdir(parents=True)
+    (cwd / "src" / "link").symlink_to("/etc")
+    request = {"kind": "permission", "tool": "file_change", "paths": ["src/link/passwd"]}
+    assert not policy.matches("file_change:src/*", "allow", request, os.path.realpath(str(cwd)))
+    assert policy.matches("file_change:src/*", "deny", request, os.path.realpath(str(cwd)))
