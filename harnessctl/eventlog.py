@@ -85,15 +85,17 @@ class EventLog:
             return True
         return (st.st_dev, st.st_ino) != self.identity
 
-    def append(self, event: Dict[str, Any]) -> Dict[str, Any]:
+    def append(self, event: Dict[str, Any], sync: bool = True) -> Dict[str, Any]:
         """Write one critical event durably; return it with type/ts/seq filled.
+        Without `sync` the next critical event's fsync makes it durable (one
+        that is written at once after it, as a policy's answer after its request).
 
         Raises OSError (disk full, ...) after truncating the file back, so no
         torn critical line is ever visible once we let go of the lock."""
         self.flush_logs()
         full = {"type": event["type"], "ts": timestamp(), "seq": self.seq + 1}
         full.update((k, v) for k, v in event.items() if k not in ("ts", "seq"))  # a re-written snapshot is new
-        self._write(encode(full), sync=True)
+        self._write(encode(full), sync)
         self.seq += 1
         return full
 

@@ -132,10 +132,11 @@ class AdapterHost(Host):
         event.update(details or {})
         if renamed:
             event["agent_options"] = renamed
-        self._runtime.writer.write(event)
+        decided = self._runtime.decide(event) if kind == "permission" else None
+        self._runtime.writer.write(event, sync=decided is None)  # a decided one is fsynced with its answer
         self._tokens[request_id] = request_id if token is None else token
-        if kind == "permission":
-            self._runtime.apply_policy(self._runtime.conv.pending.get(request_id, event))
+        if decided is not None:
+            self._runtime.answer_by_policy(self._runtime.conv.pending.get(request_id, event), *decided)
         return request_id
 
     def request_closed(self, token: Any) -> None:

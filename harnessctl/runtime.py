@@ -228,15 +228,16 @@ class Runtime:
                                   "answered: reply again once the file can be written" % e.strerror) from None
         backend.answer(self.host.take_token(request_id), answers.for_agent(request, value))
 
-    def apply_policy(self, request: Dict[str, Any]) -> None:
-        """A permission request was just written: answer it now if the bound
-        policy decides it (policy.py), else it waits for `reply`.  The answer
-        is fsynced first, as a reply's is; the harness hears it once the
-        adapter has returned from asking (a timer due at once: this loop pass)."""
-        decided = policy.decide(self.binding, request, (self.addr.path, self.addr.sidecar))
-        if decided is None:
-            return
-        value, why = decided
+    def decide(self, request: Dict[str, Any]) -> Optional[Tuple[str, Dict[str, str]]]:
+        """The bound policy's answer to a permission request (policy.py), or
+        None: it waits for `reply`."""
+        return policy.decide(self.binding, request, (self.addr.path, self.addr.sidecar))
+
+    def answer_by_policy(self, request: Dict[str, Any], value: str, why: Dict[str, str]) -> None:
+        """A permission request the policy decided was just written: its answer
+        is fsynced first (with the request), as a reply's is; the harness hears
+        it once the adapter has returned from asking (a timer due at once:
+        this loop pass)."""
         request_id = request["request_id"]
         try:
             self.writer.write(dict(request, state="replied", answer=value, **why), now=True)

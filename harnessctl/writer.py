@@ -34,14 +34,15 @@ class EventWriter:
         self.written: List[Dict[str, Any]] = []  # appended since `take_written`, as written
         self.flush_scheduled = False
 
-    def write(self, event: Dict[str, Any], now: bool = False) -> None:
+    def write(self, event: Dict[str, Any], now: bool = False, sync: bool = True) -> None:
         """Append a critical event and fold it in.  When the file cannot take it
         (disk full) it waits in `unwritten`, in order, retried every second, so
         the file catches up once there is space again.  With `now` (an
-        `accepted`, on disk before its send exits 0) the OSError is raised."""
+        `accepted`, on disk before its send exits 0) the OSError is raised.
+        Without `sync` the caller writes another at once, whose fsync covers both."""
         try:
             self.write_unwritten()
-            self.conv.apply(self._append(event))
+            self.conv.apply(self._append(event, sync))
         except OSError as e:
             if now:
                 raise
@@ -83,8 +84,8 @@ class EventWriter:
             self.flush_scheduled = True
             self.call_later(LOG_FLUSH_DELAY, self._flush_logs)
 
-    def _append(self, event: Dict[str, Any]) -> Dict[str, Any]:
-        full = self.events.append(event)
+    def _append(self, event: Dict[str, Any], sync: bool = True) -> Dict[str, Any]:
+        full = self.events.append(event, sync)
         self.written.append(full)
         return full
 
