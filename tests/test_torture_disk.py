@@ -211,3 +211,23 @@ def test_commands_on_a_full_disk_leave_no_temporary_files_behind(tiny_fs):
         assert status_of(path)["state"] == "idle"  # the snapshot cannot be refreshed: status works regardless
     assert [n for n in os.listdir(path + ".d") if n.endswith(".tmp")] == []
     shutil.rmtree(filler)
+
+
+def test_a_rule_answer_that_cannot_be_recorded_parks_the_request_for_reply(tiny_fs):
+    """The durability promise of `reply` holds for rules: an answer is given
+    only once it is in the file.  On a full disk it is not, so the request
+    stays pending (written once space returns) and a reply answers it."""
+    path = str(tiny_fs / "events.jsonl")
+    env = cli_env(HARNESSCTL_ADAPTER="mock")
+    ok("send", path, "/sleep 1\n/permission command:touch ok.txt\n" + BIG, "--allow", "command:touch ok*", env=env)
+    filler = fill(tiny_fs)
+    wait_for(lambda: b"could not be written" in open(path + ".d/runtime.log", "rb").read(), timeout=10,
+             what="the policy's answer fails to be written")
+    shutil.rmtree(filler)
+    wait_for(lambda: status_of(path, env)["state"] == "awaiting_reply", timeout=10, what="the request parked")
+    ok("reply", path, "req-1", "allow", env=env)
+    [result] = wait_results(path, 1, timeout=10)
+    assert "permission: allow" in result["output"]
+    assert [(r["state"], r.get("by")) for r in of_type(path, "request")] == [("pending", None), ("replied", "reply")]
+    settle(path)
+    check(path)
