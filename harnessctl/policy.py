@@ -143,10 +143,11 @@ def decide(binding: Dict[str, Any], request: Dict[str, Any],
 
 
 def _mode_allows(mode: Optional[str], request: Dict[str, Any], cwd: str, own: Tuple[str, ...]) -> bool:
-    """What the mode lets through without asking: `full` everything, `edit` a
-    file change whose paths are all known and inside the cwd."""
+    """What the mode lets through without asking: `full` everything but a
+    change to the session's own files, `edit` a file change whose paths are
+    all known and inside the cwd."""
     if mode == "full":
-        return matches("*", "allow", request, cwd, own)
+        return not any(_is_own(p, cwd, own) for p in request.get("paths") or () if isinstance(p, str))
     return mode == "edit" and bool(request.get("paths")) and matches("file_change", "allow", request, cwd, own)
 
 
@@ -191,7 +192,7 @@ def _subjects(request: Dict[str, Any], cwd: str) -> List[str]:
 
 def _is_own(path: str, cwd: str, own: Tuple[str, ...]) -> bool:
     full = os.path.normpath(os.path.join(cwd, path))
-    return any(full == mine or full.startswith(mine + "/") for mine in own)
+    return any(_under(full, mine) or _under(os.path.realpath(full), mine) for mine in own)
 
 
 def _inside(path: str, cwd: str) -> bool:

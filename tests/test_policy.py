@@ -338,3 +338,9 @@ def test_a_path_through_a_symlink_out_of_the_cwd_never_matches_an_allow(tmp_path
     request = {"kind": "permission", "tool": "file_change", "paths": ["src/link/passwd"]}
     assert not policy.matches("file_change:src/*", "allow", request, os.path.realpath(str(cwd)))
     assert policy.matches("file_change:src/*", "deny", request, os.path.realpath(str(cwd)))
+
+
+def test_with_rules_the_mode_full_allows_a_change_outside_the_cwd_too(efile, workdir):
+    send(efile, "/permission file_change:/var/tmp/x", "--cwd", str(workdir), "--mode", "full", "--deny", "command:rm *")
+    wait_results(efile, 1)
+    assert (replied(efile)["req-1"]["answer"], replied(efile)["req-1"]["by"]) == ("allow", "mode")
