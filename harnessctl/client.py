@@ -46,8 +46,11 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
     mode, rules = (policy or {}).get("mode"), (policy or {}).get("rules")
     wanted = {"adapter": adapter, "cwd": _real_dir(cwd) if cwd is not None else None, "model": model,
               "agent": agent, "mode": mode, "rules": rules}
-    fields = ["send", text, wanted["cwd"] or "", model or "", adapter or "", agent or "", mode or "",
-              "\n".join("%s %s" % (verb, rule) for verb, rule in rules or ())]
+    fields = ["send", text, wanted["cwd"] or "", model or "", adapter or "", agent or "", mode or "", ""]
+    if rules:
+        from .policy import to_field
+
+        fields[-1] = to_field(rules)
     deadline = time.monotonic() + timeout_seconds()
     warning = None  # said once the send is accepted: a refused send says only why
     while True:

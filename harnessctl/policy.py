@@ -67,9 +67,14 @@ def check_rules(rules: List[Tuple[str, str]]) -> Optional[List[List[str]]]:
     return [check_rule(verb, text) for verb, text in rules] or None
 
 
-def from_field(field: str) -> Optional[List[List[str]]]:
+def to_field(rules: List[List[str]]) -> str:
     """The rules of a send as the client passes them to the runtime: one
-    `VERB RULE` per line (a rule holds no newline), empty for none."""
+    `VERB RULE` per line (a rule holds no newline)."""
+    return "\n".join("%s %s" % (verb, rule) for verb, rule in rules)
+
+
+def from_field(field: str) -> Optional[List[List[str]]]:
+    """The rules of `to_field`, checked again; empty for none."""
     pairs = [line.partition(" ") for line in field.split("\n")] if field else []
     return check_rules([(verb, rule) for verb, _, rule in pairs])
 
