@@ -30,3 +30,26 @@ def blocks(heading: str) -> List[Tuple[str, str]]:
 def block_after(heading: str) -> str:
     """The first bash block of that section."""
     return next(code for language, code in blocks(heading) if language == "bash")
+
+
+def presets_table() -> str:
+    """The README's table of the ACP presets, as adapters/acp/manifest.json says
+    it (test_acp_claims.py keeps them equal; print this to update the README)."""
+    import json
+
+    path = os.path.join(os.path.dirname(README), "adapters", "acp", "manifest.json")
+    with open(path, encoding="utf-8") as f:
+        presets = json.load(f)["agents"]
+    rows = ["| preset | command | tested with | proved against the real agent | `--mode` ask / edit / full |",
+            "|---|---|---|---|---|"]
+    for name, p in presets.items():
+        tested = "`%s` %s" % (p["package"], p["version"]) if p["version"] else "not tested here"
+        proved = ", ".join(p["capabilities"]) or "nothing"
+        if p.get("degraded"):
+            proved += "; degraded: " + "; ".join("%s: %s" % item for item in p["degraded"].items())
+        if p.get("unproven"):
+            proved += ": " + p["unproven"]
+        modes = p.get("modes") or {}
+        table = " / ".join("`%s`" % modes[m].rsplit("#", 1)[-1] if m in modes else "–" for m in ("ask", "edit", "full"))
+        rows.append("| `%s` | `%s` | %s | %s | %s |" % (name, p["command"], tested, proved, table if modes else "–"))
+    return "\n".join(rows)

@@ -676,6 +676,11 @@ def test_gemini_tool_calls_start_from_the_permission_request_and_a_denied_one_en
     assert host.vocabulary_problems() == []
 
 
+def test_a_command_given_as_a_list_of_commands_is_their_chain():
+    assert wire.command_line({"commands": ["touch asked.txt"]}, "run_commands: touch asked.txt") == "touch asked.txt"
+    assert wire.command_line({"commands": ["make", "make test"]}, "t") == "make && make test"  # cline 3.0.65
+
+
 def test_two_options_of_one_kind_are_named_by_the_agents_words_and_no_reject_option_adds_deny():
     names, texts, mapping = wire.permission_options([  # qwen 0.15.10's four options
         {"optionId": "once", "name": "Allow", "kind": "allow_once"},

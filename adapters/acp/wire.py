@@ -322,11 +322,16 @@ def inside(root: str, path: str) -> bool:
 
 def command_line(raw_input: Any, title: str) -> Optional[str]:
     """rawInput.command (codex-acp, claude-agent-acp; an argv list is joined, a
-    shell's -c/-lc wrapper removed), else the title: gemini sends no rawInput,
-    and its title is the command line."""
+    shell's -c/-lc wrapper removed) or rawInput.commands (cline, chained with
+    &&), else the title: gemini sends no rawInput, and its title is the
+    command line."""
     import shlex
 
-    command = as_object(raw_input).get("command")
+    raw = as_object(raw_input)
+    command = raw.get("command")
+    commands = raw.get("commands")  # cline's run_commands: a list of command lines
+    if command is None and isinstance(commands, list) and commands and all(isinstance(c, str) for c in commands):
+        return " && ".join(commands)  # more than one is a chain: no patterned allow matches it
     if isinstance(command, list) and command and all(isinstance(word, str) for word in command):
         if len(command) == 3 and os.path.basename(command[0]) in SHELLS and command[1] in ("-c", "-lc"):
             return command[2]
