@@ -183,6 +183,18 @@ class Model:
         else:
             self.mock.script(mg.reply(mg.text(value), gate="hold", gate_after=1))
 
+    def stalls(self) -> None:
+        """A reply that shows nothing until `release()`: the model request is in
+        flight, not a byte answered (not for codex, whose mock has no gates)."""
+        if self.kind == "chat":
+            self.mock.script(mc.reply(mc.text("Late answer."), gate="hold"))
+        elif self.kind == "claude":
+            self.mock.script(mm.reply(mm.text("Late answer."), gate="hold"))
+        elif self.kind == "gemini":
+            self.mock.script(mg.reply(mg.text("Late answer."), gate="hold"))
+        else:
+            raise NotImplementedError(self.kind)
+
     def release(self) -> None:
         if self.kind != "codex":
             self.mock.release("hold")

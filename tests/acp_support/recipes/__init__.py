@@ -37,6 +37,8 @@ TRAIT_KEYS: Dict[str, Any] = {
     "resumes": True,
     # the usage the result carries for one mock answer (mock_chat.USAGE), or None when the agent reports none
     "usage": None,
+    # the cost_usd the result carries with that usage (None: not reported)
+    "cost": None,
     # the model call a 401 from the endpoint ends in: a text the run's error must contain
     "error_401": "401",
     # the command runs in harnessctl's cwd (False: elsewhere, e.g. a gateway's own workspace)

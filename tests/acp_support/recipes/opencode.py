@@ -18,7 +18,8 @@ NODE = None
 MOCK = "chat"
 TRAITS = {
     "deny_ends_turn": True,  # a declined tool ends the turn: `completed`, no further model request
-    "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
+    "usage": {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 5, "total_tokens": 15},
+    "cost": 0.0,  # priced from the config's model entry, which names no price
 }
 
 
