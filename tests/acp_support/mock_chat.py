@@ -197,6 +197,10 @@ def _filler(key: str, spec: Any) -> Any:
         return "mock tool call"
     if "timeout" in low:
         return 30000
+    if "risk" in low and isinstance(spec, dict) and spec.get("enum"):
+        # droid's Execute asks the model to rate its command low/medium/high, and its auto-low mode runs a
+        # "low" one unasked: the mock rates every command the highest, so only the mode decides whether it asks
+        return spec["enum"][-1]
     return fitting(spec)
 
 

@@ -35,6 +35,9 @@ TRAIT_KEYS: Dict[str, Any] = {
     "steers": False,
     # resumes its session in a new process (session/resume or session/load): the model sees the earlier turn
     "resumes": True,
+    # text reaches the client while the model streams it (False: droid sends a reply's text in one chunk when
+    # the model's answer is complete, so a held reply shows nothing mid-turn)
+    "streams": True,
     # the usage the result carries for one mock answer (mock_chat.USAGE), or None when the agent reports none
     "usage": None,
     # the cost_usd the result carries with that usage (None: not reported)

@@ -18,7 +18,11 @@ PREFIX = "cline"
 BIN = "cline"
 NODE = None
 MOCK = "chat"
-TRAITS: Dict[str, Any] = {}
+TRAITS: Dict[str, Any] = {
+    # act (its default) asks before every command and edit; plan refuses changes outright; no mode edits
+    # unasked while commands ask, and "run everything" is the boolean config option auto_approve, not a mode
+    "modes": {"ask": "act"},
+}
 REACH_ENV = "HARNESSCTL_TEST_ACP_REACH"
 
 

@@ -16,7 +16,16 @@ PREFIX = "droid"
 BIN = "droid"
 NODE = None  # a native binary behind a node shim: the system node does
 MOCK = "chat"
-TRAITS: Dict[str, Any] = {}
+TRAITS: Dict[str, Any] = {
+    "streams": False,  # a reply's text comes in one agent_message_chunk once the model's answer is complete
+    "deny_ends_turn": True,  # "No, cancel" ends the turn: `completed`, the model is not asked again
+    # a model error ends the prompt in a JSON-RPC error "Agent error"; the endpoint's own text ("Error: 401 mock
+    # says 401") comes before it as the run's output
+    "error_401": "Agent error",
+    # normal asks for every change and command; auto-low auto-approves file edits (and commands the model
+    # rates low-risk); auto-high auto-approves everything
+    "modes": {"ask": "normal", "edit": "auto-low", "full": "auto-high"},
+}
 
 
 def env(root: str, base_url: str) -> Dict[str, str]:

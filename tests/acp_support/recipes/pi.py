@@ -16,7 +16,9 @@ PREFIX = "pi"
 BIN = "pi-acp"
 NODE = "node22"
 MOCK = "chat"
-TRAITS: Dict[str, Any] = {}
+TRAITS: Dict[str, Any] = {
+    "asks": False,  # pi has no permission prompts: every tool runs unasked (its ACP modes are thinking levels)
+}
 
 
 def env(root: str, base_url: str) -> Dict[str, str]:
