@@ -259,6 +259,9 @@ def test_a_401_from_the_model_endpoint_fails_the_run_with_the_error(start, agent
     s.model.fail(401, "mock says 401")
     s.send("This will fail.")
     result = only(s.wait("result"))
+    if trait(agent, "error_401") is None:  # the agent drops the error: the turn ends as if the model said nothing
+        assert (result["status"], result["output"], result["error"]) == ("completed", "", None), result
+        return
     assert result["status"] == "failed" and trait(agent, "error_401") in result["error"], result
 
 

@@ -42,7 +42,8 @@ TRAIT_KEYS: Dict[str, Any] = {
     "usage": None,
     # the cost_usd the result carries with that usage (None: not reported)
     "cost": None,
-    # the model call a 401 from the endpoint ends in: a text the run's error must contain
+    # the model call a 401 from the endpoint ends in: a text the run's error must contain (None: the agent drops
+    # the error and ends the turn `completed` with no output, as pi-acp 0.0.34 does)
     "error_401": "401",
     # the command runs in harnessctl's cwd (False: elsewhere, e.g. a gateway's own workspace)
     "runs_in_cwd": True,

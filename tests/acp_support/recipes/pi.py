@@ -18,6 +18,8 @@ NODE = "node22"
 MOCK = "chat"
 TRAITS: Dict[str, Any] = {
     "asks": False,  # pi has no permission prompts: every tool runs unasked (its ACP modes are thinking levels)
+    # a 401 (any model error) ends pi's turn, but pi-acp answers the prompt end_turn with no text and no error
+    "error_401": None,
 }
 
 
