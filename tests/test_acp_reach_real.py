@@ -253,16 +253,29 @@ def test_an_agent_killed_mid_run_fails_the_run_and_the_next_send_goes_on(start, 
     assert ("Remember the secret word PINEAPPLE." in history) == trait(agent, "resumes")
 
 
-@pytest.mark.parametrize("agent", agents())
+@pytest.mark.parametrize("agent", agents(error_as_text=False))
 def test_a_401_from_the_model_endpoint_fails_the_run_with_the_error(start, agent):
     s = start(agent)
-    s.model.fail(401, "mock says 401")
+    s.model.fail(401, "mock says 401", sticky=True)
     s.send("This will fail.")
     result = only(s.wait("result"))
     if trait(agent, "error_401") is None:  # the agent drops the error: the turn ends as if the model said nothing
         assert (result["status"], result["output"], result["error"]) == ("completed", "", None), result
         return
     assert result["status"] == "failed" and trait(agent, "error_401") in result["error"], result
+
+
+@pytest.mark.parametrize("agent", agents(error_as_text=True))
+def test_a_401_on_an_agent_that_reports_it_as_text_completes_with_the_error_as_output(start, agent):
+    """copilot retries, then ends the turn normally (stopReason end_turn) with
+    "Error: Authentication failed ... (HTTP 401)" as its message: nothing on
+    the wire says the turn failed."""
+    s = start(agent)
+    s.model.fail(401, "mock says 401", sticky=True)
+    s.send("This will fail.")
+    result = only(s.wait("result"))
+    assert (result["status"], result["error"]) == ("completed", None)
+    assert trait(agent, "error_401") in result["output"], result
 
 
 MODE_CASES = [(agent, level) for agent in agents_with("modes") for level in sorted(trait(agent, "modes"))]

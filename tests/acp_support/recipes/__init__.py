@@ -45,6 +45,8 @@ TRAIT_KEYS: Dict[str, Any] = {
     # the model call a 401 from the endpoint ends in: a text the run's error must contain (None: the agent drops
     # the error and ends the turn `completed` with no output, as pi-acp 0.0.34 does)
     "error_401": "401",
+    # a model error ends the turn normally (end_turn) with the error as the agent's text: the run is `completed`
+    "error_as_text": False,
     # the command runs in harnessctl's cwd (False: elsewhere, e.g. a gateway's own workspace)
     "runs_in_cwd": True,
     # HARNESSCTL_ACP_MODE values (the agent's own mode ids) for the --mode table: {"ask": id, "edit": id, "full": id}
