@@ -2,13 +2,14 @@
 
 `cline auth -p openai -k KEY -m MODEL -b URL` stores an OpenAI-compatible provider under ~/.cline; in ACP mode
 cline restores only its own sign-ins unless CLINE_API_KEY is set, and CLINE_PROVIDER/CLINE_MODEL pick the stored
-provider.  `cline --acp` starts a detached `cline --cline-hub-daemon` (parent pid 1) that outlives the agent and
+provider.  `cline --acp` starts a `cline --cline-hub-daemon` that detaches (parent pid 1) and outlives the agent and
 harnessctl's runtime: around() kills the ones started under this root's HOME.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -24,18 +25,35 @@ TRAITS: Dict[str, Any] = {
     "modes": {"ask": "act"},
 }
 REACH_ENV = "HARNESSCTL_TEST_ACP_REACH"
+PROVIDERS = "providers.json"
+_AUTHED: Dict[str, Any] = {}  # the providers.json the first `cline auth` of this process wrote
 
 
 def env(root: str, base_url: str) -> Dict[str, str]:
-    """Runs `cline auth` with the scratch HOME (it writes ~/.cline/data/settings/providers.json)."""
-    home = os.path.join(root, "home")
-    extra = {"CLINE_API_KEY": "mock-key", "CLINE_PROVIDER": "openai-compatible", "CLINE_MODEL": "mock-model"}
+    """The provider `cline auth` stores, in the scratch HOME.  `cline auth` itself takes ~4 s, so it runs once per
+    test process; later roots get the file it wrote with their own mock's URL."""
+    settings = os.path.join(root, "home", ".cline", "data", "settings")
+    url = base_url + "/v1"
+    if not _AUTHED:
+        authenticate(os.path.join(root, "home"), url)
+        with open(os.path.join(settings, PROVIDERS), encoding="utf-8") as f:
+            _AUTHED.update(json.load(f))
+    else:
+        stored = json.loads(json.dumps(_AUTHED))
+        stored["providers"]["openai-compatible"]["settings"]["baseUrl"] = url
+        os.makedirs(settings, exist_ok=True)
+        with open(os.path.join(settings, PROVIDERS), "w", encoding="utf-8") as f:
+            json.dump(stored, f)
+    return {"CLINE_API_KEY": "mock-key", "CLINE_PROVIDER": "openai-compatible", "CLINE_MODEL": "mock-model"}
+
+
+def authenticate(home: str, url: str) -> None:
+    """`cline auth -p openai ...` as a user runs it (it writes ~/.cline/data/settings/providers.json)."""
     binary = os.path.join(os.environ.get(REACH_ENV, ""), PREFIX, "node_modules", ".bin", BIN)
     auth_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "LANG": "C.UTF-8"}
-    subprocess.run([binary, "auth", "-p", "openai", "-k", "mock-key", "-m", "mock-model", "-b", base_url + "/v1"],
+    subprocess.run([binary, "auth", "-p", "openai", "-k", "mock-key", "-m", "mock-model", "-b", url],
                    env=auth_env, cwd=home, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, timeout=60, check=True)
-    return extra
 
 
 @contextlib.contextmanager
