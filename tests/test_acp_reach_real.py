@@ -22,6 +22,7 @@ import pytest
 
 from cliutil import status
 
+from acp_support import mock_chat as mc
 from acp_support.agents import PERMISSION_FILE, real_agent
 from acp_support.recipes import trait, written
 
@@ -150,6 +151,8 @@ def test_permission_denied_by_a_later_reply_does_not_run_the_command(start, agen
     assert not os.path.exists(os.path.join(s.cwd, PERMISSION_FILE))
     final = s.events("request")[-1]
     assert (final["request_id"], final["state"], final["answer"]) == (request["request_id"], "replied", "deny")
+    started = [e["tool_id"] for e in s.events("log", "tool.started")]
+    assert started == [request["tool_id"]]  # one tool, one start: cline re-sends the declined call as failed
 
 
 @pytest.mark.parametrize("agent", agents(asks=True))
@@ -302,3 +305,18 @@ def test_the_mode_table_entry_asks_what_its_level_says(start, agent, level):
     else:
         ask(s)
         assert not os.path.exists(os.path.join(s.cwd, PERMISSION_FILE))
+
+
+def test_droid_auto_low_runs_a_command_the_model_rates_low_risk_without_asking(start):
+    """droid's Execute tool makes the model rate each command low/medium/high;
+    auto-low (the mode table's `edit`) runs a "low" one unasked and asks for
+    the rest (the mock rates its commands "high" everywhere else)."""
+    s = start("droid", HARNESSCTL_ACP_MODE=trait("droid", "modes")["edit"])
+    command = "touch %s" % PERMISSION_FILE
+    s.model.mock.script(mc.reply(mc.call("Execute", {
+        "summary": "Create the marker file", "command": command,
+        "riskLevelReason": "It creates one empty file in the workspace.", "riskLevel": "low"})))
+    s.model.answer("Created it.")
+    proc = s.cmd("send", s.path, "Create the file.", *s.flags(), "--wait")
+    assert proc.returncode == 0, (proc.returncode, proc.stderr.decode(), s.events("request"))
+    assert os.path.exists(os.path.join(s.cwd, PERMISSION_FILE)) and s.events("request") == []
