@@ -320,3 +320,19 @@ def test_droid_auto_low_runs_a_command_the_model_rates_low_risk_without_asking(s
     proc = s.cmd("send", s.path, "Create the file.", *s.flags(), "--wait")
     assert proc.returncode == 0, (proc.returncode, proc.stderr.decode(), s.events("request"))
     assert os.path.exists(os.path.join(s.cwd, PERMISSION_FILE)) and s.events("request") == []
+
+
+def test_pi_thinking_levels_are_no_approval_policy_and_it_reports_context_not_tokens(start):
+    """pi-acp offers pi's thinking levels as ACP `modes` (pi never asks), so the
+    session line names no approval policy; its usage_update says how full the
+    context is (the mock's total_tokens of 128000, from models.json), while the
+    result carries no token counts."""
+    s = start("pi")
+    s.model.answer("Counted.")
+    s.send("Count.")
+    result = only(s.wait("result"))
+    session = only(s.events("log", "session"))
+    assert session["approval_policy"] is None and session["harness"] == "pi-acp"
+    context = [(e["context_used"], e["context_window"]) for e in s.events("log", "usage")]
+    assert context[-1] == (mc.USAGE["total_tokens"], 128000)
+    assert (result["usage"], result["cost_usd"]) == (None, None)
