@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from typing import Any, Dict, List
 
 import pytest
@@ -118,6 +119,8 @@ def ask(s) -> Dict[str, Any]:
     request = last_json(proc)
     assert request["type"] == "request" and request["kind"] == "permission" and request["state"] == "pending"
     assert PERMISSION_FILE in json.dumps(request)
+    options = request["options"]  # one name per option, said in the agent's words (qwen has two "always")
+    assert len(set(options)) == len(options) and not any(re.search(r"-[0-9]+$", o) for o in options), options
     return request
 
 
@@ -289,3 +292,17 @@ def test_the_mode_table_entry_asks_what_its_level_says(start, agent, level):
     else:
         ask(s)
         assert not os.path.exists(os.path.join(s.cwd, PERMISSION_FILE))
+
+
+@pytest.mark.parametrize("agent", agents_with("config_mode"))
+def test_a_mode_offered_only_as_a_config_option_is_set_through_it(start, agent):
+    """opencode and kilo list build/plan only as configOptions (category mode),
+    with no `modes` object: HARNESSCTL_ACP_MODE goes through session/set_config_option."""
+    mode, shown = trait(agent, "config_mode")
+    s = start(agent, HARNESSCTL_ACP_MODE=mode)
+    s.model.answer("Planned.")
+    s.send("Make a plan.")
+    result = only(s.wait("result"))
+    assert (result["status"], result["output"]) == ("completed", "Planned.")
+    assert only(s.events("log", "session"))["approval_policy"] == mode
+    assert shown in s.model.user_texts(s.model.wait_requests(1)[0])[-1]
