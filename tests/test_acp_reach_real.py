@@ -281,7 +281,7 @@ def manifest_modes(agent: str) -> Dict[str, str]:
 @pytest.mark.parametrize("agent,level", MODE_CASES)
 def test_the_mode_table_entry_asks_what_its_level_says(start, agent, level):
     """ask: a command asks; edit: a file write runs unasked and a command asks;
-    full: a command runs unasked.  Through `--mode LEVEL` where the manifest's
+    full: a file write and a command run unasked.  Through `--mode LEVEL` where the manifest's
     table has the entry, else through HARNESSCTL_ACP_MODE = the recipe's
     proposed id (the agent's own)."""
     own = trait(agent, "modes")[level]
@@ -289,7 +289,7 @@ def test_the_mode_table_entry_asks_what_its_level_says(start, agent, level):
         s, first = start(agent), ["--mode", level]
     else:
         s, first = start(agent, HARNESSCTL_ACP_MODE=own), []
-    if level == "edit":
+    if level in ("edit", "full"):
         s.model.writes(s.cwd, "edited.txt", "written unasked\n")
         s.model.answer("Wrote it.")
         proc = s.cmd("send", s.path, "Write the file.", *s.flags(), "--wait", *first)
