@@ -16,11 +16,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from typing import Any, Dict, List
 
 import pytest
 
 from cliutil import status
+
+from harnessctl import registry
 
 from acp_support import mock_chat as mc
 from acp_support.agents import PERMISSION_FILE, real_agent
@@ -121,14 +124,16 @@ def mid_turn(s, agent: str, **match: Any) -> None:
         s.model.mock.wait_gate("hold")
 
 
-def ask(s) -> Dict[str, Any]:
+def ask(s, *extra: str) -> Dict[str, Any]:
     """Send a prompt whose model answer runs PERMISSION_FILE's command; the
     pending permission request `send --wait` stops at (exit 9)."""
-    proc = s.cmd("send", s.path, "Create the file.", *s.flags(), "--wait")
+    proc = s.cmd("send", s.path, "Create the file.", *s.flags(), "--wait", *extra)
     assert proc.returncode == 9, (proc.returncode, proc.stderr.decode(), s.runtime_log()[-2000:])
     request = last_json(proc)
     assert request["type"] == "request" and request["kind"] == "permission" and request["state"] == "pending"
     assert PERMISSION_FILE in json.dumps(request)
+    options = request["options"]  # one name per option, said in the agent's words (qwen has two "always")
+    assert len(set(options)) == len(options) and not any(re.search(r"-[0-9]+$", o) for o in options), options
     return request
 
 
@@ -284,27 +289,40 @@ def test_a_401_on_an_agent_that_reports_it_as_text_completes_with_the_error_as_o
 MODE_CASES = [(agent, level) for agent in agents_with("modes") for level in sorted(trait(agent, "modes"))]
 
 
+def manifest_modes(agent: str) -> Dict[str, str]:
+    """The preset's --mode table in adapters/acp/manifest.json (empty when it has none)."""
+    return registry.manifest("acp")["agents"].get(agent, {}).get("modes") or {}
+
+
 @pytest.mark.parametrize("agent,level", MODE_CASES)
 def test_the_mode_table_entry_asks_what_its_level_says(start, agent, level):
-    """--mode ask: a command asks; edit: a file write runs unasked and a command
-    asks; full: a command runs unasked (HARNESSCTL_ACP_MODE = the agent's own id)."""
-    s = start(agent, HARNESSCTL_ACP_MODE=trait(agent, "modes")[level])
-    if level == "edit":
+    """ask: a command asks; edit: a file write runs unasked and a command asks;
+    full: a file write and a command run unasked.  Through `--mode LEVEL` where the manifest's
+    table has the entry, else through HARNESSCTL_ACP_MODE = the recipe's
+    proposed id (the agent's own)."""
+    own = trait(agent, "modes")[level]
+    if level in manifest_modes(agent):
+        s, first = start(agent), ["--mode", level]
+    else:
+        s, first = start(agent, HARNESSCTL_ACP_MODE=own), []
+    if level in ("edit", "full"):
         s.model.writes(s.cwd, "edited.txt", "written unasked\n")
         s.model.answer("Wrote it.")
-        proc = s.cmd("send", s.path, "Write the file.", *s.flags(), "--wait")
+        proc = s.cmd("send", s.path, "Write the file.", *s.flags(), "--wait", *first)
         assert proc.returncode == 0, (proc.returncode, proc.stderr.decode(), s.events("request"))
         with open(os.path.join(s.cwd, "edited.txt"), encoding="utf-8") as f:
             assert f.read() == "written unasked\n"
+        first = []
     s.model.asks_permission()
     s.model.answer("Created it.")
     if level == "full":
-        proc = s.cmd("send", s.path, "Create the file.", *s.flags(), "--wait")
+        proc = s.cmd("send", s.path, "Create the file.", *s.flags(), "--wait", *first)
         assert proc.returncode == 0, (proc.returncode, proc.stderr.decode(), s.events("request"))
         assert os.path.exists(os.path.join(s.cwd, PERMISSION_FILE)) and s.events("request") == []
     else:
-        ask(s)
+        ask(s, *first)
         assert not os.path.exists(os.path.join(s.cwd, PERMISSION_FILE))
+    assert only(s.events("log", "session"))["approval_policy"] == own
 
 
 def test_droid_auto_low_runs_a_command_the_model_rates_low_risk_without_asking(start):
@@ -336,3 +354,42 @@ def test_pi_thinking_levels_are_no_approval_policy_and_it_reports_context_not_to
     context = [(e["context_used"], e["context_window"]) for e in s.events("log", "usage")]
     assert context[-1] == (mc.USAGE["total_tokens"], 128000)
     assert (result["usage"], result["cost_usd"]) == (None, None)
+
+
+@pytest.mark.parametrize("agent", written())
+def test_the_manifest_maps_only_modes_a_test_proved(agent):
+    """Every --mode entry of a reach preset is one the mode test above ran (no agent needed)."""
+    proven = trait(agent, "modes")
+    assert {level: proven.get(level) for level in manifest_modes(agent)} == manifest_modes(agent)
+
+
+@pytest.mark.parametrize("agent", agents_with("config_mode"))
+def test_a_mode_offered_only_as_a_config_option_is_set_through_it(start, agent):
+    """opencode and kilo list build/plan only as configOptions (category mode),
+    with no `modes` object: HARNESSCTL_ACP_MODE goes through session/set_config_option."""
+    mode, shown = trait(agent, "config_mode")
+    s = start(agent, HARNESSCTL_ACP_MODE=mode)
+    s.model.answer("Planned.")
+    s.send("Make a plan.")
+    result = only(s.wait("result"))
+    assert (result["status"], result["output"]) == ("completed", "Planned.")
+    assert only(s.events("log", "session"))["approval_policy"] == mode
+    assert shown in s.model.user_texts(s.model.wait_requests(1)[0])[-1]
+
+
+# capability -> the tests here that prove it for the agents they run for (as test_acp_claims.PROOFS)
+PROOFS = {
+    "steer": [test_a_send_mid_turn_steers_into_the_same_run],
+    "cancel": [test_cancel_ends_the_running_run_cancelled,
+               test_cancel_before_the_first_token_ends_the_run_cancelled_and_the_next_send_goes_on],
+    "approvals": [test_permission_denied_by_a_later_reply_does_not_run_the_command,
+                  test_permission_allowed_by_a_later_reply_runs_the_command],
+    "resume": [test_send_after_idle_exit_resumes_the_conversation],
+    "usage": [test_a_run_reports_the_tokens_the_model_counted],
+    "cost": [test_a_run_reports_the_tokens_the_model_counted],  # asserts the recipe's cost trait
+    "crash-recovery": [test_an_agent_killed_mid_run_fails_the_run_and_the_next_send_goes_on],
+}
+DEGRADED = {  # capability -> the test showing the weaker form, for the agents it runs for
+    "steer": test_a_send_mid_turn_is_queued_for_its_own_next_run,
+    "approvals": test_a_command_runs_without_asking,
+}

@@ -51,6 +51,9 @@ TRAIT_KEYS: Dict[str, Any] = {
     "runs_in_cwd": True,
     # HARNESSCTL_ACP_MODE values (the agent's own mode ids) for the --mode table: {"ask": id, "edit": id, "full": id}
     "modes": {},
+    # a mode offered only as a config option of category mode (no `modes` object): (its id, a text the
+    # model is shown in it), for HARNESSCTL_ACP_MODE's fallback to session/set_config_option
+    "config_mode": None,
 }
 
 
