@@ -174,6 +174,25 @@ def test_permission_allowed_by_a_later_reply_runs_the_command(start, agent):
     assert os.path.exists(os.path.join(s.cwd, PERMISSION_FILE))
 
 
+# cline's permission request names its command by the tool call's title, "run_commands: touch asked.txt",
+# though rawInput.commands holds the command lines: a command rule never matches it (adapter gap, found here)
+RULE_GAP = {"cline": "the request's command is cline's title 'run_commands: …', not rawInput.commands"}
+
+
+@pytest.mark.parametrize("agent", [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=RULE_GAP[name]))
+                                   if name in RULE_GAP else name for name in agents(asks=True)])
+def test_an_allow_rule_for_the_command_answers_its_request_with_no_human(start, agent):
+    s = start(agent)
+    s.model.asks_permission()
+    s.model.answer("Created it.")
+    proc = s.cmd("send", s.path, "Create the file.", *s.flags(), "--allow", "command:touch *", "--wait")
+    assert proc.returncode == 0, (proc.returncode, proc.stderr.decode(), s.events("request"))
+    final = s.events("request")[-1]
+    assert (final["command"], final["answer"], final["by"], final["rule"]) == (
+        "touch %s" % PERMISSION_FILE, "allow", "rule", "command:touch *")
+    assert os.path.exists(os.path.join(s.cwd, PERMISSION_FILE))
+
+
 @pytest.mark.parametrize("agent", agents(asks=False, runs_in_cwd=True))
 def test_a_command_runs_without_asking(start, agent):
     s = start(agent)
