@@ -16,12 +16,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from typing import Any, Dict, List
 
 import pytest
 
 from cliutil import status
 
+from harnessctl import registry
+
+from acp_support import mock_chat as mc
 from acp_support.agents import PERMISSION_FILE, real_agent
 from acp_support.recipes import trait, written
 
@@ -77,7 +81,7 @@ def test_a_send_mid_turn_is_queued_for_its_own_next_run(start, agent):
     s.model.held("First answer, held open.")
     s.model.answer("Second answer.")
     s.send("Write a long answer.")
-    s.wait_log("text.delta")
+    mid_turn(s, agent)
     s.send("SECOND prompt: what about apples?")
     first, second = s.events("accepted")[:2]
     assert second["delivery"] == "queued" and second["run_id"] != first["run_id"]
@@ -99,7 +103,7 @@ def test_a_send_mid_turn_steers_into_the_same_run(start, agent):
     s.model.held(LONG)
     s.model.answer("Steered answer: bananas are included.")
     s.send("Write a long answer.")
-    s.wait_log("text.delta")
+    mid_turn(s, agent)
     s.send("STEER: please also mention bananas")
     first, second = s.events("accepted")[:2]
     assert second["delivery"] == "steer" and second["run_id"] == first["run_id"]
@@ -110,14 +114,26 @@ def test_a_send_mid_turn_steers_into_the_same_run(start, agent):
     assert result["status"] == "completed" and result["input_ids"] == [first["input_id"], second["input_id"]]
 
 
-def ask(s) -> Dict[str, Any]:
+def mid_turn(s, agent: str, **match: Any) -> None:
+    """Wait until the held reply is being shown: its first text.delta, or for an
+    agent that sends text only once the answer is complete, the reply waiting at
+    the mock's gate (the run is then mid-turn all the same)."""
+    if trait(agent, "streams"):
+        s.wait("log", kind="text.delta", **match)
+    else:
+        s.model.mock.wait_gate("hold")
+
+
+def ask(s, *extra: str) -> Dict[str, Any]:
     """Send a prompt whose model answer runs PERMISSION_FILE's command; the
     pending permission request `send --wait` stops at (exit 9)."""
-    proc = s.cmd("send", s.path, "Create the file.", *s.flags(), "--wait")
+    proc = s.cmd("send", s.path, "Create the file.", *s.flags(), "--wait", *extra)
     assert proc.returncode == 9, (proc.returncode, proc.stderr.decode(), s.runtime_log()[-2000:])
     request = last_json(proc)
     assert request["type"] == "request" and request["kind"] == "permission" and request["state"] == "pending"
     assert PERMISSION_FILE in json.dumps(request)
+    options = request["options"]  # one name per option, said in the agent's words (qwen has two "always")
+    assert len(set(options)) == len(options) and not any(re.search(r"-[0-9]+$", o) for o in options), options
     return request
 
 
@@ -140,6 +156,8 @@ def test_permission_denied_by_a_later_reply_does_not_run_the_command(start, agen
     assert not os.path.exists(os.path.join(s.cwd, PERMISSION_FILE))
     final = s.events("request")[-1]
     assert (final["request_id"], final["state"], final["answer"]) == (request["request_id"], "replied", "deny")
+    started = [e["tool_id"] for e in s.events("log", "tool.started")]
+    assert started == [request["tool_id"]]  # one tool, one start: cline re-sends the declined call as failed
 
 
 @pytest.mark.parametrize("agent", agents(asks=True))
@@ -153,6 +171,25 @@ def test_permission_allowed_by_a_later_reply_runs_the_command(start, agent):
     waited = s.cmd("wait", s.path, only(s.events("accepted"))["input_id"])
     result = last_json(waited)
     assert (waited.returncode, result["status"], result["output"]) == (0, "completed", "Created it.")
+    assert os.path.exists(os.path.join(s.cwd, PERMISSION_FILE))
+
+
+# cline's permission request names its command by the tool call's title, "run_commands: touch asked.txt",
+# though rawInput.commands holds the command lines: a command rule never matches it (adapter gap, found here)
+RULE_GAP = {"cline": "the request's command is cline's title 'run_commands: …', not rawInput.commands"}
+
+
+@pytest.mark.parametrize("agent", [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=RULE_GAP[name]))
+                                   if name in RULE_GAP else name for name in agents(asks=True)])
+def test_an_allow_rule_for_the_command_answers_its_request_with_no_human(start, agent):
+    s = start(agent)
+    s.model.asks_permission()
+    s.model.answer("Created it.")
+    proc = s.cmd("send", s.path, "Create the file.", *s.flags(), "--allow", "command:touch *", "--wait")
+    assert proc.returncode == 0, (proc.returncode, proc.stderr.decode(), s.events("request"))
+    final = s.events("request")[-1]
+    assert (final["command"], final["answer"], final["by"], final["rule"]) == (
+        "touch %s" % PERMISSION_FILE, "allow", "rule", "command:touch *")
     assert os.path.exists(os.path.join(s.cwd, PERMISSION_FILE))
 
 
@@ -173,7 +210,7 @@ def test_cancel_ends_the_running_run_cancelled(start, agent):
     s.model.held(LONG)
     s.send("Write a long answer.")
     accepted = only(s.events("accepted"))
-    s.wait_log("text.delta")
+    mid_turn(s, agent)
     assert s.cmd("cancel", s.path).returncode == 0
     result = only(s.wait("result"))
     s.model.release()
@@ -231,7 +268,7 @@ def test_an_agent_killed_mid_run_fails_the_run_and_the_next_send_goes_on(start, 
     s.send("Remember the secret word PINEAPPLE.")
     s.wait("result")
     s.send("Write a long answer.")
-    s.wait("log", kind="text.delta", run_id=s.events("accepted")[-1]["run_id"])
+    mid_turn(s, agent, run_id=s.events("accepted")[-1]["run_id"])
     s.kill_agent()
     crashed = s.wait("result", 2)[1]
     s.model.release()
@@ -249,6 +286,9 @@ def test_a_401_from_the_model_endpoint_fails_the_run_with_the_error(start, agent
     s.model.fail(401, "mock says 401", sticky=True)
     s.send("This will fail.")
     result = only(s.wait("result"))
+    if trait(agent, "error_401") is None:  # the agent drops the error: the turn ends as if the model said nothing
+        assert (result["status"], result["output"], result["error"]) == ("completed", "", None), result
+        return
     assert result["status"] == "failed" and trait(agent, "error_401") in result["error"], result
 
 
@@ -268,24 +308,107 @@ def test_a_401_on_an_agent_that_reports_it_as_text_completes_with_the_error_as_o
 MODE_CASES = [(agent, level) for agent in agents_with("modes") for level in sorted(trait(agent, "modes"))]
 
 
+def manifest_modes(agent: str) -> Dict[str, str]:
+    """The preset's --mode table in adapters/acp/manifest.json (empty when it has none)."""
+    return registry.manifest("acp")["agents"].get(agent, {}).get("modes") or {}
+
+
 @pytest.mark.parametrize("agent,level", MODE_CASES)
 def test_the_mode_table_entry_asks_what_its_level_says(start, agent, level):
-    """--mode ask: a command asks; edit: a file write runs unasked and a command
-    asks; full: a command runs unasked (HARNESSCTL_ACP_MODE = the agent's own id)."""
-    s = start(agent, HARNESSCTL_ACP_MODE=trait(agent, "modes")[level])
-    if level == "edit":
+    """ask: a command asks; edit: a file write runs unasked and a command asks;
+    full: a file write and a command run unasked.  Through `--mode LEVEL` where the manifest's
+    table has the entry, else through HARNESSCTL_ACP_MODE = the recipe's
+    proposed id (the agent's own)."""
+    own = trait(agent, "modes")[level]
+    if level in manifest_modes(agent):
+        s, first = start(agent), ["--mode", level]
+    else:
+        s, first = start(agent, HARNESSCTL_ACP_MODE=own), []
+    if level in ("edit", "full"):
         s.model.writes(s.cwd, "edited.txt", "written unasked\n")
         s.model.answer("Wrote it.")
-        proc = s.cmd("send", s.path, "Write the file.", *s.flags(), "--wait")
+        proc = s.cmd("send", s.path, "Write the file.", *s.flags(), "--wait", *first)
         assert proc.returncode == 0, (proc.returncode, proc.stderr.decode(), s.events("request"))
         with open(os.path.join(s.cwd, "edited.txt"), encoding="utf-8") as f:
             assert f.read() == "written unasked\n"
+        first = []
     s.model.asks_permission()
     s.model.answer("Created it.")
     if level == "full":
-        proc = s.cmd("send", s.path, "Create the file.", *s.flags(), "--wait")
+        proc = s.cmd("send", s.path, "Create the file.", *s.flags(), "--wait", *first)
         assert proc.returncode == 0, (proc.returncode, proc.stderr.decode(), s.events("request"))
         assert os.path.exists(os.path.join(s.cwd, PERMISSION_FILE)) and s.events("request") == []
     else:
-        ask(s)
+        ask(s, *first)
         assert not os.path.exists(os.path.join(s.cwd, PERMISSION_FILE))
+    assert only(s.events("log", "session"))["approval_policy"] == own
+
+
+def test_droid_auto_low_runs_a_command_the_model_rates_low_risk_without_asking(start):
+    """droid's Execute tool makes the model rate each command low/medium/high;
+    auto-low (the mode table's `edit`) runs a "low" one unasked and asks for
+    the rest (the mock rates its commands "high" everywhere else)."""
+    s = start("droid", HARNESSCTL_ACP_MODE=trait("droid", "modes")["edit"])
+    command = "touch %s" % PERMISSION_FILE
+    s.model.mock.script(mc.reply(mc.call("Execute", {
+        "summary": "Create the marker file", "command": command,
+        "riskLevelReason": "It creates one empty file in the workspace.", "riskLevel": "low"})))
+    s.model.answer("Created it.")
+    proc = s.cmd("send", s.path, "Create the file.", *s.flags(), "--wait")
+    assert proc.returncode == 0, (proc.returncode, proc.stderr.decode(), s.events("request"))
+    assert os.path.exists(os.path.join(s.cwd, PERMISSION_FILE)) and s.events("request") == []
+
+
+def test_pi_thinking_levels_are_no_approval_policy_and_it_reports_context_not_tokens(start):
+    """pi-acp offers pi's thinking levels as ACP `modes` (pi never asks), so the
+    session line names no approval policy; its usage_update says how full the
+    context is (the mock's total_tokens of 128000, from models.json), while the
+    result carries no token counts."""
+    s = start("pi")
+    s.model.answer("Counted.")
+    s.send("Count.")
+    result = only(s.wait("result"))
+    session = only(s.events("log", "session"))
+    assert session["approval_policy"] is None and session["harness"] == "pi-acp"
+    context = [(e["context_used"], e["context_window"]) for e in s.events("log", "usage")]
+    assert context[-1] == (mc.USAGE["total_tokens"], 128000)
+    assert (result["usage"], result["cost_usd"]) == (None, None)
+
+
+@pytest.mark.parametrize("agent", written())
+def test_the_manifest_maps_only_modes_a_test_proved(agent):
+    """Every --mode entry of a reach preset is one the mode test above ran (no agent needed)."""
+    proven = trait(agent, "modes")
+    assert {level: proven.get(level) for level in manifest_modes(agent)} == manifest_modes(agent)
+
+
+@pytest.mark.parametrize("agent", agents_with("config_mode"))
+def test_a_mode_offered_only_as_a_config_option_is_set_through_it(start, agent):
+    """opencode and kilo list build/plan only as configOptions (category mode),
+    with no `modes` object: HARNESSCTL_ACP_MODE goes through session/set_config_option."""
+    mode, shown = trait(agent, "config_mode")
+    s = start(agent, HARNESSCTL_ACP_MODE=mode)
+    s.model.answer("Planned.")
+    s.send("Make a plan.")
+    result = only(s.wait("result"))
+    assert (result["status"], result["output"]) == ("completed", "Planned.")
+    assert only(s.events("log", "session"))["approval_policy"] == mode
+    assert shown in s.model.user_texts(s.model.wait_requests(1)[0])[-1]
+
+
+# capability -> the tests here that prove it for the agents they run for (as test_acp_claims.PROOFS)
+PROOFS = {
+    "steer": [test_a_send_mid_turn_steers_into_the_same_run],
+    "cancel": [test_cancel_ends_the_running_run_cancelled,
+               test_cancel_before_the_first_token_ends_the_run_cancelled_and_the_next_send_goes_on],
+    "approvals": [test_permission_denied_by_a_later_reply_does_not_run_the_command,
+                  test_permission_allowed_by_a_later_reply_runs_the_command],
+    "resume": [test_send_after_idle_exit_resumes_the_conversation],
+    "usage": [test_a_run_reports_the_tokens_the_model_counted],
+    "cost": [test_a_run_reports_the_tokens_the_model_counted],  # asserts the recipe's cost trait
+    "crash-recovery": [test_an_agent_killed_mid_run_fails_the_run_and_the_next_send_goes_on],
+}
+DEGRADED = {  # capability -> the test showing the weaker form, for the agents it runs for
+    "steer": test_a_send_mid_turn_is_queued_for_its_own_next_run,
+    "approvals": test_a_command_runs_without_asking,
+}

@@ -182,7 +182,7 @@ def _arguments(fn: Dict[str, Any], values: Dict[str, Any]) -> Dict[str, Any]:
 def _value_for(key: str, spec: Any, values: Dict[str, Any]) -> Any:
     low = key.lower()
     kind = spec.get("type") if isinstance(spec, dict) else None
-    if "command" in values and (low in ("command", "cmd", "script") or low.endswith("command")):
+    if "command" in values and (low in ("command", "cmd", "script") or low.endswith(("command", "commands"))):
         return [values["command"]] if kind == "array" else values["command"]
     if "path" in values and ("path" in low or low in ("file", "filename")):
         return values["path"]
@@ -198,6 +198,10 @@ def _filler(key: str, spec: Any) -> Any:
         return "mock tool call"
     if "timeout" in low:
         return 30000
+    if "risk" in low and isinstance(spec, dict) and spec.get("enum"):
+        # droid's Execute asks the model to rate its command low/medium/high, and its auto-low mode runs a
+        # "low" one unasked: the mock rates every command the highest, so only the mode decides whether it asks
+        return spec["enum"][-1]
     return fitting(spec)
 
 

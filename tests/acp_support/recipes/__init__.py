@@ -35,11 +35,15 @@ TRAIT_KEYS: Dict[str, Any] = {
     "steers": False,
     # resumes its session in a new process (session/resume or session/load): the model sees the earlier turn
     "resumes": True,
+    # text reaches the client while the model streams it (False: droid sends a reply's text in one chunk when
+    # the model's answer is complete, so a held reply shows nothing mid-turn)
+    "streams": True,
     # the usage the result carries for one mock answer (mock_chat.USAGE), or None when the agent reports none
     "usage": None,
     # the cost_usd the result carries with that usage (None: not reported)
     "cost": None,
-    # a text the run's error must contain after a 401 from the model endpoint
+    # the model call a 401 from the endpoint ends in: a text the run's error must contain (None: the agent drops
+    # the error and ends the turn `completed` with no output, as pi-acp 0.0.34 does)
     "error_401": "401",
     # a model error ends the turn normally (end_turn) with the error as the agent's text: the run is `completed`
     "error_as_text": False,
@@ -47,6 +51,9 @@ TRAIT_KEYS: Dict[str, Any] = {
     "runs_in_cwd": True,
     # HARNESSCTL_ACP_MODE values (the agent's own mode ids) for the --mode table: {"ask": id, "edit": id, "full": id}
     "modes": {},
+    # a mode offered only as a config option of category mode (no `modes` object): (its id, a text the
+    # model is shown in it), for HARNESSCTL_ACP_MODE's fallback to session/set_config_option
+    "config_mode": None,
 }
 
 

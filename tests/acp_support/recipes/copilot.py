@@ -20,8 +20,12 @@ TRAITS: Dict[str, object] = {
     "usage": {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 5, "total_tokens": 15},
     "error_as_text": True,  # a model error: retried twice, then end_turn with "Error: ... (HTTP 401)" as text
     "error_401": "Authentication failed with provider",
-    # #agent asks before commands and edits; #autopilot runs them unasked (and keeps working on the
-    # task by itself: it sends the model "continue" turns); #plan plans.  No mode lets edits alone through.
+    # #agent asks before commands and file edits.  #plan blocks both without asking (the model is told
+    # "Plan mode does not permit changes", to call exit_plan_mode first).  #autopilot turns allow-all on
+    # (nothing asks) and persists: until the model calls task_complete, copilot sends it "You have not
+    # yet marked the task as complete" turns (5 more here).  No mode lets edits alone through, so no "edit".
+    # (The config option allow_all, category permissions, on/off, is the same switch without the
+    # persistence, but HARNESSCTL_ACP_MODE sets only the mode.)
     "modes": {"ask": MODE + "agent", "full": MODE + "autopilot"},
 }
 

@@ -18,7 +18,8 @@ PREFIX = "kilocode"
 BIN = "kilo"
 NODE = None
 MOCK = "chat"
-TRAITS = dict(opencode.TRAITS)  # kilo behaves as opencode does in every scenario
+TRAITS = dict(opencode.TRAITS,  # kilo behaves as opencode does in every scenario
+              config_mode=("plan", "# Native Plan Mode"))  # with its own plan prompt
 
 
 def env(root: str, base_url: str) -> Dict[str, str]:
