@@ -176,11 +176,7 @@ def test_permission_allowed_by_a_later_reply_runs_the_command(start, agent):
 
 # cline's permission request names its command by the tool call's title, "run_commands: touch asked.txt",
 # though rawInput.commands holds the command lines: a command rule never matches it (adapter gap, found here)
-RULE_GAP = {"cline": "the request's command is cline's title 'run_commands: …', not rawInput.commands"}
-
-
-@pytest.mark.parametrize("agent", [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=RULE_GAP[name]))
-                                   if name in RULE_GAP else name for name in agents(asks=True)])
+@pytest.mark.parametrize("agent", agents(asks=True))
 def test_an_allow_rule_for_the_command_answers_its_request_with_no_human(start, agent):
     s = start(agent)
     s.model.asks_permission()
