@@ -409,6 +409,18 @@ def test_a_tool_run_outside_the_bound_cwd_is_a_diagnostic_once(tmp_path):
     assert len(notes) == 1 and "/root/.openclaw/workspace" in notes[0] and CWD in notes[0]
 
 
+def test_where_a_finished_tool_ran_and_its_exit_code_come_from_its_raw_output_details(tmp_path):
+    host, backend = ready_agent(tmp_path)  # openclaw 2026.9.6: rawInput is only {"command": ...}
+    backend.send(Input("in-1", "go"))
+    agent_says(backend, {"sessionUpdate": "tool_call", "toolCallId": "t1", "kind": "execute", "title": "exec",
+                         "rawInput": {"command": "touch x"}})
+    agent_says(backend, {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed",
+                         "rawOutput": {"details": {"cwd": "/elsewhere", "exitCode": 0}}})
+    (done,) = host.logged("tool.completed")
+    assert done["exit_code"] == 0
+    assert any("/elsewhere" in d["message"] for d in host.logged("diagnostic"))
+
+
 def test_text_after_a_tool_call_starts_a_new_unnamed_message(tmp_path):
     host, backend = ready_agent(tmp_path)
     backend.send(Input("in-1", "go"))

@@ -184,6 +184,7 @@ class Updates:
             return
         self.close_message(run)
         tool = self.tool(run, tool_id, update)
+        self._check_cwd(run, update)
         output = wire.terminal_output(update)
         if output:
             self.activity.tool_output(run.run_id, tool_id, output)
@@ -201,16 +202,15 @@ class Updates:
                 self.tools.pop(next(iter(self.tools)))
             self.tools[tool_id] = tool
             self.activity.tool_started(run.run_id, tool_id, tool.kind, tool.name, tool.title, tool.input)
-            self._check_cwd(run, tool.input)
         else:
             tool.merge(update)
         return tool
 
-    def _check_cwd(self, run: Run, raw_input: Any) -> None:
+    def _check_cwd(self, run: Run, update: Dict[str, Any]) -> None:
         """Say once when the agent runs a tool in a directory other than the
         session's cwd (openclaw works in its gateway's workspace): the files it
         changes are not where the caller looks."""
-        where = wire.tool_cwd(raw_input)
+        where = wire.tool_cwd(update)
         if where is None or where == self.elsewhere or wire.inside(self.cwd, where):
             return
         self.elsewhere = where

@@ -198,7 +198,10 @@ def terminal_output(update: Dict[str, Any]) -> str:
 
 
 def exit_code(update: Dict[str, Any]) -> Optional[int]:
+    """codex-acp's _meta.terminal_exit, else openclaw's rawOutput.details.exitCode."""
     code = as_object(as_object(update.get("_meta")).get("terminal_exit")).get("exit_code")
+    if code is None:
+        code = as_object(as_object(update.get("rawOutput")).get("details")).get("exitCode")
     return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
@@ -307,11 +310,14 @@ def permission_subject(kind: str, name: Optional[str], title: str, raw_input: An
                    touched_paths(locations, content, raw_input) if kind == "file_change" else None, mcp_tool(name))
 
 
-def tool_cwd(raw_input: Any) -> Optional[str]:
-    """The directory a tool call says it runs in (rawInput cwd / workdir), if absolute."""
-    raw = as_object(raw_input)
-    where = next((raw[key] for key in CWD_KEYS if isinstance(raw.get(key), str)), None)
-    return where if where and os.path.isabs(where) else None
+def tool_cwd(update: Dict[str, Any]) -> Optional[str]:
+    """The directory a tool update says the tool runs in, if absolute: its
+    rawInput's cwd / workdir, or what its rawOutput.details say (openclaw)."""
+    for raw in (as_object(update.get("rawInput")), as_object(as_object(update.get("rawOutput")).get("details"))):
+        where = next((raw[key] for key in CWD_KEYS if isinstance(raw.get(key), str)), None)
+        if where and os.path.isabs(where):
+            return where
+    return None
 
 
 def inside(root: str, path: str) -> bool:
