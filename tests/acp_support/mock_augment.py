@@ -15,7 +15,7 @@ Chat-stream requests play a scripted FIFO of replies (text, shell and file
 tool calls, optionally slowed down, held at a named gate, or replaced by an
 HTTP error).  Everything else auggie asks on its own (``/get-models``,
 ``/settings/get-mcp-*-configs``, ``/agents/list-remote-tools``,
-``/report-error``, ...) is answered without consuming the script and logged
+``/find-missing`` of the workspace indexing, ``/report-error``, ...) is answered without consuming the script and logged
 in `aux`.
 
 Point auggie here with a fake session (no login exists offline)::
@@ -238,11 +238,13 @@ class MockAugment(ScriptedMock):
 
 
 def _aux_answer(path: str) -> Dict[str, Any]:
-    """What a side request gets: the model list, an empty tool list, else {}."""
+    """What a side request gets: the model list, no remote tools, no missing blobs, else {}."""
     if path == "/get-models":
         return MODELS
     if path == "/agents/list-remote-tools":
         return {"tools": []}
+    if path == "/find-missing":  # indexing (--allow-indexing): every blob already known, nothing uploaded
+        return {"unknown_memory_names": [], "nonindexed_blob_names": []}
     return {}
 
 
