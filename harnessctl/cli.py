@@ -144,6 +144,8 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
     command, args, options, rules = parse(argv)
     if command == "log":
         return log(args, options)
+    if command == "agents":
+        return agents(options)
     from . import client
 
     if command == "send":
@@ -198,6 +200,21 @@ def policy(options: Dict[str, str], rules: List[Tuple[str, str]]) -> Optional[Di
     from .policy import check_mode, check_rules
 
     return {"mode": check_mode(options.get("--mode")), "rules": check_rules(rules)}
+
+
+def agents(options: Dict[str, str]) -> int:
+    import json
+
+    from . import presets
+    from .visible import shown
+
+    entries = presets.listing(dict(os.environ))
+    if "--json" in options:
+        for entry in entries:
+            emit(json.dumps(entry))
+    else:  # a command line from the environment may hold anything: shown() makes it inert on a terminal
+        emit("\n".join(shown(line) for line in presets.table(entries).splitlines()))
+    return 0
 
 
 def log(args: List[str], options: Dict[str, str]) -> int:
@@ -258,11 +275,12 @@ def timeout(options: Dict[str, str]) -> Optional[float]:
 # Per command: the names of its arguments (those after the first optional one
 # may be omitted), its options that take a value, and its flags.
 NAMES = {"send": ("FILE", "TEXT"), "wait": ("FILE", "INPUT_ID"), "status": ("FILE",), "cancel": ("FILE",),
-         "reply": ("FILE", "REQUEST_ID", "ANSWER"), "log": ("FILE",)}
-POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, 1), "cancel": (1, 1), "reply": (2, 3), "log": (1, 1)}
+         "reply": ("FILE", "REQUEST_ID", "ANSWER"), "log": ("FILE",), "agents": ()}
+POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, 1), "cancel": (1, 1), "reply": (2, 3), "log": (1, 1),
+               "agents": (0, 0)}
 OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--agent", "--timeout", "--mode", "--policy", "--allow",
                     "--deny"), "wait": ("--timeout",), "log": ("--since", "--runs")}
-FLAGS = {"send": ("--print-id", "--wait"), "log": ("--follow", "--json", "--diff")}
+FLAGS = {"send": ("--print-id", "--wait"), "log": ("--follow", "--json", "--diff"), "agents": ("--json",)}
 RULES = ("--allow", "--deny")  # repeatable, and their order matters: they are kept apart, in order
 
 
@@ -318,6 +336,8 @@ def check_count(command: str, args: List[str]) -> None:
     if len(args) < low:
         raise UsageError("%s: missing %s (usage: %s)" % (command, " and ".join(names[len(args):low]),
                                                         " ".join(SYNOPSIS[command].split())))
+    if len(args) > high and not high:
+        raise UsageError("%s takes no arguments, got %s" % (command, " ".join(repr(a) for a in args)))
     if len(args) > high:
         last = names[high - 1]
         if last in ("TEXT", "ANSWER"):

@@ -41,9 +41,10 @@ HARNESS_KEYS = {"name": "string", "version": "string", "package": "string", "bin
                 "binary_env": "string or null", "args_env": "string or null", "agent_env": "string or null",
                 "mode_env": "string or null"}
 AGENT_KEYS = {"command": "string", "command_env": "string", "package": "string or null",
-              "version": "string or null", "capabilities": "array", "degraded": "object", "modes": "object"}
+              "version": "string or null", "capabilities": "array", "degraded": "object", "modes": "object",
+              "tests": "string", "unproven": "string"}
 # keys a manifest, its harness or a preset may omit
-OPTIONAL = ("package", "agent_env", "mode_env", "agents", "degraded", "modes")
+OPTIONAL = ("package", "agent_env", "mode_env", "agents", "degraded", "modes", "tests", "unproven")
 TYPES: Dict[str, Any] = {"string": str, "object": dict, "array": list, "string or null": (str, type(None))}
 BACKEND = r"\.[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*"  # the schema's patterns
 ENV_NAME = r"HARNESSCTL_[A-Z0-9_]+"

@@ -18,6 +18,7 @@ SYNOPSIS = {
     "reply": "harnessctl reply  FILE REQUEST_ID [ANSWER]",
     "cancel": "harnessctl cancel FILE",
     "log": "harnessctl log    FILE [--follow] [--since SEQ | --runs N] [--json] [--diff]",
+    "agents": "harnessctl agents [--json]",
 }
 
 OVERVIEW = """\
@@ -27,6 +28,7 @@ usage: {send}
        {reply}
        {cancel}
        {log}
+       {agents}
        harnessctl COMMAND --help | --help | --version
 
 FILE is the event file: its path is the session.  TEXT and ANSWER are read
@@ -200,6 +202,23 @@ exit codes:
   4   FILE does not exist (no send created it)
   130 --follow ended by Ctrl-C (or the output was interrupted)""",
 }
+
+
+HELP["agents"] = """\
+usage: {synopsis}
+
+List the agent presets (--agent NAME of the acp adapter): each one's command
+(its HARNESSCTL_ACP_<NAME>_CMD variable replaces it), whether that command is
+on PATH here and the version of its npm package, and what the project's tests
+proved it does at the version they pin (capabilities, and the degraded ones).
+Runs nothing: the version is read from the package's package.json.
+
+options:
+  --json          one JSON object per preset instead of the table
+
+exit codes:
+  0   listed
+  2   usage error"""
 
 
 def overview() -> str:

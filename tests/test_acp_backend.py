@@ -198,6 +198,52 @@ def test_a_mode_the_agent_does_not_offer_fails_the_start_naming_the_offered_ones
     assert frames(host, "session/set_mode") == [] and host.children[0].killed
 
 
+OPENCODE_MODES = {"configOptions": [  # opencode 1.18.33 / kilo 7.7.7: modes only as a config option
+    {"id": "model", "category": "model", "type": "select", "currentValue": "mock/mock-model",
+     "options": [{"value": "mock/mock-model", "name": "Mock"}]},
+    {"id": "mode", "category": "mode", "type": "select", "currentValue": "build",
+     "options": [{"value": "build", "name": "build"}, {"value": "plan", "name": "plan"}]}]}
+
+
+def test_a_mode_offered_only_as_a_config_option_is_set_through_it(tmp_path):
+    host, backend = ready_agent(tmp_path, session=OPENCODE_MODES, HARNESSCTL_ACP_MODE="plan")
+    (request,) = frames(host, "session/set_config_option")
+    assert request["params"] == {"sessionId": "s-1", "configId": "mode", "value": "plan"}
+    respond(backend, host, "session/set_config_option")
+    assert host.reports() == [("ready",)] and host.logged("session")[0]["approval_policy"] == "plan"
+
+
+def test_a_mode_a_config_option_does_not_offer_fails_the_start_naming_its_values(tmp_path):
+    host, backend = ready_agent(tmp_path, session=OPENCODE_MODES, HARNESSCTL_ACP_MODE="yolo")
+    ((_, message),) = host.named("start_failed")
+    assert "does not offer mode yolo (it offers build, plan)" in message
+
+
+def test_a_mode_named_by_the_fragment_of_the_agents_url_id_is_that_mode(tmp_path):
+    base = "https://agentclientprotocol.com/protocol/session-modes#"  # copilot 1.0.102's mode ids
+    session = {"modes": {"currentModeId": base + "agent",
+                         "availableModes": [{"id": base + m, "name": m} for m in ("agent", "plan", "autopilot")]}}
+    host, backend = ready_agent(tmp_path, session=session, HARNESSCTL_ACP_MODE="plan")
+    assert frames(host, "session/set_mode")[0]["params"]["modeId"] == base + "plan"
+
+
+def test_modes_that_are_thinking_levels_are_not_called_an_approval_policy(tmp_path):
+    session = {"modes": {"currentModeId": "off", "availableModes": [{"id": "off", "name": "off"}]},  # pi-acp
+               "configOptions": [{"id": "thought_level", "category": "thought_level", "type": "select",
+                                  "currentValue": "off", "options": [{"value": "off", "name": "off"}]}]}
+    host, backend = ready_agent(tmp_path, session=session)
+    assert host.logged("session")[0]["approval_policy"] is None
+
+
+def test_model_goes_to_the_option_named_model_not_the_first_of_its_category(tmp_path):
+    session = {"configOptions": [  # cline 3.0.65 (without its models object): provider comes first
+        {"id": "provider", "category": "model", "type": "select", "currentValue": "openai-compatible"},
+        {"id": "model", "category": "model", "type": "select", "currentValue": "gpt-4o"}]}
+    host, backend = ready_agent(tmp_path, session=session, model="mock-model")
+    (request,) = frames(host, "session/set_config_option")
+    assert request["params"]["configId"] == "model"
+
+
 def test_model_goes_to_set_model_when_the_agent_lists_models(tmp_path):
     host, backend, replay = started(tmp_path, "codex__a_basic", model="gpt-6.1-sol[low]")
     replay.to("session/prompt")
@@ -308,6 +354,59 @@ def test_gemini_text_without_message_ids_is_one_message_per_stretch_between_tool
     assert host.results()[0][4]["usage"] == {"input_tokens": 10, "output_tokens": 5}  # _meta.quota
     (done,) = host.logged("tool.completed")
     assert (done["name"], done["tool"], done["status"]) == ("run_shell_command", "command", "completed")
+
+
+def test_an_unnamed_paragraph_before_the_named_message_is_a_warning_whatever_its_words(tmp_path):
+    host, backend = ready_agent(tmp_path)  # @zed-industries/codex-acp 0.16.0: no "Warning: " prefix
+    backend.send(Input("in-1", "go"))
+    note = "Model metadata for `mock-model` not found. Defaulting to fallback metadata.\n\n"
+    agent_says(backend, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": note}})
+    agent_says(backend, {"sessionUpdate": "agent_message_chunk", "messageId": "m1",
+                         "content": {"type": "text", "text": "Hello."}})
+    respond(backend, host, "session/prompt", {"stopReason": "end_turn"})
+    (warning,) = host.logged("warning")
+    assert warning["message"] == note.strip() and warning["source"] == "agent_message"
+    assert host.results()[0][4]["output"] == "Hello."
+
+
+def test_an_unnamed_paragraph_followed_by_more_unnamed_text_is_message_text(tmp_path):
+    host, backend = ready_agent(tmp_path)  # gemini names no message: nothing of it is a warning
+    backend.send(Input("in-1", "go"))
+    for text in ("First paragraph.\n\n", "Second."):
+        agent_says(backend, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
+    respond(backend, host, "session/prompt", {"stopReason": "end_turn"})
+    assert host.logged("warning") == []
+    assert host.results()[0][4]["output"] == "First paragraph.\n\nSecond."
+
+
+def test_an_unnamed_paragraph_that_ends_the_turn_is_its_output(tmp_path):
+    host, backend = ready_agent(tmp_path)
+    backend.send(Input("in-1", "go"))
+    agent_says(backend, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Done.\n\n"}})
+    respond(backend, host, "session/prompt", {"stopReason": "end_turn"})
+    assert host.logged("warning") == [] and host.results()[0][4]["output"] == "Done.\n\n"
+
+
+def test_an_update_for_a_tool_that_already_ended_does_not_start_it_again(tmp_path):
+    host, backend = ready_agent(tmp_path)  # cline 3.0.65 re-sends a declined tool as failed
+    backend.send(Input("in-1", "go"))
+    agent_says(backend, {"sessionUpdate": "tool_call", "toolCallId": "t1", "kind": "execute", "title": "touch x"})
+    agent_says(backend, {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"})
+    agent_says(backend, {"sessionUpdate": "tool_call", "toolCallId": "t1", "status": "failed"})
+    respond(backend, host, "session/prompt", {"stopReason": "end_turn"})
+    assert len(host.logged("tool.started")) == 1 and len(host.logged("tool.completed")) == 1
+
+
+def test_a_tool_run_outside_the_bound_cwd_is_a_diagnostic_once(tmp_path):
+    host, backend = ready_agent(tmp_path)  # openclaw runs commands in its gateway's workspace
+    backend.send(Input("in-1", "go"))
+    for n in (1, 2):
+        agent_says(backend, {"sessionUpdate": "tool_call", "toolCallId": "t%d" % n, "kind": "execute",
+                             "title": "exec", "rawInput": {"command": "ls", "workdir": "/root/.openclaw/workspace"}})
+    agent_says(backend, {"sessionUpdate": "tool_call", "toolCallId": "t3", "kind": "execute", "title": "exec",
+                         "rawInput": {"command": "ls", "cwd": CWD + "/sub"}})
+    notes = [d["message"] for d in host.logged("diagnostic") if "not in the session's cwd" in d["message"]]
+    assert len(notes) == 1 and "/root/.openclaw/workspace" in notes[0] and CWD in notes[0]
 
 
 def test_text_after_a_tool_call_starts_a_new_unnamed_message(tmp_path):
@@ -508,6 +607,24 @@ def test_a_request_the_agent_withdraws_is_closed(tmp_path):
     assert host.named("request_closed") == [("request_closed", "req-1")]
 
 
+def test_an_error_answering_a_cancelled_prompt_ends_the_run_cancelled(tmp_path):
+    host, backend = ready_agent(tmp_path)  # qwen 0.15.10, cancelled before the model's first byte
+    backend.send(Input("in-1", "go"))
+    backend.interrupt()
+    respond(backend, host, "session/prompt", error={"code": -32603, "message": "Internal error",
+                                                    "data": {"details": "Request was aborted."}})
+    (result,) = host.results()
+    assert result[3] == "cancelled" and result[4]["error"] is None
+    assert "Request was aborted." in host.logged("diagnostic")[-1]["message"]
+
+
+def test_an_error_answering_a_prompt_not_cancelled_fails_the_run(tmp_path):
+    host, backend = ready_agent(tmp_path)
+    backend.send(Input("in-1", "go"))
+    respond(backend, host, "session/prompt", error={"code": -32603, "message": "Internal error"})
+    assert host.results()[0][3] == "failed"
+
+
 def test_cancel_drops_held_inputs_with_their_own_cancelled_result(tmp_path):
     host, backend = ready_agent(tmp_path, init={"protocolVersion": 1, "agentCapabilities": {}})
     backend.send(Input("in-1", "go"))
@@ -559,13 +676,24 @@ def test_gemini_tool_calls_start_from_the_permission_request_and_a_denied_one_en
     assert host.vocabulary_problems() == []
 
 
-def test_two_options_of_one_kind_get_numbered_names_and_no_reject_option_adds_deny():
-    names, texts, mapping = wire.permission_options([
-        {"optionId": "a1", "name": "Yes", "kind": "allow_once"}, {"optionId": "a2", "name": "Yes, here",
-                                                                  "kind": "allow_once"},
+def test_two_options_of_one_kind_are_named_by_the_agents_words_and_no_reject_option_adds_deny():
+    names, texts, mapping = wire.permission_options([  # qwen 0.15.10's four options
+        {"optionId": "once", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "proj", "name": "Always Allow in project: touch *", "kind": "allow_always"},
+        {"optionId": "user", "name": "Always Allow for user: touch *", "kind": "allow_always"},
         {"optionId": "z", "name": "Odd", "kind": "something_new"}])
-    assert names == ["allow", "allow-2", "z", "deny"]
-    assert mapping == {"allow": "a1", "allow-2": "a2", "z": "z", "deny": ""}
+    assert names == ["allow", "allow-session-in-project", "allow-session-for-user", "z", "deny"]
+    assert mapping == {"allow": "once", "allow-session-in-project": "proj", "allow-session-for-user": "user",
+                       "z": "z", "deny": ""}
+    assert texts[1] == "Always Allow in project: touch *"
+
+
+def test_two_options_of_one_kind_with_the_same_words_get_numbered_names():
+    names, _, _ = wire.permission_options([
+        {"optionId": "a1", "name": "Allow", "kind": "allow_once"}, {"optionId": "a2", "name": "Allow",
+                                                                    "kind": "allow_once"},
+        {"optionId": "r", "name": "No", "kind": "reject_once"}])
+    assert names == ["allow", "allow-2", "deny"]
 
 
 def test_deny_without_a_reject_option_answers_the_request_cancelled(tmp_path):

@@ -74,7 +74,7 @@ class AcpBackend(ChildBackend):
         self.inflight: Optional[Input] = None  # the input whose _session/steering awaits its answer
         self.drop_inflight = False  # cancel asked while that steer was in flight
         self.requests: Dict[Any, Dict[str, Any]] = {}  # agent request id -> what answering it needs
-        self.updates = Updates(self.host, self.activity)  # session/update -> the activity vocabulary
+        self.updates = Updates(self.host, self.activity, self.config.cwd)  # session/update -> activity
         self.replaying = False  # session/load replays history as session/update: not new activity
         self.start_error: Optional[str] = None
 
@@ -135,7 +135,6 @@ class AcpBackend(ChildBackend):
                                % (self.label, version, PROTOCOL_VERSION))
             return
         self.steering = wire.steering_supported(self.init)
-        self.updates.agent = wire.as_object(self.init.get("agentInfo")).get("name")
         if self.session_id and self.no_resume:  # the same every time, even when the agent's load works by chance
             self._open_session([], ["not tried: %s" % self.no_resume])
         else:
@@ -182,7 +181,8 @@ class AcpBackend(ChildBackend):
             self.host.log("diagnostic", "warning", message="cannot keep the ACP session id: %s" % exc)
 
     def _configure(self, session: Dict[str, Any]) -> None:
-        """The mode by session/set_mode (--mode through the preset's table, else
+        """The mode by session/set_mode, or the mode config option where the
+        agent has no `modes` (--mode through the preset's table, else
         HARNESSCTL_ACP_MODE), then --model, then ready.  The mode is set at every
         start, a resumed session's included: what mode an agent restores with
         a session is its own business."""
@@ -191,14 +191,16 @@ class AcpBackend(ChildBackend):
         except ValueError as exc:
             self._start_failed(str(exc))
             return
+        config_id, offered, current = wire.mode_selector(session)
         if not mode:
-            self._select_model(session, wire.current_mode(session))
+            self._select_model(session, current)
             return
-        offered = wire.mode_ids(session)
-        if mode not in offered:
+        chosen = wire.offered_mode(mode, offered)
+        if chosen is None:
             self._start_failed("%s: the ACP agent %s does not offer mode %s (it offers %s)" % (
                 why, self.label, mode, ", ".join(offered) if offered else "no modes"))
             return
+        mode = chosen
 
         def moded(result: Optional[Dict[str, Any]], error: Any) -> None:
             if error is not None:
@@ -207,7 +209,11 @@ class AcpBackend(ChildBackend):
             else:
                 self._select_model(session, mode)
 
-        self.calls.call("session/set_mode", {"sessionId": self.session_id, "modeId": mode}, moded)
+        if config_id is None:
+            self.calls.call("session/set_mode", {"sessionId": self.session_id, "modeId": mode}, moded)
+        else:
+            self.calls.call("session/set_config_option", {"sessionId": self.session_id, "configId": config_id,
+                                                          "value": mode}, moded)
 
     def _mode_id(self) -> Tuple[str, str]:
         """(the agent's mode id to set, or "" for none; what asked for it).
@@ -253,8 +259,9 @@ class AcpBackend(ChildBackend):
 
     def _ready(self, session: Dict[str, Any], mode: Optional[str], model: Optional[str]) -> None:
         info = wire.as_object(self.init.get("agentInfo"))
+        approval = mode if wire.modes_are_permissions(session) else None
         self.activity.session(self.session_id, str(info.get("name") or self.label),
-                              wire.text_or_none(info.get("version")), model, mode, None,
+                              wire.text_or_none(info.get("version")), model, approval, None,
                               capabilities=wire.session_capabilities(self.init))
         self.phase = "ready"
         self.host.ready()
@@ -369,7 +376,12 @@ class AcpBackend(ChildBackend):
         usage: Optional[Dict[str, int]] = None
         cost: Optional[float] = None
         text: Optional[str]
-        if error is not None:
+        if error is not None and run.cancelled:  # qwen answers a cancelled prompt "Request was aborted."
+            self.host.log("diagnostic", "info", run_id=run.run_id, message="the ACP agent %s answered the "
+                          "cancelled prompt with an error: %s" % (self.label, wire.rpc_error_text(error)))
+            status, text, error_class = "cancelled", None, None
+            self.updates.cut_message(run)
+        elif error is not None:
             status, text, error_class = "failed", wire.rpc_error_text(error), wire.rpc_error_class(error)
         else:
             result = run.response["result"]
@@ -401,6 +413,7 @@ class AcpBackend(ChildBackend):
         if run is None or self.child is None:
             return
         self.calls.notify("session/cancel", {"sessionId": self.session_id})
+        run.cancelled = True
         for agent_id in [k for k, v in self.requests.items() if v["run"] is run]:
             self._answer_cancelled(agent_id)  # the spec's duty: gemini waits for it
             self.host.request_closed(agent_id)

