@@ -4,9 +4,10 @@ auggie 0.36.0 has no model API of its own: every turn goes to Augment's backend
 as ``POST /chat-stream`` (the request's `nodes` carry the user text, tool
 results and the IDE state; `chat_history` the earlier exchanges; its tool
 JSON schemas sit in `tool_definitions`).  The answer is NDJSON, one chunk a
-line: ``{"text": ...}`` for text and ``{"text": "", "nodes": [...]}`` for a
-tool call (a node of type 5, `tool_use` {tool_use_id, tool_name,
-input_json}), closed by a chunk carrying `stop_reason` (1 END_TURN,
+line: ``{"text": ..., "nodes": [...]}``, text with its node of type 0 (the
+node is what auggie keeps: it sends earlier answers back as `response_nodes`
+with `response_text` blanked) or a tool call (a node of type 5, `tool_use`
+{tool_use_id, tool_name, input_json}), closed by a chunk carrying `stop_reason` (1 END_TURN,
 3 TOOL_USE_REQUESTED) and a type 10 `token_usage` node.  That shape was read
 from the bundle (`augment.mjs`: BackChatResult, `pushExchange`, the
 `Dye` stop-reason enum).
@@ -128,13 +129,20 @@ def user_texts(body: Dict[str, Any]) -> List[str]:
     return out
 
 
+def _answer_text(exchange: Dict[str, Any]) -> str:
+    """An earlier answer: its text nodes joined (auggie blanks `response_text` in the history)."""
+    nodes = [node.get("content") or "" for node in exchange.get("response_nodes") or []
+             if isinstance(node, dict) and node.get("type") == TEXT_NODE]
+    return "".join(nodes) or exchange.get("response_text") or ""
+
+
 def conversation_texts(body: Dict[str, Any]) -> List[str]:
     """Every user and assistant text a request carried: the history, then this turn."""
     out: List[str] = []
     for entry in body.get("chat_history") or []:
         out.extend(_exchange_user_texts(entry))
-        if entry.get("response_text"):
-            out.append(entry["response_text"])
+        if _answer_text(entry):
+            out.append(_answer_text(entry))
     out.extend(_exchange_user_texts({"request_nodes": body.get("nodes"), "request_message": body.get("message")}))
     return out
 
@@ -267,10 +275,10 @@ def _chunks(chosen: Dict[str, Any]) -> List[Dict[str, Any]]:
                     "tool_use": {"tool_use_id": "toolu_mock_%d" % next(_ids), "tool_name": part["tool"],
                                  "input_json": json.dumps(part["input"])}}
             out.append({"text": "", "nodes": [node]})
-        elif chosen["delay"]:
-            out.extend({"text": word} for word in _words(part["text"]))
         else:
-            out.append({"text": part["text"]})
+            pieces = _words(part["text"]) if chosen["delay"] else [part["text"]]
+            out.extend({"text": piece, "nodes": [{"id": next(_ids), "type": TEXT_NODE, "content": piece}]}
+                       for piece in pieces)
     return out
 
 

@@ -25,13 +25,12 @@ PREFIX = "auggie"
 BIN = "auggie"
 NODE = None  # engines: node >= 20 (the system node)
 MOCK = "augment"
-TRAITS = {
-    "asks": True,            # session/request_permission for the ask-user tools below
-    "deny_continues": True,  # after a deny the model is told ("Tool execution denied by user") and answers
-    "usage": False,          # the backend's token_usage node is not reported over ACP
-    "resume": True,          # session/load (no session/resume)
-    "steering": False,       # no _meta.steering: a busy send is queued for the next run
-    "error_text": "401 Unauthorized",  # auggie reports the HTTP status line, not the body
+TRAITS: Dict[str, object] = {
+    # everything else is the default: asks (the ask-user rules below), the model is told of a deny
+    # ("Tool execution denied by user: launch-process") and answers, queued busy sends (no
+    # _meta.steering), resumes by session/load, runs in the cwd, a 401's error names "401 Unauthorized"
+    # (the status line: auggie drops the body), no usage (the backend's token_usage node is not
+    # reported over ACP), and no --mode table: its modes (default, ask) do not change what asks.
 }
 ASK_TOOLS = ("launch-process", "save-file", "str-replace-editor", "remove-files", "apply_patch")
 
