@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from typing import Any, Dict, List
 
 import pytest
@@ -118,6 +119,8 @@ def ask(s) -> Dict[str, Any]:
     request = last_json(proc)
     assert request["type"] == "request" and request["kind"] == "permission" and request["state"] == "pending"
     assert PERMISSION_FILE in json.dumps(request)
+    options = request["options"]  # one name per option, said in the agent's words (qwen has two "always")
+    assert len(set(options)) == len(options) and not any(re.search(r"-[0-9]+$", o) for o in options), options
     return request
 
 
@@ -243,13 +246,26 @@ def test_an_agent_killed_mid_run_fails_the_run_and_the_next_send_goes_on(start, 
     assert ("Remember the secret word PINEAPPLE." in history) == trait(agent, "resumes")
 
 
-@pytest.mark.parametrize("agent", agents())
+@pytest.mark.parametrize("agent", agents(error_as_text=False))
 def test_a_401_from_the_model_endpoint_fails_the_run_with_the_error(start, agent):
     s = start(agent)
-    s.model.fail(401, "mock says 401")
+    s.model.fail(401, "mock says 401", sticky=True)
     s.send("This will fail.")
     result = only(s.wait("result"))
     assert result["status"] == "failed" and trait(agent, "error_401") in result["error"], result
+
+
+@pytest.mark.parametrize("agent", agents(error_as_text=True))
+def test_a_401_on_an_agent_that_reports_it_as_text_completes_with_the_error_as_output(start, agent):
+    """copilot retries, then ends the turn normally (stopReason end_turn) with
+    "Error: Authentication failed ... (HTTP 401)" as its message: nothing on
+    the wire says the turn failed."""
+    s = start(agent)
+    s.model.fail(401, "mock says 401", sticky=True)
+    s.send("This will fail.")
+    result = only(s.wait("result"))
+    assert (result["status"], result["error"]) == ("completed", None)
+    assert trait(agent, "error_401") in result["output"], result
 
 
 MODE_CASES = [(agent, level) for agent in agents_with("modes") for level in sorted(trait(agent, "modes"))]
@@ -276,3 +292,35 @@ def test_the_mode_table_entry_asks_what_its_level_says(start, agent, level):
     else:
         ask(s)
         assert not os.path.exists(os.path.join(s.cwd, PERMISSION_FILE))
+
+
+@pytest.mark.parametrize("agent", agents_with("config_mode"))
+def test_a_mode_offered_only_as_a_config_option_is_set_through_it(start, agent):
+    """opencode and kilo list build/plan only as configOptions (category mode),
+    with no `modes` object: HARNESSCTL_ACP_MODE goes through session/set_config_option."""
+    mode, shown = trait(agent, "config_mode")
+    s = start(agent, HARNESSCTL_ACP_MODE=mode)
+    s.model.answer("Planned.")
+    s.send("Make a plan.")
+    result = only(s.wait("result"))
+    assert (result["status"], result["output"]) == ("completed", "Planned.")
+    assert only(s.events("log", "session"))["approval_policy"] == mode
+    assert shown in s.model.user_texts(s.model.wait_requests(1)[0])[-1]
+
+
+# capability -> the tests here that prove it for the agents they run for (as test_acp_claims.PROOFS)
+PROOFS = {
+    "steer": [test_a_send_mid_turn_steers_into_the_same_run],
+    "cancel": [test_cancel_ends_the_running_run_cancelled,
+               test_cancel_before_the_first_token_ends_the_run_cancelled_and_the_next_send_goes_on],
+    "approvals": [test_permission_denied_by_a_later_reply_does_not_run_the_command,
+                  test_permission_allowed_by_a_later_reply_runs_the_command],
+    "resume": [test_send_after_idle_exit_resumes_the_conversation],
+    "usage": [test_a_run_reports_the_tokens_the_model_counted],
+    "cost": [test_a_run_reports_the_tokens_the_model_counted],  # asserts the recipe's cost trait
+    "crash-recovery": [test_an_agent_killed_mid_run_fails_the_run_and_the_next_send_goes_on],
+}
+DEGRADED = {  # capability -> the test showing the weaker form, for the agents it runs for
+    "steer": test_a_send_mid_turn_is_queued_for_its_own_next_run,
+    "approvals": test_a_command_runs_without_asking,
+}

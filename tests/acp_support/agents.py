@@ -259,10 +259,13 @@ class Model:
         else:
             self.mock.script(mg.reply(mg.shell(command, "Run it")))
 
-    def fail(self, status: int, message: str) -> None:
-        """The model endpoint answers the next request with an HTTP error."""
+    def fail(self, status: int, message: str, sticky: bool = False) -> None:
+        """The model endpoint answers the next request with an HTTP error (every
+        later one too when `sticky`, for agents that retry: chat mock only)."""
         if self.kind == "codex":
             self.mock.add(mr.http_error(status, message))
+        elif self.kind == "chat" and sticky:
+            self.mock.set_default(mc.reply(status=status, message=message))
         elif self.kind == "chat":
             self.mock.script(mc.reply(status=status, message=message))
         elif self.kind == "augment":

@@ -84,7 +84,8 @@ def reply(
     Text is streamed word by word when `delay` (seconds between chunks) is set,
     else one chunk per part; each tool call is one chunk.  gate: the stream
     waits there after `gate_after` chunks (default 0: the request is in flight,
-    nothing shown); `MockChat.release` opens it.  status != 200: an HTTP error
+    not even the status line sent; a non-streamed answer always waits there
+    whole); `MockChat.release` opens it.  status != 200: an HTTP error
     with an OpenAI error body carrying `message` (after the gate, if any).
     """
     return {
@@ -289,14 +290,12 @@ class MockChat(ScriptedMock):
                     entry["aborted"] = True  # the agent dropped the request (a cancel)
 
             def _answer(self, body: Dict[str, Any], chosen: Dict[str, Any], calls: List[Dict[str, Any]]) -> None:
+                if chosen["gate"] and (chosen["gate_after"] == 0 or chosen["status"] != 200 or not body.get("stream")):
+                    mock._arrive(chosen["gate"]).wait()  # in flight: not even the status line sent
                 if chosen["status"] != 200:
-                    if chosen["gate"]:
-                        mock._arrive(chosen["gate"]).wait()
                     return self._error(chosen["status"], chosen["message"])
                 if body.get("stream"):
                     return self._stream(body, chosen, calls)
-                if chosen["gate"]:
-                    mock._arrive(chosen["gate"]).wait()
                 message: Dict[str, Any] = {"role": "assistant",
                                            "content": "".join(p["text"] for p in chosen["parts"] if "text" in p)}
                 if calls:
@@ -318,12 +317,12 @@ class MockChat(ScriptedMock):
                 deltas = _deltas(chosen, calls)
                 self._event(_chunk(model, {"role": "assistant", "content": ""}))
                 for index, delta in enumerate(deltas):
-                    if chosen["gate"] and chosen["gate_after"] == index:
+                    if chosen["gate"] and index and chosen["gate_after"] == index:
                         mock._arrive(chosen["gate"]).wait()
                     elif index and chosen["delay"]:
                         time.sleep(chosen["delay"])
                     self._event(_chunk(model, delta))
-                if chosen["gate"] and chosen["gate_after"] >= len(deltas):
+                if chosen["gate"] and chosen["gate_after"] >= max(1, len(deltas)):
                     mock._arrive(chosen["gate"]).wait()
                 separate = bool((body.get("stream_options") or {}).get("include_usage"))
                 finish = _chunk(model, {}, "tool_calls" if calls else "stop")

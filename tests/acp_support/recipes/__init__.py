@@ -39,12 +39,17 @@ TRAIT_KEYS: Dict[str, Any] = {
     "usage": None,
     # the cost_usd the result carries with that usage (None: not reported)
     "cost": None,
-    # the model call a 401 from the endpoint ends in: a text the run's error must contain
+    # a text the run's error must contain after a 401 from the model endpoint
     "error_401": "401",
+    # a model error ends the turn normally (end_turn) with the error as the agent's text: the run is `completed`
+    "error_as_text": False,
     # the command runs in harnessctl's cwd (False: elsewhere, e.g. a gateway's own workspace)
     "runs_in_cwd": True,
     # HARNESSCTL_ACP_MODE values (the agent's own mode ids) for the --mode table: {"ask": id, "edit": id, "full": id}
     "modes": {},
+    # a mode offered only as a config option of category mode (no `modes` object): (its id, a text the
+    # model is shown in it), for HARNESSCTL_ACP_MODE's fallback to session/set_config_option
+    "config_mode": None,
 }
 
 

@@ -20,6 +20,9 @@ TRAITS = {
     "deny_ends_turn": True,  # a declined tool ends the turn: `completed`, no further model request
     "usage": {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 5, "total_tokens": 15},
     "cost": 0.0,  # priced from the config's model entry, which names no price
+    # build/plan are agents (prompt and tool rules), not permission levels: no --mode table.  plan tells the
+    # model it must not change anything (a system reminder appended to the prompt)
+    "config_mode": ("plan", "you MUST NOT make any edits"),
 }
 
 
