@@ -259,13 +259,17 @@ def test_a_401_from_the_model_endpoint_fails_the_run_with_the_error(start, agent
 def test_a_401_on_an_agent_that_reports_it_as_text_completes_with_the_error_as_output(start, agent):
     """copilot retries, then ends the turn normally (stopReason end_turn) with
     "Error: Authentication failed ... (HTTP 401)" as its message: nothing on
-    the wire says the turn failed."""
+    the wire says the turn failed.  openclaw's bridge ends a failed gateway run
+    end_turn and drops the error (only the gateway's log has it): nothing is said."""
     s = start(agent)
     s.model.fail(401, "mock says 401", sticky=True)
     s.send("This will fail.")
     result = only(s.wait("result"))
     assert (result["status"], result["error"]) == ("completed", None)
-    assert trait(agent, "error_401") in result["output"], result
+    if trait(agent, "error_401"):
+        assert trait(agent, "error_401") in result["output"], result
+    else:
+        assert result["output"] == "", result
 
 
 MODE_CASES = [(agent, level) for agent in agents_with("modes") for level in sorted(trait(agent, "modes"))]

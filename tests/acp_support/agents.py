@@ -261,7 +261,7 @@ class Model:
 
     def fail(self, status: int, message: str, sticky: bool = False) -> None:
         """The model endpoint answers the next request with an HTTP error (every
-        later one too when `sticky`, for agents that retry: chat mock only)."""
+        later one too when `sticky`, for agents that retry: chat and augment mocks)."""
         if self.kind == "codex":
             self.mock.add(mr.http_error(status, message))
         elif self.kind == "chat" and sticky:
@@ -269,7 +269,7 @@ class Model:
         elif self.kind == "chat":
             self.mock.script(mc.reply(status=status, message=message))
         elif self.kind == "augment":
-            self.mock.script(ma.reply(status=status, message=message))
+            (self.mock.set_default if sticky else self.mock.script)(ma.reply(status=status, message=message))
         elif self.kind == "claude":
             kind = "authentication_error" if status == 401 else "api_error"
             self.mock.script(mm.reply(status=status, error_type=kind, error_message=message))

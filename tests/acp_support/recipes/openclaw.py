@@ -41,9 +41,13 @@ MOCK = "chat"
 TOKEN = "mock-token"
 TRAITS: Dict[str, object] = {
     # a busy send is queued (no _meta.steering), a deny is told to the model, which answers;
-    # resumes by session/resume; runs in agents.defaults.cwd (the recipe points it at the cwd).
-    # Its ACP modes are thought levels (off ... adaptive): no --mode table.
-    "usage": None,
+    # resumes by session/resume; runs in agents.defaults.cwd (the recipe points it at the cwd);
+    # usage_update carries only the context size (no tokens). Its ACP modes are thought levels
+    # (off ... adaptive): no --mode table.
+    # a model error (the 401) ends the turn end_turn with nothing said: the bridge maps the gateway's
+    # "error" state to end_turn and drops its message (only the gateway's log has it)
+    "error_as_text": True,
+    "error_401": "",
 }
 READY = re.compile(r"\[gateway\] ready")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
