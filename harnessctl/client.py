@@ -250,12 +250,18 @@ def _new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:
             adapter, ", ".join(sorted(manifest["agents"])), " or %s" % agent_env if agent_env else ""))
     if agent is not None:
         binding["agent"] = agent
+    from .backend import MODES
+
     mode = wanted["mode"]
-    if mode is not None and not _maps_modes(manifest, agent):
+    table = _mode_table(manifest, agent)
+    if mode is not None and mode not in table:
         raw = (manifest.get("harness") or {}).get("mode_env")
-        raise UsageError("--mode: harnessctl knows no mode table of the %s agent %s%s" % (
-            adapter, agent, "; set %s to one of the agent's own mode ids instead" % raw if raw else ""))
-    if mode is None and wanted["rules"] is not None and _maps_modes(manifest, agent):
+        instead = "; set %s to one of the agent's own mode ids instead" % raw if raw else ""
+        if table:
+            raise UsageError("--mode %s: the %s agent %s has no mode that does what it means (its table: %s)%s" % (
+                mode, adapter, agent, ", ".join(m for m in MODES if m in table), instead))
+        raise UsageError("--mode: harnessctl knows no mode table of the %s agent %s%s" % (adapter, agent, instead))
+    if mode is None and wanted["rules"] is not None and "ask" in table:
         mode = "ask"  # rules decide what the harness asks, so it asks for every change and command
     if mode is not None:
         binding["mode"] = mode
@@ -264,14 +270,18 @@ def _new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:
     return binding
 
 
-def _maps_modes(manifest: Dict[str, Any], agent: Optional[str]) -> bool:
-    """Whether the adapter can put its harness in a --mode: one harness, or
-    an agent whose preset has a mode table in the manifest."""
+def _mode_table(manifest: Dict[str, Any], agent: Optional[str]) -> Dict[str, Any]:
+    """The --mode values the adapter can put its harness in: all of them for
+    one harness, else those of the agent's table in the manifest (a preset may
+    map only some: an agent with no mode that means `edit` leaves it out)."""
+    from .backend import MODES
+
     agents = manifest.get("agents")
     if agents is None:
-        return True
+        return {mode: mode for mode in MODES}
     preset = agents.get(agent) if isinstance(agents, dict) else None
-    return isinstance(preset, dict) and isinstance(preset.get("modes"), dict)
+    modes = preset.get("modes") if isinstance(preset, dict) else None
+    return modes if isinstance(modes, dict) else {}
 
 
 def _warn(warning: Optional[str]) -> None:

@@ -884,7 +884,7 @@ def test_a_mode_the_agent_refuses_fails_the_start_with_its_reason(tmp_path):
 def test_mode_for_an_agent_without_a_table_fails_the_start_naming_the_variable(tmp_path):
     host, backend = moded_agent(tmp_path, "fake-agent --flag", "ask", ["read-only"])
     ((_, message),) = host.named("start_failed")
-    assert "no mode table" in message and "HARNESSCTL_ACP_MODE" in message
+    assert "has no mode for it" in message and "HARNESSCTL_ACP_MODE" in message
     assert frames(host, "session/set_mode") == []
 
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 from cliutil import ROOT, events, ok, run, runtime_pids, status, wait_for, wait_results
 
-from harnessctl import policy
+from harnessctl import policy, registry
 
 UNATTENDED = ("--allow", "command:touch ok*", "--deny", "*")
 
@@ -258,6 +258,15 @@ def test_an_unreadable_policy_file_exits_2(efile, workdir):
 def test_mode_for_an_acp_agent_without_a_mode_table_exits_2_naming_the_raw_knob(efile):
     proc = run("send", efile, "hello", "--adapter", "acp", "--agent", "some-agent --acp", "--mode", "ask")
     assert proc.returncode == 2 and b"HARNESSCTL_ACP_MODE" in proc.stderr and not os.path.exists(efile)
+
+
+def test_a_mode_an_agents_table_leaves_out_exits_2_naming_the_modes_it_has(efile):
+    partial = [name for name, preset in registry.manifest("acp")["agents"].items()
+               if "edit" not in preset.get("modes", {"edit": ""})]
+    assert partial, "no preset maps only some modes"
+    proc = run("send", efile, "hello", "--adapter", "acp", "--agent", partial[0], "--mode", "edit")
+    assert proc.returncode == 2 and not os.path.exists(efile)
+    assert b"--mode edit" in proc.stderr and b"its table: ask" in proc.stderr
 
 
 # -- the matcher ------------------------------------------------------------------------------------

@@ -218,15 +218,15 @@ class AcpBackend(ChildBackend):
     def _mode_id(self) -> Tuple[str, str]:
         """(the agent's mode id to set, or "" for none; what asked for it).
         --mode wins over HARNESSCTL_ACP_MODE, which says so in a diagnostic;
-        ValueError for --mode on an agent without a mode table (the core
-        refuses that before it starts one: this keeps a mode from being lost)."""
+        ValueError for a --mode the agent's table lacks (the core refuses
+        that before it starts one: this keeps a mode from being lost)."""
         raw = self.config.env.get(MODE_ENV, "").strip()
         if self.config.mode is None:
             return raw, "%s=%s" % (MODE_ENV, raw)
         modes = wire.as_object(wire.as_object(self._presets().get(self.config.agent or "")).get("modes"))
         mode = wire.text_or_none(modes.get(self.config.mode)) or ""
         if not mode:
-            raise ValueError("--mode %s: the ACP agent %s has no mode table; set %s to one of its own mode ids"
+            raise ValueError("--mode %s: the ACP agent %s has no mode for it; set %s to one of its own mode ids"
                              % (self.config.mode, self.label, MODE_ENV))
         if raw and raw != mode:
             self.host.log("diagnostic", "info", message="%s=%s is not applied: --mode %s sets the ACP agent's mode %s"

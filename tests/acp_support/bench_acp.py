@@ -18,7 +18,7 @@ import shlex
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from cliutil import ROOT, events, runtime_pids, status, timed, wait_for
 
@@ -30,9 +30,10 @@ from . import mock_gemini as mg
 
 FLOOR = [sys.executable, "-I", "-S", "-c", "pass"]  # started as the package entry point is
 
-def native_start(argv: List[str], env: Dict[str, str], cwd: str, mode: str) -> float:
+def native_start(argv: List[str], env: Dict[str, str], cwd: str, mode: Optional[str]) -> float:
     """Seconds from spawn to the prompt written after initialize, session/new
-    and session/set_mode were answered: the agent's own part of a first send."""
+    and session/set_mode (when `mode`) were answered: the agent's own part of a
+    first send."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             env=env, cwd=cwd)
@@ -41,8 +42,8 @@ def native_start(argv: List[str], env: Dict[str, str], cwd: str, mode: str) -> f
         session = ""
         steps = [("initialize", {"protocolVersion": 1, "clientCapabilities": {
                       "fs": {"readTextFile": True, "writeTextFile": True}, "terminal": False}}),
-                 ("session/new", {"cwd": cwd, "mcpServers": []}),
-                 ("session/set_mode", {"modeId": mode})]
+                 ("session/new", {"cwd": cwd, "mcpServers": []})]
+        steps += [("session/set_mode", {"modeId": mode})] if mode else []
         for number, (method, params) in enumerate(steps, 1):
             if method == "session/set_mode":
                 params = dict(params, sessionId=session)
@@ -181,3 +182,77 @@ def rows(repeat: int, tmp: str, agent: str, entry: List[str]) -> List[Tuple[str,
         agents.stop_mock(agent, mock)
         agents.stop_mock(agent, bare_mock)
     return out
+
+
+def reach_rows(repeat: int, tmp: str, agent: str, entry: List[str]) -> Dict[str, List[float]]:
+    """Samples of one reach agent's first send (issue 21), run by its preset's
+    command from its npm prefix against its recipe's mock; no mode is set (the
+    recipes configure none).  The agents take seconds to start and vary by
+    more than harnessctl costs, so harnessctl's own part is measured inside
+    each send: `agent` is the time from the agent's spawn to the prompt
+    written, read from the runtime log (HARNESSCTL_DEBUG=1 stamps both, its
+    own logging counted as harnessctl's), `own` the rest of the send.  `bare`
+    is the agent alone under a minimal driver, interleaved, for comparison."""
+    import contextlib
+    import shutil
+
+    from .recipes import recipe
+
+    rec = recipe(agent)
+    prefix = agents.reach_prefix(agent)
+    mock, bare_mock = agents.start_mock(rec.MOCK), agents.start_mock(rec.MOCK)
+    model = agents.Model(agent, mock, rec.MOCK)
+    work = os.path.join(tmp, "work")
+    os.makedirs(work)
+    env = dict(agents.reach_env(os.path.join(tmp, "cli"), agent, prefix, mock.base_url), HARNESSCTL_DEBUG="1")
+    bare_env = agents.reach_env(os.path.join(tmp, "bare"), agent, prefix, bare_mock.base_url)
+    argv = shlex.split(str(registry_preset(agent)["command"]))
+    argv[0] = shutil.which(argv[0], path=bare_env["PATH"]) or argv[0]
+    files = [os.path.join(tmp, "f%d.jsonl" % i) for i in range(repeat)]
+    out: Dict[str, List[float]] = {"first": [], "agent": [], "own": [], "bare": []}
+    around = getattr(rec, "around", None)
+    try:
+        with contextlib.ExitStack() as stack:
+            if around is not None:  # what runs beside the agent (openclaw's gateway), for both drivers
+                stack.enter_context(around(os.path.join(tmp, "cli"), env))
+                stack.enter_context(around(os.path.join(tmp, "bare"), bare_env))
+            for path in files:
+                model.answer("ok")
+                first = timed(entry + ["send", path, "hello", "--adapter", "acp", "--agent", agent, "--cwd", work],
+                              env)
+                wait_for(lambda: status(path, env=env)["state"] == "idle", 120, "idle")  # noqa: B023 (called here)
+                for pid in runtime_pids(path):
+                    agents.kill_tree(pid)
+                part = agent_part(path + ".d/runtime.log")
+                out["first"].append(first)
+                out["agent"].append(part)
+                out["own"].append(first - part)
+                out["bare"].append(native_start(argv, bare_env, work, None))
+    finally:
+        for pid in [p for path in files for p in runtime_pids(path)]:
+            agents.kill_tree(pid)
+        agents.stop_mock(rec.MOCK, mock)
+        agents.stop_mock(rec.MOCK, bare_mock)
+    return out
+
+
+def agent_part(runtime_log: str) -> float:
+    """Seconds from the agent's spawn to the first session/prompt written, from
+    the debug lines of a runtime log (`2026-12-04T12:46:27.233Z <text>`)."""
+    import datetime
+
+    def when(line: str) -> float:
+        stamp = datetime.datetime.strptime(line.split(" ", 1)[0], "%Y-%m-%dT%H:%M:%S.%fZ")
+        return stamp.replace(tzinfo=datetime.timezone.utc).timestamp()
+
+    with open(runtime_log, encoding="utf-8", errors="replace") as f:
+        lines = f.read().splitlines()
+    spawn = next(line for line in lines if ": spawn " in line)
+    prompt = next(line for line in lines if "< {" in line and '"session/prompt"' in line)
+    return when(prompt) - when(spawn)
+
+
+def registry_preset(agent: str) -> Dict[str, Any]:
+    from harnessctl import registry
+
+    return registry.manifest("acp")["agents"][agent]
