@@ -170,6 +170,28 @@ def test_a_command_runs_without_asking(start, agent):
     assert os.path.exists(os.path.join(s.cwd, PERMISSION_FILE))
 
 
+@pytest.mark.parametrize("agent", agents(runs_in_cwd=False))
+def test_a_command_run_outside_the_cwd_lands_there_and_is_said(start, agent):
+    """openclaw's bridge does not pass the session's cwd to its gateway (only a
+    "[Working directory: ...]" line in the prompt): its tools run in the
+    gateway's agents.defaults.cwd (the recipe's: the test's work folder), else
+    its workspace.  Bound to another --cwd, the command lands in the gateway's
+    folder, not there, and harnessctl says so once (a diagnostic warning)."""
+    s = start(agent)
+    gateway_cwd, s.cwd = s.cwd, os.path.join(s.root, "elsewhere")
+    os.makedirs(s.cwd)
+    s.model.asks_permission()
+    s.model.answer("Created it.")
+    request = ask(s)
+    assert s.cmd("reply", s.path, request["request_id"], "allow").returncode == 0
+    result = last_json(s.cmd("wait", s.path, only(s.events("accepted"))["input_id"]))
+    assert (result["status"], result["output"]) == ("completed", "Created it.")
+    assert os.path.exists(os.path.join(gateway_cwd, PERMISSION_FILE))
+    assert not os.path.exists(os.path.join(s.cwd, PERMISSION_FILE))
+    warning = only([e for e in s.events("log", "diagnostic") if e["level"] == "warning"])
+    assert gateway_cwd in warning["message"] and s.cwd in warning["message"], warning
+
+
 @pytest.mark.parametrize("agent", agents())
 def test_cancel_ends_the_running_run_cancelled(start, agent):
     s = start(agent)

@@ -41,13 +41,15 @@ MOCK = "chat"
 TOKEN = "mock-token"
 TRAITS: Dict[str, object] = {
     # a busy send is queued (no _meta.steering), a deny is told to the model, which answers;
-    # resumes by session/resume; runs in agents.defaults.cwd (the recipe points it at the cwd);
+    # resumes by session/resume;
     # usage_update carries only the context size (no tokens). Its ACP modes are thought levels
     # (off ... adaptive): no --mode table.
     # a model error (the 401) ends the turn end_turn with nothing said: the bridge maps the gateway's
     # "error" state to end_turn and drops its message (only the gateway's log has it)
     "error_as_text": True,
     "error_401": "",
+    # tools run in the gateway's agents.defaults.cwd (else its workspace), never in the ACP session's cwd
+    "runs_in_cwd": False,
 }
 READY = re.compile(r"\[gateway\] ready")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
