@@ -5,8 +5,9 @@ of its session.  No login exists offline, so AUGMENT_SESSION_AUTH names a fake
 session whose tenantURL is the project's mock of that backend
 (mock_augment.MockAugment).  The preset command `auggie --acp --allow-indexing`
 skips the "Workspace Indexing Permission" question auggie asks in every new
-workspace (it then indexes the workspace, as `auggie --print` does: the mock
-answers its /find-missing).
+workspace, and indexes it at once, as `auggie --print` does: it sends the
+files' blob names to /find-missing and uploads what the backend lacks (the
+mock lacks nothing).
 
 auggie runs its tools without asking by default, and its ACP modes (`default`,
 `ask`) do not change that (`ask` only prefixes the prompt with "do not modify
