@@ -160,9 +160,11 @@ class MockAugment(ScriptedMock):
     """The mock backend (scripted_mock.py: the script, gates and logs); a context manager.
 
     `requests`: the chat-stream requests, each {seq, t, path, headers, body,
-    aborted}; `aux`: every other request."""
+    aborted}; `aux`: every other request; `errors`: scripted tool calls of a
+    tool the request did not offer (a test should see none)."""
 
     def __init__(self, default: Optional[Dict[str, Any]] = None) -> None:
+        self.errors: List[str] = []
         super().__init__(default or reply(text("ok")))
 
     def _record(self, into: List[Dict[str, Any]], path: str, headers: Dict[str, str],
@@ -198,6 +200,7 @@ class MockAugment(ScriptedMock):
                 entry = mock._record(mock.requests, path, headers, body)
                 with mock._lock:
                     chosen = mock._take()
+                    mock.errors.extend(_unoffered(chosen, body))
                 try:
                     self._serve(chosen)
                 except (BrokenPipeError, ConnectionResetError):
@@ -243,6 +246,13 @@ class MockAugment(ScriptedMock):
                 self.wfile.flush()
 
         return Handler
+
+
+def _unoffered(chosen: Dict[str, Any], body: Dict[str, Any]) -> List[str]:
+    """The scripted tool calls naming a tool the request's tool_definitions lack."""
+    offered = {tool.get("name") for tool in body.get("tool_definitions") or [] if isinstance(tool, dict)}
+    return ["tool %s not offered (offered: %s)" % (part["tool"], sorted(offered))
+            for part in chosen["parts"] if "tool" in part and part["tool"] not in offered]
 
 
 def _aux_answer(path: str) -> Dict[str, Any]:
