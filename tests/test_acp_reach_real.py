@@ -23,6 +23,8 @@ import pytest
 
 from cliutil import status
 
+from harnessctl import registry
+
 from acp_support.agents import PERMISSION_FILE, real_agent
 from acp_support.recipes import trait, written
 
@@ -111,10 +113,10 @@ def test_a_send_mid_turn_steers_into_the_same_run(start, agent):
     assert result["status"] == "completed" and result["input_ids"] == [first["input_id"], second["input_id"]]
 
 
-def ask(s) -> Dict[str, Any]:
+def ask(s, *extra: str) -> Dict[str, Any]:
     """Send a prompt whose model answer runs PERMISSION_FILE's command; the
     pending permission request `send --wait` stops at (exit 9)."""
-    proc = s.cmd("send", s.path, "Create the file.", *s.flags(), "--wait")
+    proc = s.cmd("send", s.path, "Create the file.", *s.flags(), "--wait", *extra)
     assert proc.returncode == 9, (proc.returncode, proc.stderr.decode(), s.runtime_log()[-2000:])
     request = last_json(proc)
     assert request["type"] == "request" and request["kind"] == "permission" and request["state"] == "pending"
@@ -297,27 +299,47 @@ def test_a_401_on_an_agent_that_reports_it_as_text_completes_with_the_error_as_o
 MODE_CASES = [(agent, level) for agent in agents_with("modes") for level in sorted(trait(agent, "modes"))]
 
 
+def manifest_modes(agent: str) -> Dict[str, str]:
+    """The preset's --mode table in adapters/acp/manifest.json (empty when it has none)."""
+    return registry.manifest("acp")["agents"].get(agent, {}).get("modes") or {}
+
+
 @pytest.mark.parametrize("agent,level", MODE_CASES)
 def test_the_mode_table_entry_asks_what_its_level_says(start, agent, level):
-    """--mode ask: a command asks; edit: a file write runs unasked and a command
-    asks; full: a command runs unasked (HARNESSCTL_ACP_MODE = the agent's own id)."""
-    s = start(agent, HARNESSCTL_ACP_MODE=trait(agent, "modes")[level])
-    if level == "edit":
+    """ask: a command asks; edit: a file write runs unasked and a command asks;
+    full: a file write and a command run unasked.  Through `--mode LEVEL` where the manifest's
+    table has the entry, else through HARNESSCTL_ACP_MODE = the recipe's
+    proposed id (the agent's own)."""
+    own = trait(agent, "modes")[level]
+    if level in manifest_modes(agent):
+        s, first = start(agent), ["--mode", level]
+    else:
+        s, first = start(agent, HARNESSCTL_ACP_MODE=own), []
+    if level in ("edit", "full"):
         s.model.writes(s.cwd, "edited.txt", "written unasked\n")
         s.model.answer("Wrote it.")
-        proc = s.cmd("send", s.path, "Write the file.", *s.flags(), "--wait")
+        proc = s.cmd("send", s.path, "Write the file.", *s.flags(), "--wait", *first)
         assert proc.returncode == 0, (proc.returncode, proc.stderr.decode(), s.events("request"))
         with open(os.path.join(s.cwd, "edited.txt"), encoding="utf-8") as f:
             assert f.read() == "written unasked\n"
+        first = []
     s.model.asks_permission()
     s.model.answer("Created it.")
     if level == "full":
-        proc = s.cmd("send", s.path, "Create the file.", *s.flags(), "--wait")
+        proc = s.cmd("send", s.path, "Create the file.", *s.flags(), "--wait", *first)
         assert proc.returncode == 0, (proc.returncode, proc.stderr.decode(), s.events("request"))
         assert os.path.exists(os.path.join(s.cwd, PERMISSION_FILE)) and s.events("request") == []
     else:
-        ask(s)
+        ask(s, *first)
         assert not os.path.exists(os.path.join(s.cwd, PERMISSION_FILE))
+    assert only(s.events("log", "session"))["approval_policy"] == own
+
+
+@pytest.mark.parametrize("agent", written())
+def test_the_manifest_maps_only_modes_a_test_proved(agent):
+    """Every --mode entry of a reach preset is one the mode test above ran (no agent needed)."""
+    proven = trait(agent, "modes")
+    assert {level: proven.get(level) for level in manifest_modes(agent)} == manifest_modes(agent)
 
 
 @pytest.mark.parametrize("agent", agents_with("config_mode"))
