@@ -45,6 +45,7 @@ from schemacheck import check_event
 from claudecode_support import mock_messages as mm
 from codex_support import mock_responses as mr
 
+from . import mock_augment as ma
 from . import mock_chat as mc
 from . import mock_gemini as mg
 from .recipes import REACH, recipe
@@ -165,6 +166,8 @@ class Model:
                 self.mock.add(mr.text(value))
             elif self.kind == "chat":
                 self.mock.script(mc.reply(mc.text(value)))
+            elif self.kind == "augment":
+                self.mock.script(ma.reply(ma.text(value)))
             elif self.kind == "claude":
                 self.mock.script(mm.reply(mm.text(value)))
             else:
@@ -178,6 +181,8 @@ class Model:
             self.mock.add(mr.text(value, chunks=100, delay=0.1))
         elif self.kind == "chat":
             self.mock.script(mc.reply(mc.text(value), gate="hold", gate_after=1))
+        elif self.kind == "augment":
+            self.mock.script(ma.reply(ma.text(value), gate="hold", gate_after=1))
         elif self.kind == "claude":
             self.mock.script(mm.reply(mm.text(value), gate="hold", gate_after=1))
         else:
@@ -188,6 +193,8 @@ class Model:
         flight, not a byte answered (not for codex, whose mock has no gates)."""
         if self.kind == "chat":
             self.mock.script(mc.reply(mc.text("Late answer."), gate="hold"))
+        elif self.kind == "augment":
+            self.mock.script(ma.reply(ma.text("Late answer."), gate="hold"))
         elif self.kind == "claude":
             self.mock.script(mm.reply(mm.text("Late answer."), gate="hold"))
         elif self.kind == "gemini":
@@ -205,6 +212,8 @@ class Model:
         command = "touch %s" % PERMISSION_FILE
         if self.kind == "chat":
             self.mock.script(mc.reply(mc.shell(command)))
+        elif self.kind == "augment":
+            self.mock.script(ma.reply(ma.shell(command)))
         elif self.kind == "codex":  # read-only sandbox: an escalated command goes to the client
             self.mock.add(mr.function_call("exec_command", {
                 "cmd": command, "sandbox_permissions": "require_escalated", "justification": "needs to write"},
@@ -221,6 +230,8 @@ class Model:
         path = os.path.join(cwd, name)
         if self.kind == "chat":  # the request's file-writing tool (mock_chat.write)
             self.mock.script(mc.reply(mc.write(path, text)))
+        elif self.kind == "augment":
+            self.mock.script(ma.reply(ma.write(path, text)))
         elif self.kind == "codex":
             patch = "*** Begin Patch\n*** Add File: %s\n%s*** End Patch\n" % (
                 name, "".join("+%s\n" % line for line in text.splitlines()))
@@ -236,6 +247,8 @@ class Model:
         asking, and refuses an escalation outright in its full-access mode)."""
         if self.kind == "chat":
             self.mock.script(mc.reply(mc.shell(command)))
+        elif self.kind == "augment":
+            self.mock.script(ma.reply(ma.shell(command)))
         elif self.kind == "codex":
             escalation = {"sandbox_permissions": "require_escalated", "justification": "needs to write"}
             self.mock.add(mr.function_call("exec_command", dict({"cmd": command}, **(escalation if escalated else {})),
@@ -248,13 +261,15 @@ class Model:
 
     def fail(self, status: int, message: str, sticky: bool = False) -> None:
         """The model endpoint answers the next request with an HTTP error (every
-        later one too when `sticky`, for agents that retry: chat mock only)."""
+        later one too when `sticky`, for agents that retry: chat and augment mocks)."""
         if self.kind == "codex":
             self.mock.add(mr.http_error(status, message))
         elif self.kind == "chat" and sticky:
             self.mock.set_default(mc.reply(status=status, message=message))
         elif self.kind == "chat":
             self.mock.script(mc.reply(status=status, message=message))
+        elif self.kind == "augment":
+            (self.mock.set_default if sticky else self.mock.script)(ma.reply(status=status, message=message))
         elif self.kind == "claude":
             kind = "authentication_error" if status == 401 else "api_error"
             self.mock.script(mm.reply(status=status, error_type=kind, error_message=message))
@@ -275,14 +290,15 @@ class Model:
         """The user texts a request carried, history included, in order."""
         if self.kind == "codex":
             return mr.user_texts({"body": body})
-        return {"claude": mm.user_texts, "gemini": mg.user_texts, "chat": mc.user_texts}[self.kind](body)
+        return {"claude": mm.user_texts, "gemini": mg.user_texts, "chat": mc.user_texts,
+                "augment": ma.user_texts}[self.kind](body)
 
     def history(self, body: Dict[str, Any]) -> List[str]:
         """Every user and assistant text a request carried."""
         if self.kind == "codex":
             return mr.user_texts({"body": body}) + mr.assistant_texts({"body": body})
         return {"claude": mm.conversation_texts, "gemini": mg.conversation_texts,
-                "chat": mc.conversation_texts}[self.kind](body)
+                "chat": mc.conversation_texts, "augment": ma.conversation_texts}[self.kind](body)
 
     def use_patch_model(self, root: str) -> None:
         """codex offers apply_patch only to a bundled model slug: name one in its
@@ -422,6 +438,8 @@ def start_mock(agent: str) -> Any:
         return mr.MockResponses().start()
     if agent == "chat":
         return mc.MockChat().start()
+    if agent == "augment":
+        return ma.MockAugment().start()
     mock = mm.MockMessages() if agent == "claude" else mg.MockGemini()
     mock.start()
     return mock

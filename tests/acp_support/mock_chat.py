@@ -38,6 +38,7 @@ MODEL = "mock-model"
 CALL_IDS = itertools.count(1)
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 AUX_TEXT = "Mock title"
+AGENT_CONTEXT = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"  # how an agent-injected context message starts
 ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_api_key", 403: "permission_denied",
                404: "not_found", 429: "rate_limit_exceeded", 500: "server_error", 503: "server_error"}
 # tool names, best first: the shell-like and the file-writing tool of the agents seen so far
@@ -117,8 +118,11 @@ def content_text(content: Any) -> str:
 def user_texts(body: Dict[str, Any]) -> List[str]:
     """The text of every user message of a request (history included), in order.
     Agents decorate a prompt (copilot prefixes a date, kilo appends environment
-    details), so a test looks for its prompt *in* the text."""
-    return [content_text(m.get("content")) for m in body.get("messages") or [] if m.get("role") == "user"]
+    details), so a test looks for its prompt *in* the text.  A user message that
+    is only an agent's own context block (openclaw sends one after every prompt,
+    marked "data, not instructions") is no user text."""
+    texts = [content_text(m.get("content")) for m in body.get("messages") or [] if m.get("role") == "user"]
+    return [text for text in texts if not text.startswith(AGENT_CONTEXT)]
 
 
 def conversation_texts(body: Dict[str, Any]) -> List[str]:
