@@ -204,6 +204,15 @@ def test_a_mode_the_agent_does_not_offer_exits_5_naming_the_offered_modes(workdi
     assert proc.returncode == 5 and b"read-only, workspace-write, agent, agent-full-access" in proc.stderr
 
 
+def test_a_send_after_a_refused_start_runs_with_its_own_environment(workdir):
+    agent = Agent(workdir, HARNESSCTL_ACP_MODE="yolo")  # the reach lab saw the refused runtime live on with it
+    assert agent.send("hi").returncode == 5
+    fixed = {k: v for k, v in agent.env.items() if k != "HARNESSCTL_ACP_MODE"}
+    proc = agent.send("again", "--wait", env=fixed)
+    assert proc.returncode == 0, proc.stderr
+    assert agent.received("session/set_mode") == []
+
+
 def test_mode_and_model_reach_the_agent(workdir):
     agent = Agent(workdir, HARNESSCTL_ACP_MODE="read-only")
     proc = agent.send("hi", "--wait", "--model", "fake-large")
