@@ -75,7 +75,7 @@ def test_plain_run_completes_with_the_agents_answer(start, agent):
     assert "Say hello." in s.model.user_texts(body)[-1]  # copilot and kilo decorate the prompt
 
 
-@pytest.mark.parametrize("agent", agents(steers=False))
+@pytest.mark.parametrize("agent", agents())
 def test_a_send_mid_turn_is_queued_for_its_own_next_run(start, agent):
     s = start(agent)
     s.model.held("First answer, held open.")
@@ -95,23 +95,6 @@ def test_a_send_mid_turn_is_queued_for_its_own_next_run(start, agent):
     body = s.model.wait_requests(2)[1]
     assert "SECOND prompt: what about apples?" in s.model.user_texts(body)[-1]
     assert "First answer, held open." in s.model.history(body)
-
-
-@pytest.mark.parametrize("agent", agents(steers=True))
-def test_a_send_mid_turn_steers_into_the_same_run(start, agent):
-    s = start(agent)
-    s.model.held(LONG)
-    s.model.answer("Steered answer: bananas are included.")
-    s.send("Write a long answer.")
-    mid_turn(s, agent)
-    s.send("STEER: please also mention bananas")
-    first, second = s.events("accepted")[:2]
-    assert second["delivery"] == "steer" and second["run_id"] == first["run_id"]
-    body = s.model.wait_requests(2)[1]
-    s.model.release()
-    assert "STEER: please also mention bananas" in s.model.user_texts(body)[-1]
-    result = only(s.wait("result"))
-    assert result["status"] == "completed" and result["input_ids"] == [first["input_id"], second["input_id"]]
 
 
 def mid_turn(s, agent: str, **match: Any) -> None:
@@ -420,7 +403,6 @@ def test_a_mode_offered_only_as_a_config_option_is_set_through_it(start, agent):
 
 # capability -> the tests here that prove it for the agents they run for (as test_acp_claims.PROOFS)
 PROOFS = {
-    "steer": [test_a_send_mid_turn_steers_into_the_same_run],
     "cancel": [test_cancel_ends_the_running_run_cancelled,
                test_cancel_before_the_first_token_ends_the_run_cancelled_and_the_next_send_goes_on],
     "approvals": [test_permission_denied_by_a_later_reply_does_not_run_the_command,

@@ -31,8 +31,6 @@ TRAIT_KEYS: Dict[str, Any] = {
     "asks": True,
     # after a denied command the turn ends with no further model request (False: the model is told and answers)
     "deny_ends_turn": False,
-    # advertises _meta.steering: a busy send goes into the running turn (False: queued for the next run)
-    "steers": False,
     # resumes its session in a new process (session/resume or session/load): the model sees the earlier turn
     "resumes": True,
     # text reaches the client while the model streams it (False: droid sends a reply's text in one chunk when
