@@ -250,8 +250,6 @@ def _new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:
             adapter, ", ".join(sorted(manifest["agents"])), " or %s" % agent_env if agent_env else ""))
     if agent is not None:
         binding["agent"] = agent
-    from .backend import MODES
-
     mode = wanted["mode"]
     table = _mode_table(manifest, agent)
     if mode is not None and mode not in table:
@@ -259,7 +257,7 @@ def _new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:
         instead = "; set %s to one of the agent's own mode ids instead" % raw if raw else ""
         if table:
             raise UsageError("--mode %s: the %s agent %s has no mode that does what it means (its table: %s)%s" % (
-                mode, adapter, agent, ", ".join(m for m in MODES if m in table), instead))
+                mode, adapter, agent, ", ".join(table), instead))
         raise UsageError("--mode: harnessctl knows no mode table of the %s agent %s%s" % (adapter, agent, instead))
     if mode is None and wanted["rules"] is not None and "ask" in table:
         mode = "ask"  # rules decide what the harness asks, so it asks for every change and command

@@ -201,10 +201,7 @@ exit codes:
   2   usage or input error (bad flags, FILE is not an event file)
   4   FILE does not exist (no send created it)
   130 --follow ended by Ctrl-C (or the output was interrupted)""",
-}
-
-
-HELP["agents"] = """\
+    "agents": """\
 usage: {synopsis}
 
 List the agent presets (--agent NAME of the acp adapter): each one's command
@@ -218,7 +215,8 @@ options:
 
 exit codes:
   0   listed
-  2   usage error"""
+  2   usage error""",
+}
 
 
 def overview() -> str:

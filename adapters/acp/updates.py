@@ -211,7 +211,7 @@ class Updates:
         session's cwd (openclaw works in its gateway's workspace): the files it
         changes are not where the caller looks."""
         where = wire.tool_cwd(update)
-        if where is None or where == self.elsewhere or wire.inside(self.cwd, where):
+        if where is None or len(where) > 4096 or where == self.elsewhere or wire.inside(self.cwd, where):
             return
         self.elsewhere = where
         self.host.log("diagnostic", "warning", run_id=run.run_id, message="the ACP agent works in %s, not in the "
