@@ -143,6 +143,12 @@ def status(path: str, env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     return json.loads(lines[0])
 
 
+def only(items: List[Any]) -> Any:
+    """The one item of a list a test expects exactly one of."""
+    assert len(items) == 1, items
+    return items[0]
+
+
 def runtime_pids(path: str) -> List[int]:
     """Runtimes serving `path` (their command line carries the event path)."""
     real = os.path.realpath(path)

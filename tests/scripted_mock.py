@@ -8,10 +8,11 @@ Gemini).  Thread-safe; a context manager; 127.0.0.1 only."""
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 import time
-from http.server import ThreadingHTTPServer
-from typing import Any, Dict, List
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Dict, List, Tuple
 
 
 class ScriptedMock:
@@ -88,6 +89,15 @@ class ScriptedMock:
             return [entry["body"] for entry in self.requests]
 
     # for the handlers
+    def _record(self, into: List[Dict[str, Any]], **fields: Any) -> Dict[str, Any]:
+        """Log one request in `into` (requests or aux): its fields, a seq and a
+        time, and `aborted` False until the agent drops it; wakes waiters."""
+        with self._lock:
+            entry = dict({"seq": next(self._seq), "t": time.time(), "aborted": False}, **fields)
+            into.append(entry)
+            self._lock.notify_all()
+        return entry
+
     def _take(self) -> Dict[str, Any]:
         """The next scripted reply (call with the lock held)."""
         return self._queue.pop(0) if self._queue else self._default
@@ -112,3 +122,29 @@ class ScriptedMock:
             self._reached[gate] = self._reached.get(gate, 0) + 1
             self._lock.notify_all()
         return event
+
+
+class Handler(BaseHTTPRequestHandler):
+    """What every mock's request handler shares: quiet, a JSON body read, a JSON answer."""
+
+    def log_message(self, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def read_json(self) -> Tuple[bytes, Dict[str, Any], Dict[str, str], str]:
+        """(raw body, its JSON object or {}, lower-cased headers, path without the query)."""
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw.decode("utf-8")) if raw else {}
+        except ValueError:
+            body = {}
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        return raw, body if isinstance(body, dict) else {}, headers, self.path.split("?")[0]
+
+    def send_json(self, status: int, payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)

@@ -13,7 +13,6 @@ done what it must do mid-turn.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -21,12 +20,12 @@ from typing import Any, Dict, List
 
 import pytest
 
-from cliutil import status
+from cliutil import only, status
 
 from harnessctl import registry
 
 from acp_support import mock_chat as mc
-from acp_support.agents import PERMISSION_FILE, real_agent
+from acp_support.agents import PERMISSION_FILE, sessions
 from acp_support.recipes import trait, written
 
 pytestmark = pytest.mark.real
@@ -47,13 +46,8 @@ def agents_with(key: str) -> List[str]:
 @pytest.fixture
 def start(workdir):
     """start(agent, **env) -> a Session over that real agent (several per test allowed)."""
-    with contextlib.ExitStack() as stack:
-        yield lambda agent, **env: stack.enter_context(real_agent(workdir / agent, agent, **env))
-
-
-def only(items):
-    assert len(items) == 1, items
-    return items[0]
+    with sessions(workdir) as start:
+        yield start
 
 
 def last_json(proc) -> Dict[str, Any]:

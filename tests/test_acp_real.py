@@ -12,15 +12,14 @@ has done what it must do mid-turn.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 
 import pytest
 
-from cliutil import status, wait_for
+from cliutil import only, status, wait_for
 
-from acp_support.agents import AGENTS, PERMISSION_FILE, real_agent
+from acp_support.agents import AGENTS, PERMISSION_FILE, sessions
 
 pytestmark = pytest.mark.real
 
@@ -33,13 +32,8 @@ STEER = "STEER: please also mention bananas"
 @pytest.fixture
 def start(workdir):
     """start(agent, **env) -> a Session over that real agent (several per test allowed)."""
-    with contextlib.ExitStack() as stack:
-        yield lambda agent, **env: stack.enter_context(real_agent(workdir / agent, agent, **env))
-
-
-def only(items):
-    assert len(items) == 1, items
-    return items[0]
+    with sessions(workdir) as start:
+        yield start
 
 
 @pytest.mark.parametrize("agent", AGENTS)

@@ -453,6 +453,14 @@ def stop_mock(agent: str, mock: Any) -> None:
 
 
 @contextlib.contextmanager
+def sessions(workdir: Any) -> Iterator[Any]:
+    """start(agent, **env) -> a Session over that real agent, in its own folder
+    of `workdir` (several per test allowed); every one ended on exit."""
+    with contextlib.ExitStack() as stack:
+        yield lambda agent, **env: stack.enter_context(real_agent(workdir / agent, agent, **env))
+
+
+@contextlib.contextmanager
 def real_agent(workdir: Any, agent: str, **extra: str) -> Iterator[Session]:
     """A Session over the real agent and its mock; the file must pass the event
     schema at the end.  Kills the runtime and the agent's process tree, stops

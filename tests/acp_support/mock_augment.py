@@ -35,10 +35,9 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from http.server import BaseHTTPRequestHandler
 from typing import Any, Dict, List, Optional
 
-from scripted_mock import ScriptedMock
+from scripted_mock import Handler, ScriptedMock
 
 SHELL_TOOL = "launch-process"  # auggie's shell tool (tool_safety 2: checked before it runs)
 WRITE_TOOL = "save-file"       # auggie's new-file tool
@@ -167,37 +166,23 @@ class MockAugment(ScriptedMock):
         self.errors: List[str] = []
         super().__init__(default or reply(text("ok")))
 
-    def _record(self, into: List[Dict[str, Any]], path: str, headers: Dict[str, str],
-                body: Dict[str, Any]) -> Dict[str, Any]:
-        with self._lock:
-            entry = {"seq": next(self._seq), "t": time.time(), "path": path,
-                     "headers": headers, "body": body, "aborted": False}
-            into.append(entry)
-            self._lock.notify_all()
-        return entry
+    def _log(self, into: List[Dict[str, Any]], path: str, headers: Dict[str, str],
+             body: Dict[str, Any]) -> Dict[str, Any]:
+        return self._record(into, path=path, headers=headers, body=body)
 
     def _handler_class(self) -> type:
         mock = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class MockHandler(Handler):
             protocol_version = "HTTP/1.0"  # the NDJSON body ends when we close the connection
 
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length)
-                try:
-                    body = json.loads(raw.decode("utf-8")) if raw else {}
-                except ValueError:
-                    body = {}
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                path = self.path.split("?")[0].rstrip("/")
+                raw, body, headers, path = self.read_json()
+                path = path.rstrip("/")
                 if path != "/chat-stream":
-                    mock._record(mock.aux, path, headers, body)
-                    return self._json(200, _aux_answer(path))
-                entry = mock._record(mock.requests, path, headers, body)
+                    mock._log(mock.aux, path, headers, body)
+                    return self.send_json(200, _aux_answer(path))
+                entry = mock._log(mock.requests, path, headers, body)
                 with mock._lock:
                     chosen = mock._take()
                     mock.errors.extend(_unoffered(chosen, body))
@@ -207,14 +192,6 @@ class MockAugment(ScriptedMock):
                     entry["aborted"] = True  # auggie dropped the stream (a cancel)
 
             do_GET = do_POST
-
-            def _json(self, status: int, payload: Any) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
 
             def _serve(self, chosen: Dict[str, Any]) -> None:
                 if chosen["status"] != 200:
@@ -245,7 +222,7 @@ class MockAugment(ScriptedMock):
                 self.wfile.write((json.dumps(payload) + "\n").encode())
                 self.wfile.flush()
 
-        return Handler
+        return MockHandler
 
 
 def _unoffered(chosen: Dict[str, Any], body: Dict[str, Any]) -> List[str]:

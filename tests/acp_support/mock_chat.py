@@ -27,10 +27,9 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from http.server import BaseHTTPRequestHandler
 from typing import Any, Dict, List, Optional, Tuple
 
-from scripted_mock import ScriptedMock
+from scripted_mock import Handler, ScriptedMock
 
 from .mock_gemini import fitting
 
@@ -238,47 +237,32 @@ class MockChat(ScriptedMock):
         self.errors: List[str] = []
         super().__init__(default or reply(text("ok")))
 
-    def _record(self, into: List[Dict[str, Any]], path: str, headers: Dict[str, str],
-                body: Dict[str, Any]) -> Dict[str, Any]:
-        with self._lock:
-            entry = {"seq": next(self._seq), "t": time.time(), "path": path, "model": body.get("model"),
-                     "headers": headers, "body": body, "stream": bool(body.get("stream")),
-                     "served": None, "aborted": False}
-            into.append(entry)
-            self._lock.notify_all()
-        return entry
+    def _log(self, into: List[Dict[str, Any]], path: str, headers: Dict[str, str],
+             body: Dict[str, Any]) -> Dict[str, Any]:
+        return self._record(into, path=path, model=body.get("model"), headers=headers, body=body,
+                            stream=bool(body.get("stream")), served=None)
 
     def _handler_class(self) -> type:
         mock = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class MockHandler(Handler):
             protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
 
             def do_GET(self) -> None:
                 if self.path.split("?")[0].rstrip("/").endswith("/models"):
-                    return self._json(200, {"object": "list", "data": [
+                    return self.send_json(200, {"object": "list", "data": [
                         {"id": MODEL, "object": "model", "created": 1700000000, "owned_by": "mock",
                          "context_length": 128000}]})
                 self._error(404, "mock: no route for GET %s" % self.path)
 
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw.decode("utf-8")) if raw else {}
-                except ValueError:
-                    body = {}
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                path = self.path.split("?")[0]
+                raw, body, headers, path = self.read_json()
                 if not path.rstrip("/").endswith("/chat/completions"):
                     return self._error(404, "mock: no route for POST %s" % path)
                 if not _functions(body):
-                    mock._record(mock.aux, path, headers, body)
+                    mock._log(mock.aux, path, headers, body)
                     return self._answer(body, reply(text(AUX_TEXT)), [])
-                entry = mock._record(mock.requests, path, headers, body)
+                entry = mock._log(mock.requests, path, headers, body)
                 with mock._lock:
                     chosen = mock._take()
                 try:
@@ -304,7 +288,7 @@ class MockChat(ScriptedMock):
                                            "content": "".join(p["text"] for p in chosen["parts"] if "text" in p)}
                 if calls:
                     message["tool_calls"] = [_tool_call(i, c) for i, c in enumerate(calls)]
-                self._json(200, {"id": "chatcmpl-mock", "object": "chat.completion", "created": int(time.time()),
+                self.send_json(200, {"id": "chatcmpl-mock", "object": "chat.completion", "created": int(time.time()),
                                  "model": body.get("model") or MODEL,
                                  "choices": [{"index": 0, "message": message,
                                               "finish_reason": "tool_calls" if calls else "stop"}],
@@ -342,19 +326,11 @@ class MockChat(ScriptedMock):
                 self.wfile.write(("data: %s\n\n" % json.dumps(payload)).encode())
                 self.wfile.flush()
 
-            def _json(self, status: int, payload: Dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
             def _error(self, status: int, message: str) -> None:
                 kind = ERROR_TYPES.get(status, "server_error")
-                self._json(status, {"error": {"message": message, "type": kind, "param": None, "code": kind}})
+                self.send_json(status, {"error": {"message": message, "type": kind, "param": None, "code": kind}})
 
-        return Handler
+        return MockHandler
 
 
 def _words(value: str) -> List[str]:

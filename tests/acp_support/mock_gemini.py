@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import json
 import time
-from http.server import BaseHTTPRequestHandler
 from typing import Any, Dict, List, Optional
 
-from scripted_mock import ScriptedMock
+from scripted_mock import Handler, ScriptedMock
 
 STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
                 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
@@ -160,18 +159,13 @@ class MockGemini(ScriptedMock):
         self.token_counts = 0
         super().__init__(default or reply(text("ok")))
 
-    def _record(self, into: List[Dict[str, Any]], path: str, headers: Dict[str, str],
+    def _log(self, into: List[Dict[str, Any]], path: str, headers: Dict[str, str],
                 body: Dict[str, Any]) -> Dict[str, Any]:
         model = path.split("/models/", 1)[-1].split(":", 1)[0]
-        with self._lock:
-            entry = {"seq": next(self._seq), "t": time.time(), "path": path, "model": model,
-                     "headers": headers, "body": body, "aborted": False}
-            into.append(entry)
-            self._lock.notify_all()
-        return entry
+        return super()._record(into, path=path, model=model, headers=headers, body=body)
 
     def _next_reply(self, path: str, headers: Dict[str, str], body: Dict[str, Any]) -> Any:
-        entry = self._record(self.requests, path, headers, body)
+        entry = self._log(self.requests, path, headers, body)
         with self._lock:
             chosen = self._take()
         return entry, chosen
@@ -179,28 +173,18 @@ class MockGemini(ScriptedMock):
     def _handler_class(self) -> type:
         mock = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class MockHandler(Handler):
             protocol_version = "HTTP/1.0"  # the SSE body ends when we close the connection
 
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length)
-                try:
-                    body = json.loads(raw.decode("utf-8")) if raw else {}
-                except ValueError:
-                    body = {}
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                path = self.path.split("?")[0]
+                raw, body, headers, path = self.read_json()
                 if path.endswith(":countTokens"):
                     with mock._lock:
                         mock.token_counts += 1
-                    return self._json(200, {"totalTokens": max(1, len(raw) // 4)})
+                    return self.send_json(200, {"totalTokens": max(1, len(raw) // 4)})
                 if path.endswith(":generateContent"):
-                    mock._record(mock.aux, path, headers, body)
-                    return self._json(200, _aux_answer(body))
+                    mock._log(mock.aux, path, headers, body)
+                    return self.send_json(200, _aux_answer(body))
                 if not path.endswith(":streamGenerateContent"):
                     return self._error(404, "mock: no route for %s" % path)
                 entry, chosen = mock._next_reply(path, headers, body)
@@ -212,16 +196,8 @@ class MockGemini(ScriptedMock):
             def do_GET(self) -> None:
                 self._error(404, "mock: no route for %s" % self.path)
 
-            def _json(self, status: int, payload: Dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
             def _error(self, status: int, message: str) -> None:
-                self._json(status, {"error": {"code": status, "message": message,
+                self.send_json(status, {"error": {"code": status, "message": message,
                                               "status": STATUS_NAMES.get(status, "UNKNOWN")}})
 
             def _serve(self, chosen: Dict[str, Any]) -> None:
@@ -250,7 +226,7 @@ class MockGemini(ScriptedMock):
                 self.wfile.write(("data: %s\r\n\r\n" % json.dumps(payload)).encode())
                 self.wfile.flush()
 
-        return Handler
+        return MockHandler
 
 
 def _words(value: str) -> List[str]:
