@@ -151,8 +151,7 @@ def test_permission_allowed_by_a_later_reply_runs_the_command(start, agent):
     assert os.path.exists(os.path.join(s.cwd, PERMISSION_FILE))
 
 
-# cline's permission request names its command by the tool call's title, "run_commands: touch asked.txt",
-# though rawInput.commands holds the command lines: a command rule never matches it (adapter gap, found here)
+# cline titles its request "run_commands: touch asked.txt"; the command a rule matches is its rawInput.commands
 @pytest.mark.parametrize("agent", agents(asks=True))
 def test_an_allow_rule_for_the_command_answers_its_request_with_no_human(start, agent):
     s = start(agent)
