@@ -148,3 +148,14 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+def words(value: str) -> List[str]:
+    """`value` cut after each space: the chunks a slowed reply streams, which join back to it."""
+    parts, word = [], ""
+    for ch in value:
+        word += ch
+        if ch == " ":
+            parts.append(word)
+            word = ""
+    return parts + [word] if word else parts

@@ -37,7 +37,7 @@ import json
 import time
 from typing import Any, Dict, List, Optional
 
-from scripted_mock import Handler, ScriptedMock
+from scripted_mock import Handler, ScriptedMock, words
 
 SHELL_TOOL = "launch-process"  # auggie's shell tool (tool_safety 2: checked before it runs)
 WRITE_TOOL = "save-file"       # auggie's new-file tool
@@ -243,16 +243,6 @@ def _aux_answer(path: str) -> Dict[str, Any]:
     return {}
 
 
-def _words(value: str) -> List[str]:
-    parts, word = [], ""
-    for ch in value:
-        word += ch
-        if ch == " ":
-            parts.append(word)
-            word = ""
-    return parts + [word] if word else parts
-
-
 def _chunks(chosen: Dict[str, Any]) -> List[Dict[str, Any]]:
     """The streamed chunks: text split into words when slowed, one node per tool call."""
     out: List[Dict[str, Any]] = []
@@ -263,7 +253,7 @@ def _chunks(chosen: Dict[str, Any]) -> List[Dict[str, Any]]:
                                  "input_json": json.dumps(part["input"])}}
             out.append({"text": "", "nodes": [node]})
         else:
-            pieces = _words(part["text"]) if chosen["delay"] else [part["text"]]
+            pieces = words(part["text"]) if chosen["delay"] else [part["text"]]
             out.extend({"text": piece, "nodes": [{"id": next(_ids), "type": TEXT_NODE, "content": piece}]}
                        for piece in pieces)
     return out

@@ -29,7 +29,7 @@ import json
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from scripted_mock import Handler, ScriptedMock
+from scripted_mock import Handler, ScriptedMock, words
 
 from .mock_gemini import fitting
 
@@ -333,16 +333,6 @@ class MockChat(ScriptedMock):
         return MockHandler
 
 
-def _words(value: str) -> List[str]:
-    parts, word = [], ""
-    for ch in value:
-        word += ch
-        if ch == " ":
-            parts.append(word)
-            word = ""
-    return parts + [word] if word else parts
-
-
 def _tool_call(index: int, call_: Dict[str, Any]) -> Dict[str, Any]:
     return {"index": index, "id": "call_mock_%d" % next(CALL_IDS),
             "type": "function", "function": {"name": call_["name"], "arguments": json.dumps(call_["arguments"])}}
@@ -353,7 +343,7 @@ def _deltas(chosen: Dict[str, Any], calls: List[Dict[str, Any]]) -> List[Dict[st
     out: List[Dict[str, Any]] = []
     for part in chosen["parts"]:
         if "text" in part:
-            pieces = _words(part["text"]) if chosen["delay"] else [part["text"]]
+            pieces = words(part["text"]) if chosen["delay"] else [part["text"]]
             out.extend({"content": piece} for piece in pieces)
     out.extend({"tool_calls": [_tool_call(i, c)]} for i, c in enumerate(calls))
     return out

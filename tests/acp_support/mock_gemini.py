@@ -25,7 +25,7 @@ import json
 import time
 from typing import Any, Dict, List, Optional
 
-from scripted_mock import Handler, ScriptedMock
+from scripted_mock import Handler, ScriptedMock, words
 
 STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
                 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
@@ -229,22 +229,12 @@ class MockGemini(ScriptedMock):
         return MockHandler
 
 
-def _words(value: str) -> List[str]:
-    parts, word = [], ""
-    for ch in value:
-        word += ch
-        if ch == " ":
-            parts.append(word)
-            word = ""
-    return parts + [word] if word else parts
-
-
 def _chunks(chosen: Dict[str, Any]) -> List[List[Dict[str, Any]]]:
     """The streamed chunks, each a list of parts: text split into words when slowed."""
     out: List[List[Dict[str, Any]]] = []
     for part in chosen["parts"]:
         if "text" in part and chosen["delay"]:
-            out.extend([dict(part, text=word)] for word in _words(part["text"]))
+            out.extend([dict(part, text=word)] for word in words(part["text"]))
         else:
             out.append([part])
     return out or [[]]
