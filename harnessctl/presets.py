@@ -52,10 +52,18 @@ def entry(adapter: str, name: str, preset: Dict[str, Any], env: Dict[str, str]) 
 
 
 def installed_version(argv: List[str], path: str, package: Optional[str]) -> Optional[str]:
-    """The version in the package.json of `package` above the command, or above
-    a script it is given (`node /x/dist/index.js`); None when none is found."""
+    """The version in the package.json of `package`: beside the command where
+    npm links it, else above its real path or a script it is given (`node
+    /x/dist/index.js`); None when none is found."""
     if not package:
         return None
+    # where npm puts the package beside the command it links: a local prefix's node_modules/.bin/X,
+    # a global prefix's bin/X (lib/node_modules); a platform binary (cline's) has a package of its own
+    parent = os.path.dirname(os.path.dirname(path))
+    for beside in (os.path.join(parent, package), os.path.join(parent, "lib", "node_modules", package)):
+        version = _package_version(os.path.join(beside, "package.json"), package)
+        if version is not None:
+            return version
     starts = [path] + [word for word in argv[1:] if os.path.isabs(word) and os.path.exists(word)]
     for start in starts:
         folder = os.path.dirname(os.path.realpath(start))

@@ -74,3 +74,12 @@ def test_a_preset_that_claims_nothing_says_why():
 def test_agents_takes_no_arguments():
     proc = run("agents", "extra", env=cli_env())
     assert proc.returncode == 2 and proc.stderr.decode().count("\n") == 1
+
+
+def test_a_command_npm_links_to_a_platform_binary_shows_the_presets_package_version(tmp_path):
+    bin_dir = npm_install(tmp_path, "@cline/cli-linux-x64", "3.0.65", "cline")  # what cline 3.0.65 links
+    shim = tmp_path / "node_modules" / "cline"  # the package the preset names, whose postinstall picked the binary
+    shim.mkdir()
+    (shim / "package.json").write_text(json.dumps({"name": "cline", "version": "3.0.65"}))
+    entry = next(e for e in as_json(PATH=bin_dir) if e["agent"] == "cline")
+    assert entry["version"] == "3.0.65"
