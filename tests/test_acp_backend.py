@@ -705,6 +705,13 @@ def test_two_options_of_one_kind_are_named_by_the_agents_words_and_no_reject_opt
     assert texts[1] == "Always Allow in project: touch *"
 
 
+def test_many_options_alike_get_distinct_names_in_order():
+    options = [{"optionId": "o%d" % i, "name": "Allow", "kind": "allow_once"} for i in range(5000)]
+    names, _, mapping = wire.permission_options(options)  # a hostile agent's list: named once each, in order
+    assert names[:3] == ["allow", "allow-2", "allow-3"] and names[4999] == "allow-5000" and len(set(names)) == 5001
+    assert mapping["allow-5000"] == "o4999"
+
+
 def test_two_options_of_one_kind_with_the_same_words_get_numbered_names():
     names, _, _ = wire.permission_options([
         {"optionId": "a1", "name": "Allow", "kind": "allow_once"}, {"optionId": "a2", "name": "Allow",

@@ -267,16 +267,19 @@ def permission_options(options: Any) -> Tuple[List[str], List[str], Dict[str, st
     options = [as_object(o) for o in options] if isinstance(options, list) else []
     options = [o for o in options if isinstance(o.get("optionId"), str) and o["optionId"]]
     kinds = [OPTION_NAMES.get(str(o.get("kind"))) or o["optionId"] for o in options]
+    shared: Dict[str, int] = {}  # how many options each name stands for (counted once: an agent may send many)
+    for base in kinds:
+        shared[base] = shared.get(base, 0) + 1
     names: List[str] = []
     texts: List[str] = []
     mapping: Dict[str, str] = {}
+    numbered: Dict[str, int] = {}  # the last -N each name got, so many alike stay linear
     for option, base in zip(options, kinds):
-        words = option_words(option.get("name"), base) if kinds.count(base) > 1 else ""
+        words = option_words(option.get("name"), base) if shared[base] > 1 else ""
         name = "%s-%s" % (base, words) if words else base
-        n = 1
         while name in mapping:
-            n += 1
-            name = "%s-%d" % (base, n)
+            numbered[base] = numbered.get(base, 1) + 1
+            name = "%s-%d" % (base, numbered[base])
         names.append(name)
         texts.append(str(option.get("name") or option["optionId"]))
         mapping[name] = option["optionId"]
