@@ -51,6 +51,7 @@ from . import mock_gemini as mg
 from .recipes import REACH, recipe
 
 REACH_ENV = "HARNESSCTL_TEST_ACP_REACH"
+REACH_MOCKS = {"chat": mc, "augment": ma}  # a recipe's MOCK -> its module (the same builders and readers)
 
 NPM_ENV = "HARNESSCTL_TEST_ACP_NPM"
 AGENTS = ("codex", "claude", "gemini")
@@ -157,17 +158,16 @@ class Model:
         self.kind = kind or agent  # which mock: codex, claude, gemini, or a recipe's MOCK ("chat", ...)
         self.mock = mock
         self.calls = 0  # codex tool calls scripted: their call ids
+        self.reach: Any = REACH_MOCKS.get(self.kind)  # a reach agent's mock module: one builder API for all
 
     # -- what to answer (FIFO; the agents' side requests never consume it)
     def answer(self, *texts: str) -> None:
         """Plain text replies, one per model request."""
         for value in texts:
-            if self.kind == "codex":
+            if self.reach is not None:
+                self.mock.script(self.reach.reply(self.reach.text(value)))
+            elif self.kind == "codex":
                 self.mock.add(mr.text(value))
-            elif self.kind == "chat":
-                self.mock.script(mc.reply(mc.text(value)))
-            elif self.kind == "augment":
-                self.mock.script(ma.reply(ma.text(value)))
             elif self.kind == "claude":
                 self.mock.script(mm.reply(mm.text(value)))
             else:
@@ -177,12 +177,10 @@ class Model:
         """A reply that shows its first text and then holds the turn open: at the
         gate "hold" until `release()` (claude, gemini); codex's mock has no gates,
         so its reply streams in 100 chunks 0.1 s apart (10 s) instead."""
-        if self.kind == "codex":
+        if self.reach is not None:
+            self.mock.script(self.reach.reply(self.reach.text(value), gate="hold", gate_after=1))
+        elif self.kind == "codex":
             self.mock.add(mr.text(value, chunks=100, delay=0.1))
-        elif self.kind == "chat":
-            self.mock.script(mc.reply(mc.text(value), gate="hold", gate_after=1))
-        elif self.kind == "augment":
-            self.mock.script(ma.reply(ma.text(value), gate="hold", gate_after=1))
         elif self.kind == "claude":
             self.mock.script(mm.reply(mm.text(value), gate="hold", gate_after=1))
         else:
@@ -191,10 +189,8 @@ class Model:
     def stalls(self) -> None:
         """A reply that shows nothing until `release()`: the model request is in
         flight, not a byte answered (not for codex, whose mock has no gates)."""
-        if self.kind == "chat":
-            self.mock.script(mc.reply(mc.text("Late answer."), gate="hold"))
-        elif self.kind == "augment":
-            self.mock.script(ma.reply(ma.text("Late answer."), gate="hold"))
+        if self.reach is not None:
+            self.mock.script(self.reach.reply(self.reach.text("Late answer."), gate="hold"))
         elif self.kind == "claude":
             self.mock.script(mm.reply(mm.text("Late answer."), gate="hold"))
         elif self.kind == "gemini":
@@ -210,10 +206,8 @@ class Model:
         """A command the agent must ask the client about in its test mode (creates
         PERMISSION_FILE in the workspace if allowed)."""
         command = "touch %s" % PERMISSION_FILE
-        if self.kind == "chat":
-            self.mock.script(mc.reply(mc.shell(command)))
-        elif self.kind == "augment":
-            self.mock.script(ma.reply(ma.shell(command)))
+        if self.reach is not None:
+            self.mock.script(self.reach.reply(self.reach.shell(command)))
         elif self.kind == "codex":  # read-only sandbox: an escalated command goes to the client
             self.mock.add(mr.function_call("exec_command", {
                 "cmd": command, "sandbox_permissions": "require_escalated", "justification": "needs to write"},
@@ -228,10 +222,8 @@ class Model:
         codex apply_patch (offered to a bundled model slug: use_patch_model),
         claude Write, gemini write_file."""
         path = os.path.join(cwd, name)
-        if self.kind == "chat":  # the request's file-writing tool (mock_chat.write)
-            self.mock.script(mc.reply(mc.write(path, text)))
-        elif self.kind == "augment":
-            self.mock.script(ma.reply(ma.write(path, text)))
+        if self.reach is not None:  # the request's file-writing tool (mock_chat.write)
+            self.mock.script(self.reach.reply(self.reach.write(path, text)))
         elif self.kind == "codex":
             patch = "*** Begin Patch\n*** Add File: %s\n%s*** End Patch\n" % (
                 name, "".join("+%s\n" % line for line in text.splitlines()))
@@ -245,10 +237,8 @@ class Model:
         """The model runs a shell command.  codex's asks to run it outside its
         sandbox when `escalated` (codex runs the others in the sandbox without
         asking, and refuses an escalation outright in its full-access mode)."""
-        if self.kind == "chat":
-            self.mock.script(mc.reply(mc.shell(command)))
-        elif self.kind == "augment":
-            self.mock.script(ma.reply(ma.shell(command)))
+        if self.reach is not None:
+            self.mock.script(self.reach.reply(self.reach.shell(command)))
         elif self.kind == "codex":
             escalation = {"sandbox_permissions": "require_escalated", "justification": "needs to write"}
             self.mock.add(mr.function_call("exec_command", dict({"cmd": command}, **(escalation if escalated else {})),
@@ -262,14 +252,10 @@ class Model:
     def fail(self, status: int, message: str, sticky: bool = False) -> None:
         """The model endpoint answers the next request with an HTTP error (every
         later one too when `sticky`, for agents that retry: chat and augment mocks)."""
-        if self.kind == "codex":
+        if self.reach is not None:
+            (self.mock.set_default if sticky else self.mock.script)(self.reach.reply(status=status, message=message))
+        elif self.kind == "codex":
             self.mock.add(mr.http_error(status, message))
-        elif self.kind == "chat" and sticky:
-            self.mock.set_default(mc.reply(status=status, message=message))
-        elif self.kind == "chat":
-            self.mock.script(mc.reply(status=status, message=message))
-        elif self.kind == "augment":
-            (self.mock.set_default if sticky else self.mock.script)(ma.reply(status=status, message=message))
         elif self.kind == "claude":
             kind = "authentication_error" if status == 401 else "api_error"
             self.mock.script(mm.reply(status=status, error_type=kind, error_message=message))
@@ -288,17 +274,19 @@ class Model:
 
     def user_texts(self, body: Dict[str, Any]) -> List[str]:
         """The user texts a request carried, history included, in order."""
+        if self.reach is not None:
+            return self.reach.user_texts(body)
         if self.kind == "codex":
             return mr.user_texts({"body": body})
-        return {"claude": mm.user_texts, "gemini": mg.user_texts, "chat": mc.user_texts,
-                "augment": ma.user_texts}[self.kind](body)
+        return (mm.user_texts if self.kind == "claude" else mg.user_texts)(body)
 
     def history(self, body: Dict[str, Any]) -> List[str]:
         """Every user and assistant text a request carried."""
+        if self.reach is not None:
+            return self.reach.conversation_texts(body)
         if self.kind == "codex":
             return mr.user_texts({"body": body}) + mr.assistant_texts({"body": body})
-        return {"claude": mm.conversation_texts, "gemini": mg.conversation_texts,
-                "chat": mc.conversation_texts, "augment": ma.conversation_texts}[self.kind](body)
+        return (mm.conversation_texts if self.kind == "claude" else mg.conversation_texts)(body)
 
     def use_patch_model(self, root: str) -> None:
         """codex offers apply_patch only to a bundled model slug: name one in its
