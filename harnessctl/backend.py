@@ -58,11 +58,11 @@ STDERR_TAIL = 2000  # bytes of a child's stderr kept for Child.stderr_tail
 class Config:
     """What the runtime knows about the conversation when it creates a backend."""
 
-    __slots__ = ("cwd", "model", "sidecar", "env", "debug", "harness", "agent", "mode")
+    __slots__ = ("cwd", "model", "sidecar", "env", "debug", "harness", "agent", "mode", "schema")
 
     def __init__(self, cwd: str, model: Optional[str], sidecar: str, env: Dict[str, str], debug: bool,
                  harness: Optional[Dict[str, Any]] = None, agent: Optional[str] = None,
-                 mode: Optional[str] = None) -> None:
+                 mode: Optional[str] = None, schema: Optional[Dict[str, Any]] = None) -> None:
         self.cwd = cwd  # bound working directory (absolute)
         self.model = model  # bound model, or None for the harness's default
         self.sidecar = sidecar  # FILE.d/: the adapter may keep small files here (resume ids)
@@ -73,16 +73,23 @@ class Config:
         # How much the agent may do without asking (MODES), mapped onto the
         # harness's own controls; None: the harness's own configuration.
         self.mode = mode
+        # For a backend with SCHEMA_PER_PROCESS: the schema of the input this
+        # harness process was started for (send --schema), else None.
+        self.schema = schema
 
 
 class Input:
     """One send, to be delivered."""
 
-    __slots__ = ("input_id", "text")
+    __slots__ = ("input_id", "text", "schema")
 
-    def __init__(self, input_id: str, text: str) -> None:
+    def __init__(self, input_id: str, text: str, schema: Optional[Dict[str, Any]] = None) -> None:
         self.input_id = input_id
         self.text = text
+        # `send --schema`: the JSON Schema the run's final answer must fit.  Only
+        # an adapter whose manifest claims `structured-output` gets one, and
+        # only while nothing runs: such an input always starts its run.
+        self.schema = schema
 
 
 class Host:
@@ -171,11 +178,18 @@ class Host:
         cost_usd: Optional[float] = None,
         error: Optional[str] = None,
         error_class: Optional[str] = None,
+        output_json: Any = None,
     ) -> None:
         """The run ended: status completed, cancelled or failed.  Pending
         requests of the run expire.  `run_id` is None only for inputs no run
         ever consumed (e.g. a queued input dropped by a cancel).  `error_class`
-        is the harness's own typed name of the error, when it has one."""
+        is the harness's own typed name of the error, when it has one.
+
+        A run started by an input with a schema: `output_json` is the value
+        the harness returned apart from the text (Claude's structured_output);
+        without one the runtime parses `output`.  An adapter whose harness
+        says the answer does not fit reports `failed` with error_class
+        "schema"."""
         raise NotImplementedError
 
     def log(self, kind: str, level: str = "info", run_id: Optional[str] = None, **fields: Any) -> None:
@@ -219,6 +233,14 @@ class Child:
 
 class Backend:
     """Base class of an adapter's backend.  See the module docstring."""
+
+    # True for a harness that takes the answer's schema only on its command
+    # line (Claude's --json-schema): the runtime starts it with Config.schema
+    # set to the first input's, and before an input whose schema differs from
+    # the running process's (none counts) it stops the harness, while no run
+    # is open, and starts a new one for it, resuming the conversation as after
+    # an idle exit.  False: each input's schema comes with it (Input.schema).
+    SCHEMA_PER_PROCESS = False
 
     def __init__(self, host: Host, config: Config) -> None:
         self.host = host

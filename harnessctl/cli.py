@@ -176,8 +176,13 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
         raise UsageError("--timeout applies to --wait: add --wait, or leave --timeout out")
     wait_timeout = timeout(options)
     text = check_text(args[1] if len(args) > 1 else read_stdin("TEXT"))
+    schema = None
+    if "--schema" in options:
+        from .structured import read_file
+
+        schema = read_file(options["--schema"])
     input_id = client.send(args[0], text, options.get("--cwd"), options.get("--model"), adapter or fixed_adapter,
-                           agent or fixed_agent, policy(options, rules))
+                           agent or fixed_agent, policy(options, rules), schema)
     if "--print-id" in options:
         emit(input_id)
     if "--wait" not in options:
@@ -279,7 +284,7 @@ NAMES = {"send": ("FILE", "TEXT"), "wait": ("FILE", "INPUT_ID"), "status": ("FIL
 POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, 1), "cancel": (1, 1), "reply": (2, 3), "log": (1, 1),
                "agents": (0, 0)}
 OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--agent", "--timeout", "--mode", "--policy", "--allow",
-                    "--deny"), "wait": ("--timeout",), "log": ("--since", "--runs")}
+                    "--deny", "--schema"), "wait": ("--timeout",), "log": ("--since", "--runs")}
 FLAGS = {"send": ("--print-id", "--wait"), "log": ("--follow", "--json", "--diff"), "agents": ("--json",)}
 RULES = ("--allow", "--deny")  # repeatable, and their order matters: they are kept apart, in order
 

@@ -39,18 +39,24 @@ def timeout_seconds() -> float:
 
 
 def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter: Optional[str],
-         agent: Optional[str] = None, policy: Optional[Dict[str, Any]] = None) -> str:
+         agent: Optional[str] = None, policy: Optional[Dict[str, Any]] = None,
+         schema: Optional[Dict[str, Any]] = None) -> str:
     """The accepted input's id.  `policy` ({"mode", "rules"}, cli.policy) is
-    bound like the model: None keeps the bound one."""
+    bound like the model: None keeps the bound one.  `schema` (send --schema)
+    is this send's alone: the run it starts must answer with JSON that fits."""
     addr = resolve(file)
     mode, rules = (policy or {}).get("mode"), (policy or {}).get("rules")
     wanted = {"adapter": adapter, "cwd": _real_dir(cwd) if cwd is not None else None, "model": model,
               "agent": agent, "mode": mode, "rules": rules}
-    fields = ["send", text, wanted["cwd"] or "", model or "", adapter or "", agent or "", mode or "", ""]
+    fields = ["send", text, wanted["cwd"] or "", model or "", adapter or "", agent or "", mode or "", "", ""]
     if rules:
         from .policy import to_field
 
-        fields[-1] = to_field(rules)
+        fields[7] = to_field(rules)
+    if schema is not None:
+        from .structured import to_field as schema_field
+
+        fields[8] = schema_field(schema)
     deadline = time.monotonic() + timeout_seconds()
     warning = None  # said once the send is accepted: a refused send says only why
     while True:
@@ -75,6 +81,12 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
                 from .trusted import inside_workspace
 
                 warning = inside_workspace(addr.path, binding["cwd"])
+            if schema is not None:  # refused before the file is bound or a harness started
+                from .registry import manifest
+                from .structured import check_claimed
+
+                claimant = bound or binding
+                check_claimed(manifest(str(claimant["adapter"])), claimant.get("agent"))
             ensure_runtime(addr, binding, deadline, starter)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from . import structured
 from .backend import DELIVERIES, REQUEST_KINDS, RESULT_STATUSES, Host
 from .errors import HarnessctlError, UnavailableError
 from .state import result_event
@@ -16,6 +17,7 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
+    from .backend import Input
     from .proc import Process
 
 
@@ -26,14 +28,19 @@ class AdapterHost(Host):
         self._runtime = runtime
         self._texts: Dict[str, Tuple[str, str]] = {}  # input_id -> (text, delivery) until attributed
         self._tokens: Dict[str, Any] = {}  # request id -> the harness's token, while the request is open
+        self._schemas: Dict[str, Dict[str, Any]] = {}  # input_id -> its send's schema, until its result
         # Inputs whose `accepted` could not be written (their send failed), and
         # the runs they started: the file never hears of those runs (_unknown).
         self._unrecorded_inputs: Set[str] = set()  # while their run is not known
         self._unrecorded_runs: Set[str] = set()
 
-    def expect(self, input_id: str, text: str) -> None:
-        """A send is being handed to the backend: its text goes into `accepted`."""
-        self._texts[input_id] = (text, "")
+    def expect(self, item: Input) -> None:
+        """A send is being handed to the backend: its text (and schema) go into `accepted`."""
+        self._texts[item.input_id] = (item.text, "")
+        open_inputs = self._runtime.conv.open_inputs  # the runtime itself ended the others (a harness that died)
+        self._schemas = {i: schema for i, schema in self._schemas.items() if i in open_inputs}
+        if item.schema is not None:
+            self._schemas[item.input_id] = item.schema
 
     def take_token(self, request_id: str) -> Any:
         """The token `request_id` was asked with, forgotten (it is answered)."""
@@ -74,9 +81,9 @@ class AdapterHost(Host):
                                   input_id)
             return
         text = self._texts.pop(input_id, ("", ""))[0]
+        event = self._accepted_event(input_id, text, delivery, run_id)
         try:
-            self._runtime.writer.write({"type": "accepted", "input_id": input_id, "text": text,
-                                        "delivery": delivery, "run_id": run_id}, now=True)
+            self._runtime.writer.write(event, now=True)
         except OSError as e:
             if run_id is None:
                 self._unrecorded_inputs.add(input_id)  # a run it starts later is found when attributed
@@ -97,11 +104,18 @@ class AdapterHost(Host):
             self._unrecorded_runs.add(run_id)
         if input_id in conv.open_inputs and conv.open_inputs[input_id] is None:
             text, delivery = self._texts.pop(input_id, ("", "steer"))
-            self._runtime.writer.write({"type": "accepted", "input_id": input_id, "text": text,
-                                        "delivery": delivery, "run_id": run_id})
+            self._runtime.writer.write(self._accepted_event(input_id, text, delivery, run_id))
+
+    def _accepted_event(self, input_id: str, text: str, delivery: str, run_id: Optional[str]) -> Dict[str, Any]:
+        event: Dict[str, Any] = {"type": "accepted", "input_id": input_id, "text": text, "delivery": delivery,
+                                 "run_id": run_id}
+        if input_id in self._schemas:
+            event["schema"] = self._schemas[input_id]
+        return event
 
     def send_failed(self, input_id: str, message: str, unavailable: bool = False) -> None:
         self._texts.pop(input_id, None)
+        self._schemas.pop(input_id, None)
         self._runtime.finish_send(input_id, UnavailableError(message) if unavailable else HarnessctlError(message))
 
     # -- what the agent does ------------------------------------------------
@@ -150,7 +164,7 @@ class AdapterHost(Host):
 
     def result(self, run_id: Optional[str], input_ids: Sequence[str], status: str, output: str = "",
                usage: Optional[Dict[str, Any]] = None, cost_usd: Optional[float] = None,
-               error: Optional[str] = None, error_class: Optional[str] = None) -> None:
+               error: Optional[str] = None, error_class: Optional[str] = None, output_json: Any = None) -> None:
         conv, writer = self._runtime.conv, self._runtime.writer
         covered = [i for i in input_ids if i in conv.open_inputs]
         if self._unknown(run_id) or (run_id is None and input_ids and not covered):
@@ -169,6 +183,7 @@ class AdapterHost(Host):
         if len(covered) != len(input_ids):
             self.debug("result for run %s: ignoring inputs that are not open: %s"
                        % (run_id, [i for i in input_ids if i not in covered]))
+        schemas = [self._schemas.pop(i) for i in input_ids if i in self._schemas]
         for input_id in covered:
             self._texts.pop(input_id, None)
         # Requests expire before the result is written: a reader that sees the
@@ -176,9 +191,15 @@ class AdapterHost(Host):
         for request in [r for r in conv.pending.values() if r.get("run_id") in (run_id, None)]:
             self._tokens.pop(request["request_id"], None)
             writer.write(dict(request, state="expired"))
+        if schemas and status == "completed":
+            output_json, why = (output_json, None) if output_json is not None else structured.answer(output)
+            if why is not None:
+                status, error, error_class = "failed", why, structured.CLASS
         event = result_event(run_id, covered, status, output, usage, cost_usd, error)
         if error_class is not None:
             event["error_class"] = error_class
+        if schemas and status == "completed":
+            event["output_json"] = output_json
         writer.write(event)
         self._runtime.settled()
 

@@ -34,17 +34,18 @@ else:  # a checkout, or a per-adapter package's lib/
     ADAPTERS_DIR, ADAPTERS_PACKAGE = os.path.join(os.path.dirname(HERE), "adapters"), "adapters"
 
 # schema/manifest.schema.json, which documents each word and key (tests/test_manifest.py keeps them equal)
-CAPABILITIES = ("steer", "cancel", "approvals", "questions", "resume", "usage", "cost", "crash-recovery")
+CAPABILITIES = ("steer", "cancel", "approvals", "questions", "resume", "usage", "cost", "crash-recovery",
+                "structured-output")
 KEYS = {"name": "string", "version": "string", "description": "string", "backend": "string", "harness": "object",
         "capabilities": "array", "agents": "object"}
 HARNESS_KEYS = {"name": "string", "version": "string", "package": "string", "binary": "string or null",
                 "binary_env": "string or null", "args_env": "string or null", "agent_env": "string or null",
-                "mode_env": "string or null"}
+                "mode_env": "string or null", "schema_refusal": "string"}
 AGENT_KEYS = {"command": "string", "command_env": "string", "package": "string or null",
               "version": "string or null", "capabilities": "array", "degraded": "object", "modes": "object",
               "tests": "string", "unproven": "string"}
 # keys a manifest, its harness or a preset may omit
-OPTIONAL = ("package", "agent_env", "mode_env", "agents", "degraded", "modes", "tests", "unproven")
+OPTIONAL = ("package", "agent_env", "mode_env", "schema_refusal", "agents", "degraded", "modes", "tests", "unproven")
 TYPES: Dict[str, Any] = {"string": str, "object": dict, "array": list, "string or null": (str, type(None))}
 BACKEND = r"\.[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*"  # the schema's patterns
 ENV_NAME = r"HARNESSCTL_[A-Z0-9_]+"

@@ -66,6 +66,8 @@ def cleaned(entry: Entry) -> Entry:
     safe = {key: _cleaned(value, key in lines) for key, value in entry.items()}
     if "answer" in entry:
         safe["answer"] = shown(_answer(entry["answer"]))
+    if "output_json" in entry:  # pretty-printed, then cleaned like any text with lines
+        safe["output_json"] = shown(_pretty(entry["output_json"]), True)
     if isinstance(entry.get("fields"), dict):
         safe["fields"] = {shown(str(k)): shown(_spelled(v)) for k, v in entry["fields"].items()}
     return safe
@@ -93,7 +95,8 @@ def indented(text: str, prefix: str = "  ") -> List[str]:
 def _input(e: Entry, style: Style) -> List[str]:
     how = e.get("delivery") or "?"
     run = "run %s" % short_id(e.get("run_id")) if e.get("run_id") else "run not known yet"
-    head = style.paint(">>> input", "bold", "blue") + style.paint(" (%s, %s)" % (how, run), "dim")
+    schema = ", --schema" if "schema" in e else ""
+    head = style.paint(">>> input", "bold", "blue") + style.paint(" (%s, %s%s)" % (how, run, schema), "dim")
     return [head] + indented(e.get("text") or "", "    ")
 
 
@@ -243,6 +246,16 @@ def _spelled(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _pretty(value: Any) -> str:
+    """Indented JSON; on one line when it nests too deeply for the (recursive) indenting encoder."""
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=2)
+    except RecursionError:
+        return json.dumps(value, ensure_ascii=False)
+
+
 def _result(e: Entry, style: Style) -> List[str]:
     status = e.get("status") or "?"
     colour = {"completed": "green", "failed": "red"}.get(status, "yellow")
@@ -257,6 +270,8 @@ def _result(e: Entry, style: Style) -> List[str]:
         if e.get("error_class"):
             error = "[%s] %s" % (e["error_class"], error)
         lines += [style.paint(x, "red") for x in indented(error, "    ")]
+    if "output_json" in e:
+        lines += indented(e["output_json"], "    ")
     return lines
 
 

@@ -22,10 +22,10 @@ import sys
 import time
 from collections import deque
 
-from . import answers, ipc, knobs, locks, pidfile, policy, private, proc, snapshot, trusted
+from . import answers, ipc, knobs, locks, pidfile, policy, private, proc, registry, snapshot, structured, trusted
 from .address import Address, check_binding, open_event_file, read_binding
 from .backend import Input
-from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError
+from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError, UsageError
 from .eventlog import EventLog, timestamp
 from .host import AdapterHost, new_id
 from .loop import Loop
@@ -135,7 +135,7 @@ class Runtime:
         self.loop.post(lambda: self._dispatch(request, waiter), owner=waiter)
 
     def _dispatch(self, request: List[str], waiter: Waiter) -> None:
-        """Fields as ipc.py encodes them: send TEXT CWD MODEL ADAPTER AGENT MODE RULES | status | cancel |
+        """Fields as ipc.py encodes them: send TEXT CWD MODEL ADAPTER AGENT MODE RULES SCHEMA | status | cancel |
         reply ID ANSWER |
         wait INPUT_ID (empty: the conversation)."""
         op = request[0]
@@ -144,12 +144,12 @@ class Runtime:
             self.shutdown("the event file was removed or replaced")
             return
         try:
-            if op == "send" and len(request) == 8:
+            if op == "send" and len(request) == 9:
                 wanted = {"cwd": request[2] or None, "model": request[3] or None, "adapter": request[4] or None,
                           "agent": request[5] or None, "mode": request[6] or None,
                           "rules": policy.from_field(request[7])}
                 check_binding(self.binding, wanted)
-                self.waiting.append((Input(new_id(), request[1]), waiter))
+                self.waiting.append((Input(new_id(), request[1], self._schema(request[8])), waiter))
                 self._pump()
             elif op == "status":
                 waiter.ok(status_line(self.status()))
@@ -170,6 +170,20 @@ class Runtime:
 
             self.debug("error handling %s:\n%s" % (op, traceback.format_exc()))
             waiter.fail(HarnessctlError("internal error in the runtime: %s" % e))
+
+    def _schema(self, field: str) -> Optional[Dict[str, Any]]:
+        """A send's schema (structured.py), refused where the harness cannot
+        promise it, and while a run is going or about to start: that run's
+        answer is asked for already, and this send would only steer it."""
+        schema = structured.from_field(field)
+        if schema is None:
+            return None
+        structured.check_claimed(registry.manifest(self.binding["adapter"]), self.binding.get("agent"))
+        if self.conv.is_busy() or self.in_flight or self.waiting:
+            raise UsageError("--schema: a run is going on %s and its answer cannot change schema: wait for it "
+                             "(harnessctl wait FILE) and send again, or send without --schema to steer it"
+                             % self.addr.path)
+        return schema
 
     def status(self) -> Dict[str, Any]:
         last = self.supervisor.last_activity
@@ -264,9 +278,15 @@ class Runtime:
         backend = self.supervisor.backend
         if self.supervisor.state != READY or backend is None:
             return
+        schema = self.waiting[0][0].schema
+        if backend.SCHEMA_PER_PROCESS and schema != backend.config.schema and not self.conv.is_busy():
+            self.debug("restarting the harness: the next input asks for %s" % ("another schema" if schema else "none"))
+            self.supervisor.stop()
+            self._start_harness()
+            return
         item, waiter = self.waiting.popleft()
         self.in_flight = (item, waiter)
-        self.host.expect(item.input_id, item.text)
+        self.host.expect(item)
         generation = self.supervisor.generation
         self.loop.call_later(self.timeout, lambda: self._send_timed_out(item.input_id, generation))
         try:
@@ -315,7 +335,8 @@ class Runtime:
     # -- the harness ----------------------------------------------------------
 
     def _start_harness(self) -> None:
-        self.supervisor.start(self.host, self.binding, self.env, self.debug_enabled, self.timeout * 0.8)
+        schema = self.waiting[0][0].schema if self.waiting else None
+        self.supervisor.start(self.host, self.binding, self.env, self.debug_enabled, self.timeout * 0.8, schema)
 
     def harness_ready(self) -> None:
         if self.supervisor.ready():

@@ -198,6 +198,14 @@ def _is_strs(value: Any) -> bool:
     return type(value) is list and all(type(item) is str for item in value)
 
 
+def _is_object(value: Any) -> bool:
+    return type(value) is dict
+
+
+def _is_any(value: Any) -> bool:
+    return True
+
+
 def _is_object_or_null(value: Any) -> bool:
     return value is None or type(value) is dict
 
@@ -229,7 +237,8 @@ def _one_of(*values: str) -> Callable[[Any], bool]:
 # Per critical type: (field, check, required).  `log` lines need only the common fields.
 FIELDS = {
     "accepted": (("input_id", _is_id, True), ("text", _is_str, True),
-                 ("delivery", _one_of("start", "steer", "queued"), True), ("run_id", _is_id_or_null, True)),
+                 ("delivery", _one_of("start", "steer", "queued"), True), ("run_id", _is_id_or_null, True),
+                 ("schema", _is_object, False)),
     "message": (("run_id", _is_id_or_null, True), ("message_id", _is_id, True), ("role", _is_str, True),
                 ("text", _is_str, True)),
     "request": (("run_id", _is_id_or_null, True), ("request_id", _is_request_id, True),
@@ -240,7 +249,7 @@ FIELDS = {
     "result": (("run_id", _is_id_or_null, True), ("input_ids", _is_ids, True),
                ("status", _one_of("completed", "cancelled", "failed"), True), ("output", _is_str, True),
                ("usage", _is_object_or_null, True), ("cost_usd", _is_cost, True), ("error", _is_str_or_null, True),
-               ("error_class", _is_str_or_null, False)),
+               ("error_class", _is_str_or_null, False), ("output_json", _is_any, False)),
     "log": (),
 }
 

@@ -46,8 +46,10 @@ class Supervisor:
         self.recorded_pid: Optional[int] = None  # the harness pid in FILE.d/harness.pid
         self.last_activity: Optional[float] = None  # time.time() of the harness's last line
 
-    def start(self, host: Host, binding: Dict[str, Any], env: Dict[str, str], debug: bool, timeout: float) -> None:
-        """Create the backend and start it; it reports ready or failed through `host`."""
+    def start(self, host: Host, binding: Dict[str, Any], env: Dict[str, str], debug: bool, timeout: float,
+              schema: Optional[Dict[str, Any]] = None) -> None:
+        """Create the backend and start it; it reports ready or failed through `host`.
+        `schema`: the first waiting input's (Config.schema)."""
         self.state = STARTING
         self.generation += 1
         generation = self.generation
@@ -56,7 +58,7 @@ class Supervisor:
             harness = registry.manifest(binding["adapter"]).get("harness") or {}
             config = Config(cwd=binding["cwd"], model=binding.get("model"), sidecar=self.sidecar, env=dict(env),
                             debug=debug, harness=harness, agent=binding.get("agent"),
-                            mode=native_mode(binding))
+                            mode=native_mode(binding), schema=schema)
             self.backend = registry.backend_class(binding["adapter"])(host, config)
             self.backend.start()
         except HarnessctlError as e:  # e.g. private.py refused one of the adapter's sidecar files

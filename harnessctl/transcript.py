@@ -105,6 +105,8 @@ class Transcript:
         input_id = _str(e.get("input_id"))
         fields = {"entry": "input", "seq": _int(e.get("seq")), "ts": _str(e.get("ts")), "input_id": input_id,
                   "run_id": _str(e.get("run_id")), "delivery": _str(e.get("delivery")), "text": _text(e.get("text"))}
+        if isinstance(e.get("schema"), dict):
+            fields["schema"] = e["schema"]
         key = "input:%s" % input_id
         old = self.entries.get(key)
         if old is not None:
@@ -147,11 +149,13 @@ class Transcript:
         if usage is None and run_id in self.usage:
             usage = self.usage[run_id]
         self.ended_runs[run_id] = True
-        keys = self._put(key, {"entry": "result", "seq": _int(e.get("seq")), "ts": _str(e.get("ts")),
-                               "run_id": run_id, "input_ids": input_ids, "status": _str(e.get("status")),
-                               "output": _text(e.get("output")), "usage": usage,
-                               "cost_usd": _cost(e.get("cost_usd")),
-                               "error": _str(e.get("error")), "error_class": _str(e.get("error_class"))})
+        fields = {"entry": "result", "seq": _int(e.get("seq")), "ts": _str(e.get("ts")),
+                  "run_id": run_id, "input_ids": input_ids, "status": _str(e.get("status")),
+                  "output": _text(e.get("output")), "usage": usage, "cost_usd": _cost(e.get("cost_usd")),
+                  "error": _str(e.get("error")), "error_class": _str(e.get("error_class"))}
+        if "output_json" in e:
+            fields["output_json"] = e["output_json"]
+        keys = self._put(key, fields)
         # The run's cut-off streams are final now: a follower prints them before the result.
         streams = self.streams.get(run_id, [])
         for stream in streams:

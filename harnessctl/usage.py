@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 SYNOPSIS = {
     "send": "harnessctl send   FILE [TEXT] [--cwd DIR] [--model MODEL] [--adapter NAME] [--agent AGENT]\n"
             "                  [--mode ask|edit|full] [--allow RULE]... [--deny RULE]... | [--policy FILE]\n"
-            "                  [--print-id] [--wait [--timeout S]]",
+            "                  [--schema SCHEMA_FILE] [--print-id] [--wait [--timeout S]]",
     "wait": "harnessctl wait   FILE [INPUT_ID] [--timeout S]",
     "status": "harnessctl status FILE",
     "reply": "harnessctl reply  FILE REQUEST_ID [ANSWER]",
@@ -83,6 +83,9 @@ options:
                   GLOB matches the command line, the paths (relative to the cwd) or server.tool.
                   Repeatable: the first rule that matches decides; the rest waits for reply
   --policy FILE   the mode and rules as JSON: {{"mode": "ask", "rules": [["allow", "RULE"], ...]}}
+  --schema FILE   a JSON Schema the run's final answer must fit (this send only, starting a run):
+                  the result carries it parsed as output_json; an answer that does not fit
+                  fails the run (error_class schema).  codex, claudecode and mock; exit 2 elsewhere
   --print-id      print the accepted input_id on one line
   --wait          then wait for the result that covers the input; print it as one JSON line
   --timeout S     with --wait: stop waiting after S seconds (default: no limit)

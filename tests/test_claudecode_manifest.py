@@ -33,6 +33,10 @@ BACKED_BY = {
     "cost": ["test_plain_run_gives_accepted_message_and_completed_result"],
     "crash-recovery": ["test_claude_crash_mid_turn_fails_the_run_and_the_next_send_resumes",
                        "test_kill_9_of_the_runtime_fails_the_open_input_and_never_replays_it"],
+    "structured-output": ["test_schema_send_prints_a_result_whose_output_json_is_the_structured_output",
+                          "test_schema_send_reaches_the_model_as_claudes_structured_output_tool",
+                          "test_schema_answer_in_prose_fails_the_run_with_exit_7",
+                          "test_two_sends_with_different_schemas_on_one_file_are_both_honoured"],
 }
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
+from typing import Any, Dict, Optional
 
 import pytest
 
@@ -314,3 +316,71 @@ def test_with_edits_allowed_claude_cannot_rewrite_the_sidecar_or_the_event_file(
     assert json.load(open(binding))["adapter"] == "claudecode" and len(cc.events("accepted")) == 1
     assert all("denied" in r or "deny" in r for r in tool_results(cc.mock.bodies()[1]) +
                tool_results(cc.mock.bodies()[2])), cc.mock.bodies()[1:]
+
+
+# -- send --schema: Claude's --json-schema, one process per schema --------------------------
+
+FILES = {"type": "object", "properties": {"files": {"type": "array", "items": {"type": "string"}}},
+         "required": ["files"]}
+VERDICT = {"type": "object", "properties": {"ok": {"type": "boolean"}, "why": {"type": "string"}},
+           "required": ["ok", "why"]}
+
+
+def send_schema(cc, text_: str, schema: Dict[str, Any]) -> subprocess.CompletedProcess:
+    """`send --wait --schema` with `schema` written to a file beside the event file."""
+    path = os.path.join(cc.root, "schema-%d.json" % len(cc.accepted()))
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(schema, f)
+    return cc.run("send", cc.path, text_, "--adapter", "claudecode", "--cwd", cc.work, "--schema", path, "--wait")
+
+
+def structured_tool(body: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The StructuredOutput tool Claude offered the model in a request, if any."""
+    return next((t for t in body.get("tools") or [] if t.get("name") == "StructuredOutput"), None)
+
+
+def test_schema_send_prints_a_result_whose_output_json_is_the_structured_output(cc):
+    cc.mock.script(reply(tool_use("StructuredOutput", {"files": ["src/a.py"]})))
+    proc = send_schema(cc, "Which files fail?", FILES)
+    assert proc.returncode == 0, proc.stderr.decode()
+    result = json.loads(proc.stdout)
+    assert result["status"] == "completed" and result["output_json"] == {"files": ["src/a.py"]}
+    assert json.loads(result["output"]) == result["output_json"]
+    assert cc.accepted()[0]["schema"] == FILES
+
+
+def test_schema_send_reaches_the_model_as_claudes_structured_output_tool(cc):
+    cc.mock.script(reply(tool_use("StructuredOutput", {"files": []})))
+    assert send_schema(cc, "Which files fail?", FILES).returncode == 0
+    assert structured_tool(cc.mock.bodies()[0])["input_schema"] == FILES
+
+
+def test_schema_answer_in_prose_fails_the_run_with_exit_7(cc):
+    cc.mock.script(reply(text("The files are a.py and b.py.")), reply(text("Still prose.")))
+    proc = send_schema(cc, "Which files fail?", FILES)
+    assert proc.returncode == 7
+    result = json.loads(proc.stdout)
+    assert result["status"] == "failed" and result["error_class"] == "schema" and "output_json" not in result
+    assert result["output"] == "Still prose."
+
+
+def test_two_sends_with_different_schemas_on_one_file_are_both_honoured(cc):
+    cc.mock.script(reply(tool_use("StructuredOutput", {"files": ["a.py"]})),
+                   reply(tool_use("StructuredOutput", {"ok": False, "why": "a.py fails"})))
+    first = json.loads(send_schema(cc, "Which files fail?", FILES).stdout)
+    second = json.loads(send_schema(cc, "Is it fine?", VERDICT).stdout)
+    assert first["output_json"] == {"files": ["a.py"]}
+    assert second["output_json"] == {"ok": False, "why": "a.py fails"}
+    bodies = cc.mock.bodies()
+    assert structured_tool(bodies[0])["input_schema"] == FILES
+    assert structured_tool(bodies[1])["input_schema"] == VERDICT
+    assert any("Which files fail?" in t for t in conversation_texts(bodies[1]))  # one conversation, resumed
+
+
+def test_send_without_schema_after_one_with_a_schema_gets_a_plain_answer(cc):
+    cc.mock.script(reply(tool_use("StructuredOutput", {"files": []})), reply(text("In words: none.")))
+    assert send_schema(cc, "Which files fail?", FILES).returncode == 0
+    proc = cc.run("send", cc.path, "Say it in words.", "--wait")
+    result = json.loads(proc.stdout)
+    assert proc.returncode == 0 and result["output"] == "In words: none." and "output_json" not in result
+    assert structured_tool(cc.mock.bodies()[1]) is None

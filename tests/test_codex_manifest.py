@@ -31,6 +31,9 @@ BACKED_BY = {
                test_codex_real.test_kill_9_of_the_runtime_fails_the_run_without_replay_and_the_next_send_resumes],
     "usage": [test_codex_real.test_plain_run_gives_message_and_completed_result_with_usage],
     "crash-recovery": [test_codex_fake.test_app_server_crash_fails_the_run_and_the_next_send_resumes_the_thread],
+    "structured-output": [test_codex_real.test_schema_send_prints_a_result_whose_output_json_is_the_answer,
+                          test_codex_real.test_schema_send_reaches_the_model_as_the_responses_json_schema_format,
+                          test_codex_real.test_schema_answer_that_is_not_json_fails_the_run_with_exit_7],
 }
 
 

@@ -15,6 +15,7 @@ import re
 import signal
 import socket
 import time
+from typing import Any, Dict
 
 import pytest
 
@@ -218,3 +219,57 @@ def test_unreachable_model_endpoint_retries_visibly_and_cancel_ends_it(real_code
     assert report["state"] == "running" and recent(report["last_activity"], retry["ts"])
     assert s.cmd("cancel", s.path).returncode == 0
     assert s.wait("result")[0]["status"] == "cancelled"
+
+
+# -- send --schema: codex's outputSchema on turn/start -----------------------------------
+
+FILES_SCHEMA = {"type": "object", "properties": {"files": {"type": "array", "items": {"type": "string"}}},
+                "required": ["files"], "additionalProperties": False}
+
+
+def send_with_schema(s, text: str, schema: Dict[str, Any], *flags: str):
+    path = os.path.join(s.cwd, "..", "schema-%d.json" % len(s.events("accepted")))
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(schema, f)
+    return s.cmd("send", s.path, text, "--schema", path, "--wait", "--adapter", "codex", "--cwd", s.cwd, *flags)
+
+
+def test_schema_send_prints_a_result_whose_output_json_is_the_answer(real_codex):
+    s, mock = real_codex
+    mock.add(mr.structured({"files": ["src/a.py", "tests/test_a.py"]}))
+    proc = send_with_schema(s, "Which files fail?", FILES_SCHEMA)
+    assert proc.returncode == 0, proc.stderr.decode()
+    result = json.loads(proc.stdout)
+    assert result["status"] == "completed" and result["output_json"] == {"files": ["src/a.py", "tests/test_a.py"]}
+    assert json.loads(result["output"]) == result["output_json"]
+    (accepted,) = s.events("accepted")
+    assert accepted["schema"] == FILES_SCHEMA
+
+
+def test_schema_send_reaches_the_model_as_the_responses_json_schema_format(real_codex):
+    s, mock = real_codex
+    mock.add(mr.structured({"files": []}))
+    assert send_with_schema(s, "Which files fail?", FILES_SCHEMA).returncode == 0
+    (request,) = mock.requests
+    assert request["body"]["text"]["format"] == {"type": "json_schema", "strict": True, "schema": FILES_SCHEMA,
+                                                 "name": "codex_output_schema"}
+
+
+def test_schema_holds_for_its_own_run_only(real_codex):
+    s, mock = real_codex
+    mock.add(mr.structured({"files": []}), mr.text("plain prose"))
+    assert send_with_schema(s, "Which files fail?", FILES_SCHEMA).returncode == 0
+    proc = s.cmd("send", s.path, "Now in words.", "--wait")
+    result = json.loads(proc.stdout)
+    assert proc.returncode == 0 and result["output"] == "plain prose" and "output_json" not in result
+    assert "format" not in (mock.requests[1]["body"].get("text") or {})
+
+
+def test_schema_answer_that_is_not_json_fails_the_run_with_exit_7(real_codex):
+    s, mock = real_codex
+    mock.add(mr.text("Sure! The files are a.py and b.py."))
+    proc = send_with_schema(s, "Which files fail?", FILES_SCHEMA)
+    assert proc.returncode == 7
+    result = json.loads(proc.stdout)
+    assert result["status"] == "failed" and result["error_class"] == "schema"
+    assert result["output"] == "Sure! The files are a.py and b.py." and "output_json" not in result

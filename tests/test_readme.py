@@ -17,7 +17,7 @@ import sys
 
 import pytest
 import readme
-from cliutil import ROOT, cli_env, ok, of_type, wait_for
+from cliutil import ROOT, cli_env, events, ok, of_type, wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("jq") is None, reason="the recipes use jq, which is not installed")
 
@@ -31,7 +31,7 @@ def recipe(first_line: str) -> str:
 
 
 def test_every_recipe_has_a_test():
-    tested = (ANSWER, SEND_AND_ACT, APPROVAL_BOT, RULES_BOT, FOLLOW, WAIT_IDLE, DENY_ALL, CRON, NIGHTLY)
+    tested = (ANSWER, FILES_TO_FIX, SEND_AND_ACT, APPROVAL_BOT, RULES_BOT, FOLLOW, WAIT_IDLE, DENY_ALL, CRON, NIGHTLY)
     assert sorted(next(t for t in tested if code.startswith(t)) for _, code in RECIPES) == sorted(tested)
 
 
@@ -64,6 +64,24 @@ ANSWER = "answer=$(harnessctl send ask.jsonl"
 def test_answer_text_recipe_prints_only_the_answer(shell):
     proc = shell(recipe(ANSWER))
     assert (proc.returncode, proc.stdout) == (0, b"echo: what does src/main.py do? one paragraph\n"), proc.stderr
+
+
+FILES_TO_FIX = "cat >files.schema.json"
+TRIAGE = "which files must change to fix the failing tests?"
+
+
+def test_files_to_fix_recipe_starts_one_agent_per_file_of_the_answer(shell, workdir):
+    answer = '/json {"files": ["src/a.py", "lib/b.py"]}'.replace('"', '\\"')  # inside the recipe's "..."
+    proc = shell(recipe(FILES_TO_FIX), [(TRIAGE, answer)])
+    assert proc.returncode == 0, proc.stderr
+    assert [e["text"] for e in events(str(workdir / "fix-a.py.jsonl")) if e["type"] == "accepted"] == ["fix src/a.py"]
+    assert [e["text"] for e in events(str(workdir / "fix-b.py.jsonl")) if e["type"] == "accepted"] == ["fix lib/b.py"]
+
+
+def test_files_to_fix_recipe_starts_nothing_when_the_answer_is_not_json(shell, workdir):
+    proc = shell(recipe(FILES_TO_FIX), [(TRIAGE, "/json src/a.py and lib/b.py")])
+    assert proc.returncode == 0 and b"Cannot iterate over null" in proc.stderr
+    assert sorted(p.name for p in workdir.glob("*.jsonl")) == ["triage.jsonl"]
 
 
 SEND_AND_ACT = "if result=$(harnessctl send fix.jsonl"

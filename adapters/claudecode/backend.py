@@ -92,8 +92,13 @@ MODE_FLAGS = {"--permission-mode": 1, "--dangerously-skip-permissions": 0, "--al
               "--allowed-tools": -1, "--permission-prompts": 1}
 
 
-def without_mode_flags(args: List[str]) -> List[str]:
-    """The user's arguments without MODE_FLAGS (in `--flag value` or `--flag=value` form)."""
+# The answer's schema is each send's own (send --schema, Config.schema): the
+# user's arguments never set one for every run.
+SCHEMA_FLAGS = {"--json-schema": 1}
+
+
+def without_mode_flags(args: List[str], flags: Dict[str, int] = MODE_FLAGS) -> List[str]:
+    """The user's arguments without `flags` (in `--flag value` or `--flag=value` form)."""
     kept: List[str] = []
     skip, variadic = 0, False
     for arg in args:
@@ -101,7 +106,7 @@ def without_mode_flags(args: List[str]) -> List[str]:
             skip = max(skip - 1, 0)
             continue
         name, equals, _ = arg.partition("=")
-        count = MODE_FLAGS.get(name) if name.startswith("--") else None
+        count = flags.get(name) if name.startswith("--") else None
         if count is None:
             kept.append(arg)
             variadic = False
@@ -144,6 +149,8 @@ class Pending:
 
 class ClaudeCodeBackend(ChildBackend):
     """harnessctl Backend over `claude -p --input-format stream-json ...`."""
+
+    SCHEMA_PER_PROCESS = True  # --json-schema is a process flag (Backend.SCHEMA_PER_PROCESS)
 
     KEY = "type"
     HANDLERS = {
@@ -247,11 +254,13 @@ class ClaudeCodeBackend(ChildBackend):
             "subtype": "success", "request_id": request["claude_id"], "response": response}})
 
     def harness_argv(self, args: List[str]) -> Optional[List[str]]:
-        """Under a bound mode, the user's own arguments lose the flags that would overrule it."""
+        """The user's own arguments lose --json-schema, and under a bound mode
+        the flags that would overrule it."""
         argv = super().harness_argv(args)
-        if argv is None or self.config.mode is None:
+        if argv is None:
             return argv
-        return argv[:len(args) + 1] + without_mode_flags(argv[len(args) + 1:])
+        flags = dict(SCHEMA_FLAGS, **MODE_FLAGS) if self.config.mode is not None else SCHEMA_FLAGS
+        return argv[:len(args) + 1] + without_mode_flags(argv[len(args) + 1:], flags)
 
     def before_stop(self) -> None:
         """Closing stdin ends Claude (~40 ms when idle), but a turn and its tools
@@ -520,11 +529,14 @@ class ClaudeCodeBackend(ChildBackend):
         turn = wire.turn_usage(frame)
         if turn:
             self._log_usage(run, frame, turn)
-        error_class = None
+        error_class, structured = None, None
         if status == "failed":
             error_class = wire.error_class(frame) or run.error_class or wire.terminal_class(frame)
+        if self.config.schema is not None:  # every run of this process answers to it (SCHEMA_PER_PROCESS)
+            status, structured, error, error_class = wire.structured(frame, status, error, error_class)
         self.host.result(run.run_id, covered, status, output=output, usage=turn or wire.usage(frame.get("usage")),
-                         cost_usd=self._turn_cost(frame), error=error, error_class=error_class)
+                         cost_usd=self._turn_cost(frame), error=error, error_class=error_class,
+                         output_json=structured)
 
     def _log_usage(self, run: Run, frame: Dict[str, Any], turn: Dict[str, int]) -> None:
         """The run's tokens in the vocabulary: input counts every prompt token
@@ -616,6 +628,8 @@ class ClaudeCodeBackend(ChildBackend):
             args += ["--model", self.config.model]
         if self.config.mode:
             args += ["--permission-mode", PERMISSION_MODES[self.config.mode]]
+        if self.config.schema is not None:
+            args += ["--json-schema", json.dumps(self.config.schema, separators=(",", ":"))]
         return args
 
     def _control_id(self, prefix: str) -> str:

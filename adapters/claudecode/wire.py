@@ -229,6 +229,23 @@ def outcome(frame: Dict[str, Any], api_error: Optional[str]) -> Tuple[str, str, 
     return "completed", text, None
 
 
+def structured(frame: Dict[str, Any], status: str, error: Optional[str],
+               error_class: Optional[str]) -> Tuple[str, Any, Optional[str], Optional[str]]:
+    """(status, output_json, error, error_class) of a result under --json-schema.
+    Claude validates what the model gives its StructuredOutput tool and puts it
+    in `structured_output`; a run that ends without one (the model answered in
+    prose even after Claude's one reminder, as recorded) did not honour the
+    schema, whatever its text; so did one Claude ended after too many invalid tries."""
+    if frame.get("subtype") == "error_max_structured_output_retries":
+        return "failed", None, error or "claude: too many answers that did not fit the schema", "schema"
+    if status != "completed":
+        return status, None, error, error_class
+    value = frame.get("structured_output")
+    if value is None:
+        return "failed", None, "claude ended the run without a structured answer (its StructuredOutput tool)", "schema"
+    return status, value, error, error_class
+
+
 def questions(raw: List[Any]) -> List[Dict[str, Any]]:
     out = []
     for index, item in enumerate(raw, 1):

@@ -207,6 +207,8 @@ class CodexBackend(ChildBackend):
         self.inflight, self.inflight_kind = item, "start"
         params = dict(wire.turn_mode(self.config.mode), threadId=self.thread_id,
                       input=wire.text_input(item.text), clientUserMessageId=item.input_id)
+        if item.schema is not None:
+            params["outputSchema"] = item.schema  # for this turn only: codex asks the model for json_schema output
         self.calls.call("turn/start", params, lambda r, e: self._on_turn_start(item, r, e))
 
     def _on_turn_start(self, item: Input, result: Optional[Dict[str, Any]], error: Any) -> None:

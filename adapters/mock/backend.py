@@ -34,7 +34,10 @@ class MockBackend(ChildBackend):
         self.spawn_harness(argv)
 
     def send(self, item: Input) -> None:
-        self.write_json({"op": "input", "id": item.input_id, "text": item.text})
+        message: Dict[str, Any] = {"op": "input", "id": item.input_id, "text": item.text}
+        if item.schema is not None:
+            message["schema"] = item.schema
+        self.write_json(message)
 
     def interrupt(self) -> None:
         self.write_json({"op": "interrupt"})

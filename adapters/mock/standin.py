@@ -1,7 +1,7 @@
 """The mock harness stand-in: a separate child process speaking JSON lines on
 stdio, so the runtime drives it exactly like a real harness (docs/PROTOCOL.md section 14).
 
-stdin:  {"op": "input", "id", "text"} | {"op": "interrupt"} | {"op": "answer", "request", "answer"}
+stdin:  {"op": "input", "id", "text", "schema"?} | {"op": "interrupt"} | {"op": "answer", "request", "answer"}
 stdout: {"ev": "ready", "resumed_turns"} | {"ev": "received", "id", "turn", "delivery"}
         | {"ev": "delta", "turn", "text"}
         | {"ev": "request", "turn", "request", "kind", "message", "tool", "subject"}
@@ -14,6 +14,11 @@ Usage: standin.py TRANSCRIPT [MODE]   (a JSONL file of finished turns, resumed o
 start; MODE ask, edit or full, as --mode: under `ask` a /tool or /edit asks
 first, under `edit` a /tool and an /edit outside the cwd do; without one,
 nothing asks unless told to)
+
+A turn started by an input with a schema (send --schema) answers with JSON
+only: the text of a `/json TEXT` directive as it is (so a caller can test an
+answer that does not parse), else a value built from the schema
+(`placeholder`).
 """
 
 import json
@@ -58,7 +63,7 @@ def steps_of(input_id, text):
                 continue
             except ValueError:
                 pass
-        if name in ("/permission", "/question", "/fail", "/tool", "/edit", "/plan"):
+        if name in ("/permission", "/question", "/fail", "/tool", "/edit", "/plan", "/json"):
             steps.append((name[1:], arg))
         elif line.strip() == "/crash":
             steps.append(("crash", ""))
@@ -84,6 +89,8 @@ class Turn:
         self.asked_for = None  # the /tool or /edit step the request asks about
         self.asked_at = 0.0
         self.request_waits = []  # seconds from each request to its answer (the benchmark reads them)
+        self.schema = None  # the starting input's schema: the turn answers with JSON
+        self.answer = None  # a /json directive's text
 
     def add(self, input_id, text):
         self.inputs.append(input_id)
@@ -140,6 +147,8 @@ class StandIn:
             else:
                 delivery = "steer"
             self.turn.add(message["id"], message["text"])
+            if delivery == "start":
+                self.turn.schema = message.get("schema")
             emit(ev="received", id=message["id"], turn=self.turn.number, delivery=delivery)
         elif op == "interrupt" and self.turn is not None:
             self.finish("cancelled")
@@ -192,6 +201,8 @@ class StandIn:
                 self.ask(turn, "permission", "%s: %s" % (VERBS[tool], subject), tool, subject)
             elif kind in ("tool", "edit", "plan"):
                 self.activity(turn, kind, arg)
+            elif kind == "json":
+                turn.answer = arg
             elif kind == "fail":
                 self.finish("failed", error=arg)
                 return
@@ -236,6 +247,8 @@ class StandIn:
     def finish(self, status, error=None):
         turn, self.turn = self.turn, None
         output = "\n".join(turn.lines) if status != "cancelled" else ""
+        if status == "completed" and turn.schema is not None:
+            output = turn.answer if turn.answer is not None else json.dumps(placeholder(turn.schema))
         if status != "cancelled":
             emit(ev="message", turn=turn.number, id="msg-%d" % turn.number, text=output)
         emit(ev="done", turn=turn.number, status=status, inputs=turn.inputs, output=output, error=error,
@@ -243,6 +256,33 @@ class StandIn:
              longest_write=round(turn.longest_write, 4), request_waits=turn.request_waits)
         with private_file(self.transcript, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "a") as f:
             f.write(json.dumps({"turn": turn.number, "inputs": turn.texts, "output": output}) + "\n")
+
+
+def placeholder(schema):
+    """A value that fits a plain JSON Schema: an object's required properties
+    (all of them without `required`), each a typed placeholder; the first of an
+    enum, a const, the first of anyOf/oneOf.  No $ref: it gives null."""
+    if not isinstance(schema, dict):
+        return None
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if schema.get(key):
+            return placeholder(schema[key][0])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    properties = schema.get("properties")
+    if kind == "object" or (kind is None and isinstance(properties, dict)):
+        properties = properties if isinstance(properties, dict) else {}
+        names = schema.get("required") if isinstance(schema.get("required"), list) else list(properties)
+        return {name: placeholder(properties.get(name, {})) for name in names if isinstance(name, str)}
+    if kind == "array":
+        least = schema.get("minItems") if isinstance(schema.get("minItems"), int) else 0
+        return [placeholder(schema.get("items")) for _ in range(min(least, 100))]
+    return {"string": "string", "integer": 0, "number": 0, "boolean": False}.get(kind)
 
 
 def tool_command(arg):

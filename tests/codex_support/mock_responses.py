@@ -54,6 +54,13 @@ def text(body: str, chunks: int = 1, delay: float = 0.0) -> Dict[str, Any]:
     return {"kind": "text", "text": body, "chunks": chunks, "delay": delay}
 
 
+def structured(value: Any) -> Dict[str, Any]:
+    """The answer to a request whose `text.format` is json_schema (a turn/start
+    with outputSchema): the Responses API streams the value as the output_text
+    of an assistant message, as JSON text, like any other answer (as recorded)."""
+    return text(json.dumps(value))
+
+
 def function_call(name: str, arguments: Dict[str, Any], call_id: str) -> Dict[str, Any]:
     return {"kind": "function_call", "name": name, "arguments": arguments, "call_id": call_id}
 

@@ -1,0 +1,99 @@
+"""Structured answers (`send --schema FILE`): the schema a send brings, and the
+answer a run started with one must be.
+
+The harness enforces the schema (codex: the model API's strict json_schema
+format; Claude: its StructuredOutput tool, which validates); harnessctl keeps
+its own promise small and checkable: `output_json` is there only when the
+final answer is one JSON value, else the run fails with error_class
+"schema" and the text stays in `output`.  It does not validate the value
+against the schema a second time: that would be a JSON Schema implementation
+in the core, and both harnesses already reject an answer that does not fit."""
+
+from __future__ import annotations
+
+import json
+
+from .errors import UsageError
+
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional, Tuple
+
+# A schema is recorded whole in the `accepted` line of its send (EVENT.md), so
+# it is bounded like a line should be; real answer schemas are a few KiB.
+MAX_SCHEMA = 256 * 1024
+CLASS = "schema"  # the result's error_class when the answer does not fit
+
+
+def read_file(path: str) -> Dict[str, Any]:
+    """The JSON Schema document in `path`: one JSON object, UTF-8, at most MAX_SCHEMA bytes."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_SCHEMA + 1)
+    except OSError as e:
+        raise UsageError("--schema %s: %s" % (path, e.strerror)) from None
+    if len(data) > MAX_SCHEMA:
+        raise UsageError("--schema %s is larger than %d KiB" % (path, MAX_SCHEMA // 1024))
+    try:
+        schema = loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise UsageError("--schema %s is not valid UTF-8" % path) from None
+    except ValueError as e:
+        raise UsageError("--schema %s is not JSON: %s" % (path, e)) from None
+    if not isinstance(schema, dict):
+        raise UsageError("--schema %s is not a JSON Schema: a schema document is a JSON object" % path)
+    return schema
+
+
+def to_field(schema: Dict[str, Any]) -> str:
+    """The schema as one compact line, as the client hands it to the runtime."""
+    return json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+
+
+def from_field(field: str) -> Optional[Dict[str, Any]]:
+    """The runtime's side of to_field: None for no schema."""
+    if not field:
+        return None
+    schema = loads(field)
+    if not isinstance(schema, dict):
+        raise UsageError("the schema is not a JSON object")
+    return schema
+
+
+def answer(output: str) -> Tuple[Any, Optional[str]]:
+    """(the value, None) when the final answer is one JSON value, else (None, why not)."""
+    try:
+        return loads(output), None
+    except ValueError as e:
+        return None, "the final answer is not JSON (%s)" % e
+
+
+def loads(text: str) -> Any:
+    """Strict JSON: no NaN or Infinity, and nesting too deep to handle is an error, not a crash."""
+    try:
+        return json.loads(text, parse_constant=_refuse)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _refuse(name: str) -> Any:
+    raise ValueError("%s is not JSON" % name)
+
+
+def check_claimed(manifest: Dict[str, Any], agent: Optional[str]) -> None:
+    """Refuse a send with --schema to a harness that cannot promise the answer
+    fits (before anything is sent): an adapter, or with `agents` the bound
+    preset, must claim structured-output.  A prompt asking for JSON is no such
+    promise, so harnessctl never imitates one."""
+    agents = manifest.get("agents")
+    if agents is None:
+        who, claims = "the %s adapter" % manifest.get("name"), manifest.get("capabilities")
+    else:
+        preset = agents.get(agent) if isinstance(agents, dict) else None
+        who = "the %s agent %s" % (manifest.get("name"), agent)
+        claims = preset.get("capabilities") if isinstance(preset, dict) else None
+    if "structured-output" in (claims or []):
+        return
+    why = (manifest.get("harness") or {}).get("schema_refusal") or "no test proved that it can"
+    raise UsageError("--schema: %s cannot promise an answer that fits a schema (%s); send without --schema"
+                     % (who, why))
