@@ -82,14 +82,17 @@ class Runtime:
 
     def begin(self) -> None:
         """Recover what a lost predecessor left open, and start the harness at
-        once: the send that spawned us is on its way."""
+        once: the send that spawned us is on its way.  (A harness that takes
+        the answer's schema on its command line waits for that send, which
+        may bring one: Backend.SCHEMA_PER_PROCESS.)"""
         pidfile.kill_leftover(self.addr.harness_pid)
         self.writer.write_all(close_open_work(self.conv, LOST))
         warning = trusted.inside_workspace(self.addr.path, self.binding["cwd"]) if self.conv.seq == 0 else None
         if warning is not None:  # once, in a new file (the first send also says it on stderr)
             self.host.log("diagnostic", "warning", message=warning)
         self.loop.call_later(REACHABLE_CHECK, self._check_reachable)
-        self._start_harness()
+        if not registry.backend_class(self.binding["adapter"]).SCHEMA_PER_PROCESS:
+            self._start_harness()
 
     def serve(self) -> None:
         while not self.stopping:

@@ -144,3 +144,69 @@ def test_a_command_the_fake_runs_is_logged_with_its_exit_code(fake):
     [done] = [e for e in fake.events("log") if e["kind"] == "tool.completed"]
     assert (started["tool"], started["title"]) == ("command", "exit 2")
     assert (done["tool_id"], done["status"], done["exit_code"]) == (started["tool_id"], "failed", 2)
+
+
+# -- send --schema: --json-schema is a process flag -------------------------------------
+
+def argvs(session):
+    return [entry["argv"] for entry in fake_log(session) if "argv" in entry]
+
+
+def schema_flag(argv):
+    return json.loads(argv[argv.index("--json-schema") + 1]) if "--json-schema" in argv else None
+
+
+def send_schema(session, text, schema):
+    path = os.path.join(session.root, "schema.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(schema, f)
+    return session.run("send", session.path, text, "--adapter", "claudecode", "--cwd", session.work,
+                       "--schema", path, "--wait")
+
+
+OK = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
+def test_a_first_send_with_a_schema_starts_claude_once_with_it(fake):
+    proc = send_schema(fake, '{"ok": true}', OK)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["output_json"] == {"ok": True}
+    assert [schema_flag(argv) for argv in argvs(fake)] == [OK]
+
+
+def test_a_schema_send_on_a_live_runtime_restarts_claude_with_it_and_resumes_the_session(fake):
+    fake.send("plain first")
+    fake.wait_results(1)
+    wait_for(fake.status_idle, 30, "idle")
+    proc = send_schema(fake, '{"ok": false}', OK)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["output_json"] == {"ok": False}
+    first, second = argvs(fake)
+    assert schema_flag(first) is None and schema_flag(second) == OK
+    assert second[second.index("--resume") + 1] == SESSION
+
+
+def test_a_plain_send_after_a_schema_send_restarts_claude_without_one(fake):
+    assert send_schema(fake, '{"ok": true}', OK).returncode == 0
+    proc = fake.run("send", fake.path, "in words", "--wait")
+    assert json.loads(proc.stdout)["output"] == "echo: in words"
+    assert [schema_flag(argv) for argv in argvs(fake)] == [OK, None]
+
+
+def test_sends_with_the_same_schema_share_one_claude(fake):
+    assert send_schema(fake, '{"ok": true}', OK).returncode == 0
+    assert send_schema(fake, '{"ok": false}', OK).returncode == 0
+    assert len(argvs(fake)) == 1
+
+
+def test_a_result_without_structured_output_fails_with_error_class_schema(fake):
+    proc = send_schema(fake, "just prose", OK)
+    assert proc.returncode == 7
+    result = json.loads(proc.stdout)
+    assert result["error_class"] == "schema" and result["output"] == "just prose" and "output_json" not in result
+
+
+def test_the_users_claude_args_cannot_set_a_schema_for_every_run(fake):
+    fake.env["HARNESSCTL_CLAUDE_ARGS"] = "--json-schema '{\"type\": \"object\"}' --append-system-prompt brief"
+    fake.send("hi")
+    fake.wait_results(1)
+    (argv,) = argvs(fake)
+    assert "--json-schema" not in argv and argv[-2:] == ["--append-system-prompt", "brief"]

@@ -82,6 +82,25 @@ def test_a_send_starts_a_run_whose_result_completes_with_the_answer(profile):
     assert [m["run_id"] for m in of_type(profile.path, "message")][-1:] == [result["run_id"]]
 
 
+N_SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+def test_a_schema_send_gives_output_json_where_claimed_and_exits_2_elsewhere(profile):
+    schema = os.path.join(profile.directory, "n.schema.json")
+    with open(schema, "w", encoding="utf-8") as f:
+        json.dump(N_SCHEMA, f)
+    claimed = "structured-output" in (registry.manifest(profile.adapter).get("capabilities") or [])
+    text = profile.texts.get("structured", "hello") if claimed else "hello"
+    proc = run("send", profile.path, profile.fill(text, 7), "--adapter", profile.adapter, "--schema", schema,
+               "--wait", env=profile.env())
+    if not claimed:
+        assert proc.returncode == 2 and b"cannot promise an answer that fits a schema" in proc.stderr
+        return
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["output_json"] == {"n": 7}
+    assert [a["schema"] for a in of_type(profile.path, "accepted")] == [N_SCHEMA]
+
+
 def test_a_send_into_a_busy_run_is_steered_or_queued_and_its_attribution_is_confirmed(profile):
     ok("send", profile.path, profile.text("slow", 1), "--adapter", profile.adapter, env=profile.env())
     proc = profile.send("quick", 2, "--print-id", "--wait")

@@ -4,7 +4,8 @@
 
 Rows: first send (runtime spawn + claude start + `initialize` answered + the
 user line's `queued` receipt), a send that starts a new run on a live
-runtime, and a send that steers a busy run (the mock holds the answer, so the
+runtime, the same with `--schema` (the cost of a schema switch: Claude is
+restarted with --resume and --json-schema before the run starts), and a send that steers a busy run (the mock holds the answer, so the
 receipt is all the send waits for).  The floor is `python3 -c pass` (the same
 interpreter, plain start as `python3 -m harnessctl`), measured interleaved so
 machine load moves both.  The model is the loopback mock, so claude never waits
@@ -13,6 +14,7 @@ on a network.  Nothing here is asserted by the tests.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -24,7 +26,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from cliutil import timed  # noqa: E402
 from claudecode_support.fixtures import wait_for  # noqa: E402
-from claudecode_support.mock_messages import MockMessages, reply, text  # noqa: E402
+from claudecode_support.mock_messages import MockMessages, reply, text, tool_use  # noqa: E402
 from claudecode_support.session import Session  # noqa: E402
 
 FLOOR = [sys.executable, "-c", "pass"]
@@ -40,7 +42,7 @@ def rows(repeat, tmp):
     binary = os.environ.get("HARNESSCTL_TEST_CLAUDE_BIN") or shutil.which("claude")
     if not binary:
         raise SystemExit("claude not found: set HARNESSCTL_TEST_CLAUDE_BIN")
-    first, idle, steer = ([], []), ([], []), ([], [])
+    first, idle, switch, steer = ([], []), ([], []), ([], []), ([], [])
     with MockMessages(default=reply(text("ok"))) as mock:
         for i in range(repeat):
             session = Session(os.path.join(tmp, "s%d" % i), mock, binary)
@@ -50,6 +52,13 @@ def rows(repeat, tmp):
                     floor.append(timed(FLOOR, session.env))
                     samples.append(timed(send(session, words), session.env))
                     wait_for(session.status_idle, 60, "the run to end")
+                schema = os.path.join(session.root, "schema.json")
+                with open(schema, "w", encoding="utf-8") as f:
+                    json.dump({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}, f)
+                mock.script(reply(tool_use("StructuredOutput", {"ok": True})))
+                switch[1].append(timed(FLOOR, session.env))
+                switch[0].append(timed(send(session, "schema") + ["--schema", schema], session.env))
+                wait_for(session.status_idle, 60, "the run to end")
                 mock.script(reply(text("slow"), gate="busy%d" % i))
                 session.send("busy")
                 mock.wait_gate("busy%d" % i)
@@ -62,4 +71,5 @@ def rows(repeat, tmp):
                     os.kill(pid, signal.SIGKILL)
     return [("first send (runtime + claude start + initialize + queued receipt)",) + first,
             ("send starting a new run on a live runtime (queued receipt)",) + idle,
+            ("send --schema on a live runtime (claude restarted for the schema, queued receipt)",) + switch,
             ("send steering a busy run (queued receipt, run_id null)",) + steer]

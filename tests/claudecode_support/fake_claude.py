@@ -30,6 +30,11 @@ permission__allow and interrupt__tool transcripts):
              `exit N` fails with "Exit code N"): a tool_use, its tool_result,
              then the text "ran: CMD"
 
+Started with --json-schema, a plain turn answers with the user's text itself
+(no "echo: "), and its result carries it as `structured_output` when it is
+JSON, as Claude does once its StructuredOutput tool took a valid value; prose
+gives a result without one (as recorded when the model never calls the tool).
+
 EOF ends the process with 0.  Every argv and stdin line is appended to
 FAKE_CLAUDE_LOG as JSON.
 """
@@ -119,7 +124,7 @@ def plain_turn(frame):
         uuids, text = slow(uuids)
     elif text.startswith("/tool "):
         text = run_tool(uuids, text[len("/tool "):].strip())
-    else:
+    elif "--json-schema" not in sys.argv:
         text = "echo: " + text
     if text is None:
         return
@@ -137,13 +142,25 @@ def begin_turn(frame):
     return [u]
 
 
+def structured(text):
+    """The StructuredOutput value of a turn under --json-schema, or None."""
+    if "--json-schema" not in sys.argv:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
 def end_turn(uuids, text):
+    value = structured(text)
     emit({"type": "assistant", "message": {"id": "msg_fake_" + uuid.uuid4().hex[:8], "role": "assistant",
                                            "content": [{"type": "text", "text": text}]},
           "session_id": SESSION, "user_message_uuid": uuids[0], "user_message_uuids": uuids})
     emit({"type": "result", "subtype": "success", "is_error": False, "terminal_reason": "completed",
           "num_turns": 1, "result": text, "session_id": SESSION, "total_cost_usd": 0.0,
-          "usage": {"input_tokens": 1, "output_tokens": 1}, "user_message_uuid": uuids[0], "user_message_uuids": uuids})
+          "usage": {"input_tokens": 1, "output_tokens": 1}, "user_message_uuid": uuids[0], "user_message_uuids": uuids,
+          **({"structured_output": value} if value is not None else {})})
     for u in uuids:
         emit(lifecycle(u, "completed"))
 

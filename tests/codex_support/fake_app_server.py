@@ -16,7 +16,8 @@ what the first word of its text says:
                 item/started, outputDelta, item/completed with its exitCode
     /edit PATH  a fileChange item adding PATH (item/started, patchUpdated, item/completed;
                 nothing is written), a plan update, and a warning
-    anything    answer "echo: <text>" at once
+    anything    answer "echo: <text>" at once; with an outputSchema on turn/start, the text
+                itself (the model API would answer JSON that fits it)
 
 Environment knobs:
     FAKE_CODEX_HOME         directory for known thread ids and requests.jsonl (every line received)
@@ -190,6 +191,8 @@ class Server:
             self._tool(text[len("/tool"):].strip())
         elif mode == "/edit":
             self._edit(text[len("/edit"):].strip())
+        elif "outputSchema" in params:
+            self._answer(text)
         else:
             self._answer("echo: " + params["input"][0]["text"])
 
