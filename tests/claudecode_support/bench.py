@@ -5,8 +5,9 @@
 Rows: first send (runtime spawn + claude start + `initialize` answered + the
 user line's `queued` receipt), a send that starts a new run on a live
 runtime, the same with `--schema` (the cost of a schema switch: Claude is
-restarted with --resume and --json-schema before the run starts), and a send that steers a busy run (the mock holds the answer, so the
-receipt is all the send waits for).  The floor is `python3 -c pass` (the same
+restarted with --resume and --json-schema before the run starts), and a send
+that steers a busy run (the mock holds the answer, so the receipt is all the
+send waits for).  The floor is `python3 -c pass` (the same
 interpreter, plain start as `python3 -m harnessctl`), measured interleaved so
 machine load moves both.  The model is the loopback mock, so claude never waits
 on a network.  Nothing here is asserted by the tests.
