@@ -179,6 +179,7 @@ class ClaudeCodeBackend(ChildBackend):
         self._interrupt_ids: Set[str] = set()
         self._answered_ids: Set[str] = set()  # Claude's request ids we answered (their echo is ignored)
         self._pending: Dict[str, Pending] = {}  # input id -> send waiting for its receipt
+        self._schema_inputs: Set[str] = set()  # open inputs that brought a schema (send --schema)
         self._active: Optional[Run] = None  # the turn Claude is running
         self._next: Optional[Run] = None  # a run we started while idle, not yet taken by Claude
         self._run_of: Dict[str, Optional[Run]] = {}  # open input id -> run (None: not yet known)
@@ -222,6 +223,8 @@ class ClaudeCodeBackend(ChildBackend):
         if run is not None:
             run.inputs.append(item.input_id)
         self._pending[item.input_id] = Pending(item, "steer" if busy else "start", run)
+        if item.schema is not None:
+            self._schema_inputs.add(item.input_id)
 
     def interrupt(self) -> None:
         """Abort the turn and drop queued inputs; results follow from Claude."""
@@ -532,7 +535,8 @@ class ClaudeCodeBackend(ChildBackend):
         error_class, structured = None, None
         if status == "failed":
             error_class = wire.error_class(frame) or run.error_class or wire.terminal_class(frame)
-        if self.config.schema is not None:  # every run of this process answers to it (SCHEMA_PER_PROCESS)
+        if self._schema_inputs.intersection(covered):  # a run its send asked a schema of
+            self._schema_inputs.difference_update(covered)
             status, structured, error, error_class = wire.structured(frame, status, error, error_class)
         self.host.result(run.run_id, covered, status, output=output, usage=turn or wire.usage(frame.get("usage")),
                          cost_usd=self._turn_cost(frame), error=error, error_class=error_class,
