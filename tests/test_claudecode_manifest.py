@@ -36,6 +36,7 @@ BACKED_BY = {
     "structured-output": ["test_schema_send_prints_a_result_whose_output_json_is_the_structured_output",
                           "test_schema_send_reaches_the_model_as_claudes_structured_output_tool",
                           "test_schema_answer_in_prose_fails_the_run_with_exit_7",
+                          "test_schema_answers_that_never_fit_fail_the_run_after_claudes_retries_with_exit_7",
                           "test_two_sends_with_different_schemas_on_one_file_are_both_honoured"],
 }
 

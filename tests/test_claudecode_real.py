@@ -384,3 +384,12 @@ def test_send_without_schema_after_one_with_a_schema_gets_a_plain_answer(cc):
     result = json.loads(proc.stdout)
     assert proc.returncode == 0 and result["output"] == "In words: none." and "output_json" not in result
     assert structured_tool(cc.mock.bodies()[1]) is None
+
+
+def test_schema_answers_that_never_fit_fail_the_run_after_claudes_retries_with_exit_7(cc):
+    cc.mock.script(*[reply(tool_use("StructuredOutput", {"wrong": n})) for n in range(5)])
+    proc = send_schema(cc, "Which files fail?", FILES)
+    assert proc.returncode == 7
+    result = json.loads(proc.stdout)
+    assert result["status"] == "failed" and result["error_class"] == "schema"
+    assert "Failed to provide valid structured output after 5 attempts" in result["error"]
