@@ -10,6 +10,8 @@ import os
 import pytest
 from cliutil import ROOT, events, ok, only, run, status, wait_for, wait_results
 
+from harnessctl import registry
+
 FILES = {"type": "object", "properties": {"files": {"type": "array", "items": {"type": "string"}}},
          "required": ["files"]}
 
@@ -122,11 +124,12 @@ def test_a_missing_schema_file_exits_2(efile, workdir):
     assert proc.returncode == 2 and b"No such file or directory" in proc.stderr
 
 
-def test_an_acp_agent_refuses_a_schema_with_exit_2_naming_it_before_anything_is_bound(efile, schema_file):
-    proc = run("send", efile, "hello", "--adapter", "acp", "--agent", "gemini", "--schema", schema_file(FILES))
+@pytest.mark.parametrize("agent", sorted(registry.manifest("acp")["agents"]))
+def test_an_acp_preset_refuses_a_schema_with_exit_2_naming_it_before_anything_is_bound(efile, schema_file, agent):
+    proc = run("send", efile, "hello", "--adapter", "acp", "--agent", agent, "--schema", schema_file(FILES))
     assert proc.returncode == 2
     message = proc.stderr.decode()
-    assert "the acp agent gemini cannot promise an answer that fits a schema" in message
+    assert "the acp agent %s cannot promise an answer that fits a schema" % agent in message
     assert "ACP v1" in message and len(message.splitlines()) == 1
     assert not os.path.exists(efile) and not os.path.exists(efile + ".d")
 
