@@ -141,8 +141,9 @@ def require_exists(addr: Address) -> None:
 
 
 def check_binding(bound: Dict[str, Any], wanted: Dict[str, Any]) -> None:
-    """A later command may omit adapter/cwd/model/agent/mode/rules; a different value is a conflict."""
-    for key in ("adapter", "cwd", "model", "agent", "mode", "rules"):
+    """A later command may omit adapter/cwd/model/agent/mode/rules/hooks; a
+    different value is a conflict.  (Limits may change: budget.changes.)"""
+    for key in ("adapter", "cwd", "model", "agent", "mode", "rules", "on_request", "on_result"):
         if wanted.get(key) is not None and wanted[key] != bound.get(key):
             value = bound.get(key)
             if key == "rules" and value is not None:
@@ -239,7 +240,8 @@ def read_binding(addr: Address) -> Optional[Dict[str, Any]]:
         binding = None
     if not (isinstance(binding, dict) and isinstance(binding.get("adapter"), str)
             and isinstance(binding.get("cwd"), str) and isinstance(binding.get("model"), (str, type(None)))
-            and isinstance(binding.get("agent"), (str, type(None))) and _valid_policy(binding)):
+            and isinstance(binding.get("agent"), (str, type(None))) and _valid_policy(binding)
+            and _valid_unattended(binding)):
         raise UsageError("unreadable binding %s (not JSON with adapter, cwd and model): remove it and send "
                          "again with --adapter (and --cwd, --model)" % addr.binding)
     from . import trusted
@@ -247,6 +249,14 @@ def read_binding(addr: Address) -> Optional[Dict[str, Any]]:
     if not trusted.is_recorded(binding):
         raise trusted.refusal(addr.binding)
     return binding
+
+
+def _valid_unattended(binding: Dict[str, Any]) -> bool:
+    if all(binding.get(k) is None for k in ("on_request", "on_result", "max_tokens", "max_cost_usd")):
+        return True  # none bound (and no import)
+    from .budget import is_valid
+
+    return is_valid(binding)
 
 
 def _valid_policy(binding: Dict[str, Any]) -> bool:

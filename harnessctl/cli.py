@@ -182,12 +182,32 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
 
         schema = read_file(options["--schema"])
     input_id = client.send(args[0], text, options.get("--cwd"), options.get("--model"), adapter or fixed_adapter,
-                           agent or fixed_agent, policy(options, rules), schema)
+                           agent or fixed_agent, policy(options, rules), schema, unattended(options))
     if "--print-id" in options:
         emit(input_id)
     if "--wait" not in options:
         return 0
     return outcome(client.wait(args[0], input_id, wait_timeout))
+
+
+def unattended(options: Dict[str, str]) -> Dict[str, Any]:
+    """The hooks (--on-request, --on-result) and limits (--max-tokens,
+    --max-cost-usd) a send binds, by binding key; only those it gives."""
+    found: Dict[str, Any] = {}
+    from .hooks import KEYS, argv
+
+    for key, (flag, _) in KEYS.items():
+        if flag in options:
+            argv(options[flag], flag)
+            found[key] = options[flag]
+    if "--max-tokens" in options or "--max-cost-usd" in options:
+        from . import budget
+
+        if "--max-tokens" in options:
+            found["max_tokens"] = budget.tokens(options["--max-tokens"])
+        if "--max-cost-usd" in options:
+            found["max_cost_usd"] = budget.cost(options["--max-cost-usd"])
+    return found
 
 
 def policy(options: Dict[str, str], rules: List[Tuple[str, str]]) -> Optional[Dict[str, Any]]:
@@ -284,7 +304,8 @@ NAMES = {"send": ("FILE", "TEXT"), "wait": ("FILE", "INPUT_ID"), "status": ("FIL
 POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, 1), "cancel": (1, 1), "reply": (2, 3), "log": (1, 1),
                "agents": (0, 0)}
 OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--agent", "--timeout", "--mode", "--policy", "--allow",
-                    "--deny", "--schema"), "wait": ("--timeout",), "log": ("--since", "--runs")}
+                    "--deny", "--schema", "--on-request", "--on-result", "--max-tokens", "--max-cost-usd"),
+           "wait": ("--timeout",), "log": ("--since", "--runs")}
 FLAGS = {"send": ("--print-id", "--wait"), "log": ("--follow", "--json", "--diff"), "agents": ("--json",)}
 RULES = ("--allow", "--deny")  # repeatable, and their order matters: they are kept apart, in order
 

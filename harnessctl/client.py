@@ -40,15 +40,22 @@ def timeout_seconds() -> float:
 
 def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter: Optional[str],
          agent: Optional[str] = None, policy: Optional[Dict[str, Any]] = None,
-         schema: Optional[Dict[str, Any]] = None) -> str:
+         schema: Optional[Dict[str, Any]] = None, unattended: Optional[Dict[str, Any]] = None) -> str:
     """The accepted input's id.  `policy` ({"mode", "rules"}, cli.policy) is
     bound like the model: None keeps the bound one.  `schema` (send --schema)
-    is this send's alone: the run it starts must answer with JSON that fits."""
+    is this send's alone: the run it starts must answer with JSON that fits.
+    `unattended` (cli.unattended): hooks, bound like the model, and limits,
+    which a later send may change."""
     addr = resolve(file)
     mode, rules = (policy or {}).get("mode"), (policy or {}).get("rules")
+    extra = unattended or {}
     wanted = {"adapter": adapter, "cwd": _real_dir(cwd) if cwd is not None else None, "model": model,
-              "agent": agent, "mode": mode, "rules": rules}
-    fields = ["send", text, wanted["cwd"] or "", model or "", adapter or "", agent or "", mode or "", "", ""]
+              "agent": agent, "mode": mode, "rules": rules, "on_request": extra.get("on_request"),
+              "on_result": extra.get("on_result"), "max_tokens": extra.get("max_tokens"),
+              "max_cost_usd": extra.get("max_cost_usd")}
+    fields = ["send", text, wanted["cwd"] or "", model or "", adapter or "", agent or "", mode or "", "", "",
+              extra.get("on_request") or "", extra.get("on_result") or "",
+              str(extra.get("max_tokens") or ""), repr(extra["max_cost_usd"]) if extra.get("max_cost_usd") else ""]
     if rules:
         from .policy import to_field
 
@@ -81,12 +88,7 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
                 from .trusted import inside_workspace
 
                 warning = inside_workspace(addr.path, binding["cwd"])
-            if schema is not None:  # refused before the file is bound or a harness started
-                from .registry import manifest
-                from .structured import check_claimed
-
-                claimant = bound or binding
-                check_claimed(manifest(str(claimant["adapter"])), claimant.get("agent"))
+            _check_claims(bound or binding, schema, extra.get("max_cost_usd"))
             ensure_runtime(addr, binding, deadline, starter)
 
 
@@ -277,7 +279,35 @@ def _new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:
         binding["mode"] = mode
     if wanted["rules"] is not None:
         binding["rules"] = wanted["rules"]
+    from .hooks import KEYS, argv
+
+    for key, (flag, variable) in KEYS.items():
+        command = wanted[key] or os.environ.get(variable) or None
+        if command is not None:
+            argv(command, flag if wanted[key] else variable)
+            binding[key] = command
+    for key in ("max_tokens", "max_cost_usd"):
+        if wanted[key] is not None:
+            binding[key] = wanted[key]
     return binding
+
+
+def _check_claims(binding: Dict[str, Any], schema: Optional[Dict[str, Any]], max_cost: Optional[float]) -> None:
+    """Refuse, before the file is bound or a harness started, what the bound
+    harness cannot do: a schema it cannot promise, a cost limit it cannot see."""
+    if schema is None and max_cost is None:
+        return
+    from .registry import manifest
+
+    found = manifest(str(binding["adapter"]))
+    if schema is not None:
+        from .structured import check_claimed
+
+        check_claimed(found, binding.get("agent"))
+    if max_cost is not None:
+        from .budget import check_cost_reported
+
+        check_cost_reported(found, binding.get("agent"))
 
 
 def _mode_table(manifest: Dict[str, Any], agent: Optional[str]) -> Dict[str, Any]:

@@ -25,7 +25,7 @@ from .errors import UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List
+    from typing import Any, Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if os.path.isdir(os.path.join(HERE, "adapters")):  # pip-installed
@@ -66,6 +66,17 @@ def manifest(name: str) -> Dict[str, Any]:
         raise UsageError("unknown adapter %r (known: %s)" % (name, known))
     with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+def claims(manifest: Dict[str, Any], agent: Optional[str]) -> Tuple[str, List[str]]:
+    """(who, the capabilities claimed): an adapter's own, or with `agents` the
+    bound preset's (a command line that is no preset claims nothing)."""
+    agents = manifest.get("agents")
+    if agents is None:
+        return "the %s adapter" % manifest.get("name"), list(manifest.get("capabilities") or [])
+    preset = agents.get(agent) if isinstance(agents, dict) else None
+    words = preset.get("capabilities") if isinstance(preset, dict) else None
+    return "the %s agent %s" % (manifest.get("name"), agent), list(words or [])
 
 
 def backend_class(name: str) -> Any:

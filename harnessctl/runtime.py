@@ -22,8 +22,9 @@ import sys
 import time
 from collections import deque
 
-from . import answers, ipc, knobs, locks, pidfile, policy, private, proc, registry, snapshot, structured, trusted
-from .address import Address, check_binding, open_event_file, read_binding
+from . import (answers, budget, ipc, knobs, locks, pidfile, policy, private, proc, registry, snapshot, structured,
+               trusted)
+from .address import Address, check_binding, open_event_file, read_binding, write_binding
 from .backend import Input
 from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError, UsageError
 from .eventlog import EventLog, timestamp
@@ -138,7 +139,8 @@ class Runtime:
         self.loop.post(lambda: self._dispatch(request, waiter), owner=waiter)
 
     def _dispatch(self, request: List[str], waiter: Waiter) -> None:
-        """Fields as ipc.py encodes them: send TEXT CWD MODEL ADAPTER AGENT MODE RULES SCHEMA | status | cancel |
+        """Fields as ipc.py encodes them: send TEXT CWD MODEL ADAPTER AGENT MODE RULES SCHEMA ON_REQUEST
+        ON_RESULT MAX_TOKENS MAX_COST_USD | status | cancel |
         reply ID ANSWER |
         wait INPUT_ID (empty: the conversation)."""
         op = request[0]
@@ -147,12 +149,16 @@ class Runtime:
             self.shutdown("the event file was removed or replaced")
             return
         try:
-            if op == "send" and len(request) == 9:
+            if op == "send" and len(request) == 13:
                 wanted = {"cwd": request[2] or None, "model": request[3] or None, "adapter": request[4] or None,
                           "agent": request[5] or None, "mode": request[6] or None,
-                          "rules": policy.from_field(request[7])}
+                          "rules": policy.from_field(request[7]), "on_request": request[9] or None,
+                          "on_result": request[10] or None, "max_tokens": int(request[11]) if request[11] else None,
+                          "max_cost_usd": float(request[12]) if request[12] else None}
                 check_binding(self.binding, wanted)
-                self.waiting.append((Input(new_id(), request[1], self._schema(request[8])), waiter))
+                item = Input(new_id(), request[1], self._schema(request[8]))
+                self._rebind(budget.changes(self.binding, wanted))
+                self.waiting.append((item, waiter))
                 self._pump()
             elif op == "status":
                 waiter.ok(status_line(self.status()))
@@ -173,6 +179,19 @@ class Runtime:
 
             self.debug("error handling %s:\n%s" % (op, traceback.format_exc()))
             waiter.fail(HarnessctlError("internal error in the runtime: %s" % e))
+
+    def _rebind(self, limits: Dict[str, Any]) -> None:
+        """A send changed the bound limits: recorded like any binding, then in force."""
+        if not limits:
+            return
+        binding = dict(self.binding, **limits)
+        if "max_cost_usd" in limits:
+            budget.check_cost_reported(registry.manifest(binding["adapter"]), binding.get("agent"))
+        try:
+            write_binding(self.addr, binding)
+        except (OSError, HarnessctlError) as e:
+            raise HarnessctlError("could not record the new limit (%s); nothing was sent" % e) from None
+        self.binding = binding
 
     def _schema(self, field: str) -> Optional[Dict[str, Any]]:
         """A send's schema (structured.py), refused where the harness cannot

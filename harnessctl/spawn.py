@@ -164,6 +164,11 @@ def _prepare_spawn(addr: Address, binding: Dict[str, Any]) -> bool:
         write_binding(addr, _merge(current, binding))
     else:
         check_binding(current, binding)
+        from .budget import changes
+
+        raised = changes(current, binding)
+        if raised:  # a new limit replaces the bound one
+            write_binding(addr, dict(current, **raised))
     return not locks.is_held(addr.runtime_lock)  # held: a runtime is starting or exiting; ask it again
 
 

@@ -85,14 +85,10 @@ def check_claimed(manifest: Dict[str, Any], agent: Optional[str]) -> None:
     fits (before anything is sent): an adapter, or with `agents` the bound
     preset, must claim structured-output.  A prompt asking for JSON is no such
     promise, so harnessctl never imitates one."""
-    agents = manifest.get("agents")
-    if agents is None:
-        who, claims = "the %s adapter" % manifest.get("name"), manifest.get("capabilities")
-    else:
-        preset = agents.get(agent) if isinstance(agents, dict) else None
-        who = "the %s agent %s" % (manifest.get("name"), agent)
-        claims = preset.get("capabilities") if isinstance(preset, dict) else None
-    if "structured-output" in (claims or []):
+    from .registry import claims
+
+    who, words = claims(manifest, agent)
+    if "structured-output" in words:
         return
     why = (manifest.get("harness") or {}).get("schema_refusal") or "no test proved that it can"
     raise UsageError("--schema: %s cannot promise an answer that fits a schema (%s); send without --schema"

@@ -1,0 +1,63 @@
+"""Budgets (`send --max-tokens N`, `--max-cost-usd X`): limits on what a
+conversation may spend, bound to its event file, and the running totals they
+are checked against.
+
+A limit is bound like --model, but unlike --model a later send may change it:
+that is how a user raises a spent budget and keeps the conversation (the new
+value is recorded like any binding, trusted.py)."""
+
+from __future__ import annotations
+
+import math
+
+from .errors import UsageError
+
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional
+
+KEYS = ("max_tokens", "max_cost_usd")
+CLASS = "budget"  # the error_class of a run the budget ended
+
+
+def tokens(value: str) -> int:
+    """--max-tokens: a whole number of tokens > 0."""
+    if not value.isdigit() or int(value) <= 0:
+        raise UsageError("--max-tokens must be a whole number of tokens > 0, got %r" % value)
+    return int(value)
+
+
+def cost(value: str) -> float:
+    """--max-cost-usd: a finite number of dollars > 0."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number > 0):
+        raise UsageError("--max-cost-usd must be a number of US dollars > 0, got %r" % value)
+    return number
+
+
+def changes(bound: Dict[str, Any], wanted: Dict[str, Any]) -> Dict[str, Any]:
+    """The limits a send gives that differ from the bound ones (they replace them)."""
+    return {key: wanted[key] for key in KEYS if wanted.get(key) is not None and wanted[key] != bound.get(key)}
+
+
+def check_cost_reported(manifest: Dict[str, Any], agent: Optional[str]) -> None:
+    """--max-cost-usd needs a harness that reports cost (the `cost` capability):
+    a limit nothing can reach would never stop a run."""
+    from .registry import claims
+
+    who, words = claims(manifest, agent)
+    if "cost" not in words:
+        raise UsageError("--max-cost-usd: %s reports no cost, so a cost limit could never stop a run; "
+                         "use --max-tokens" % who)
+
+
+def is_valid(binding: Dict[str, Any]) -> bool:
+    """The bound limits and hooks have their types (read_binding)."""
+    tokens_ok = binding.get("max_tokens") is None or (type(binding["max_tokens"]) is int and binding["max_tokens"] > 0)
+    limit = binding.get("max_cost_usd")
+    cost_ok = limit is None or (type(limit) in (int, float) and math.isfinite(limit) and limit > 0)
+    hooks_ok = all(isinstance(binding.get(k), (str, type(None))) for k in ("on_request", "on_result"))
+    return tokens_ok and cost_ok and hooks_ok
