@@ -61,3 +61,14 @@ def is_valid(binding: Dict[str, Any]) -> bool:
     cost_ok = limit is None or (type(limit) in (int, float) and math.isfinite(limit) and limit > 0)
     hooks_ok = all(isinstance(binding.get(k), (str, type(None))) for k in ("on_request", "on_result"))
     return tokens_ok and cost_ok and hooks_ok
+
+
+def exceeded(binding: Dict[str, Any], tokens: int, cost: Optional[float]) -> Optional[str]:
+    """Why the bound limits are spent (reached or passed), or None."""
+    limit = binding.get("max_tokens")
+    if limit is not None and tokens >= limit:
+        return "the conversation spent %d tokens of its --max-tokens %d" % (tokens, limit)
+    limit = binding.get("max_cost_usd")
+    if limit is not None and cost is not None and cost >= limit:
+        return "the conversation spent $%.4f of its --max-cost-usd %g" % (cost, limit)
+    return None

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import os
 
-from . import structured
+from . import budget, structured
 from .backend import DELIVERIES, REQUEST_KINDS, RESULT_STATUSES, Host
 from .errors import HarnessctlError, UnavailableError
-from .state import result_event
+from .activity import amount
+from .state import result_event, totals_after
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -191,11 +192,15 @@ class AdapterHost(Host):
         for request in [r for r in conv.pending.values() if r.get("run_id") in (run_id, None)]:
             self._tokens.pop(request["request_id"], None)
             writer.write(dict(request, state="expired"))
+        over = self._runtime.run_ended(run_id)
+        if over is not None:  # the budget interrupted it, whatever the harness made of that
+            status, error, error_class = "failed", "%s: the run was interrupted" % over, budget.CLASS
         if schemas and status == "completed":
             output_json, why = (output_json, None) if output_json is not None else structured.answer(output)
             if why is not None:
                 status, error, error_class = "failed", why, structured.CLASS
-        event = result_event(run_id, covered, status, output, usage, cost_usd, error)
+        event = result_event(run_id, covered, status, output, usage, cost_usd, error,
+                             totals_after(conv, usage, amount(cost_usd)))
         if error_class is not None:
             event["error_class"] = error_class
         if schemas and status == "completed":
@@ -211,6 +216,8 @@ class AdapterHost(Host):
             event["run_id"] = run_id
         event.update(fields)
         self._runtime.writer.log(event)
+        if kind == "usage":
+            self._runtime.usage_seen(run_id, fields)
 
     def debug(self, text: str) -> None:
         self._runtime.debug(text)

@@ -262,6 +262,10 @@ def _result(e: Entry, style: Style) -> List[str]:
     facts = [usage_summary(e.get("usage"))] if e.get("usage") else []
     if e.get("cost_usd") is not None:
         facts.append("$%.4f" % e["cost_usd"])
+    totals = e.get("totals") or {}
+    if totals.get("tokens") or totals.get("cost_usd") is not None:
+        facts.append("conversation %d tokens" % totals["tokens"] + (
+            ", $%.4f" % totals["cost_usd"] if totals.get("cost_usd") is not None else ""))
     line = "%s %s" % (style.paint("=== result", "bold"), style.paint(status, "bold", colour))
     line += style.paint(" (run %s%s)" % (short_id(e.get("run_id")), "".join(", " + f for f in facts if f)), "dim")
     lines = [line]

@@ -32,7 +32,7 @@ from .host import AdapterHost, new_id
 from .loop import Loop
 from .runtimelog import RuntimeLog
 from .server import CommandServer, Waiter, identity
-from .state import LOST, close_open_work, status_line, status_report
+from .state import LOST, close_open_work, spent, status_line, status_report
 from .supervisor import READY, STARTING, STOPPED, Supervisor
 from .watches import Watches
 from .writer import EventWriter
@@ -78,6 +78,8 @@ class Runtime:
         self.cancel_token: object = None  # the cancel whose grace period is running
         self.idle_since: Optional[float] = time.monotonic()
         self.stopping = False
+        self.run_tokens: Dict[str, int] = {}  # open run -> the tokens its latest `usage` line says it spent
+        self.over_budget: Dict[str, str] = {}  # run the budget interrupted -> why
 
     # -- the loop -------------------------------------------------------------
 
@@ -158,6 +160,10 @@ class Runtime:
                 check_binding(self.binding, wanted)
                 item = Input(new_id(), request[1], self._schema(request[8]))
                 self._rebind(budget.changes(self.binding, wanted))
+                why = budget.exceeded(self.binding, *self.spent())
+                if why is not None:
+                    raise UsageError("the budget is spent: %s; raise it on a send (--max-tokens N, --max-cost-usd X) "
+                                     "to go on with this conversation" % why)
                 self.waiting.append((item, waiter))
                 self._pump()
             elif op == "status":
@@ -210,7 +216,37 @@ class Runtime:
     def status(self) -> Dict[str, Any]:
         last = self.supervisor.last_activity
         return status_report(self.conv, self.binding, alive=True, cancelling=self.cancelling,
-                             last_activity=timestamp(last) if last else None)
+                             last_activity=timestamp(last) if last else None, running_tokens=self._running_tokens())
+
+    # -- the budget (budget.py) --------------------------------------------------
+
+    def _running_tokens(self) -> int:
+        return sum(tokens for run_id, tokens in self.run_tokens.items() if run_id in self.conv.open_runs)
+
+    def spent(self) -> Tuple[int, Optional[float]]:
+        """(tokens, cost): the finished runs' from the file, plus the open runs' usage so far."""
+        return self.conv.spent_tokens + self._running_tokens(), self.conv.spent_cost
+
+    def usage_seen(self, run_id: Optional[str], usage: Dict[str, Any]) -> None:
+        """A `usage` line of a run (its tokens so far): a run that spends the
+        budget is interrupted at once, like a cancel, and ends `failed`."""
+        if run_id is None or run_id not in self.conv.open_runs:
+            return
+        self.run_tokens[run_id] = spent(usage)
+        why = budget.exceeded(self.binding, *self.spent())
+        if why is not None and run_id not in self.over_budget:
+            self.over_budget[run_id] = why
+            self.debug("budget: %s; interrupting run %s" % (why, run_id))
+            # the adapter is reporting from inside one of its methods: it hears the cancel after it returned
+            self.loop.call_later(0, lambda: self._cancel() if run_id in self.conv.open_runs else None)
+
+    def run_ended(self, run_id: Optional[str]) -> Optional[str]:
+        """A run's result is being written: forget its running count (the result
+        counts now); why the budget ended it, if it did."""
+        if run_id is None:
+            return None
+        self.run_tokens.pop(run_id, None)
+        return self.over_budget.pop(run_id, None)
 
     def _cancel(self) -> None:
         if not (self.conv.is_busy() or self.in_flight):
@@ -235,11 +271,18 @@ class Runtime:
         self.supervisor.drop()
         if self.in_flight:
             self.host.send_failed(self.in_flight[0].input_id, message, unavailable=True)
-        self.writer.write_all([dict(e, status="cancelled") if e["type"] == "result" else e
+        self.writer.write_all([self._cancelled(e) if e["type"] == "result" else e
                                for e in close_open_work(self.conv, message)])
         self.host.forget_requests()
         self.cancelling = False
         self._pump()
+
+    def _cancelled(self, result: Dict[str, Any]) -> Dict[str, Any]:
+        """A result the cancel grace ended: `cancelled`, or `failed` when the budget asked for the cancel."""
+        why = self.run_ended(result["run_id"])
+        if why is None:
+            return dict(result, status="cancelled")
+        return dict(result, status="failed", error="%s: the run was interrupted" % why, error_class=budget.CLASS)
 
     def _interrupt(self, only_if_busy: bool = True) -> None:
         backend = self.supervisor.backend

@@ -3,7 +3,7 @@ runtime start-up read only the tail of a long event file.
 
 The snapshot is a cache, three lines of text:
 
-    harnessctl-snapshot 5 INODE OFFSET SEAL TAIL
+    harnessctl-snapshot 6 INODE OFFSET SEAL TAIL
     the status line of a stopped runtime, exactly as `status` prints it
     the folded conversation, as JSON
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from .state import Conversation
 
-MAGIC = "harnessctl-snapshot 5"
+MAGIC = "harnessctl-snapshot 6"
 
 
 def current_status(addr: Address) -> Optional[str]:

@@ -35,6 +35,10 @@ class Conversation:
         self.last_activity: Optional[str] = None
         self.inputs_seen = 0
         self.results_seen = 0
+        # What the finished runs spent, from their results (budget.py): tokens,
+        # and the cost in US dollars (None until a result reports one).
+        self.spent_tokens = 0
+        self.spent_cost: Optional[float] = None
         self.anomalies: List[str] = []  # things a correct writer never produces
 
     def apply(self, event: Dict[str, Any], unwritten: bool = False) -> None:
@@ -81,6 +85,9 @@ class Conversation:
 
     def _apply_result(self, event: Dict[str, Any]) -> None:
         self.results_seen += 1
+        self.spent_tokens += spent(event["usage"])
+        if event["cost_usd"] is not None:
+            self.spent_cost = (self.spent_cost or 0.0) + event["cost_usd"]
         for input_id in event["input_ids"]:
             if self.open_inputs.pop(input_id, "missing") == "missing":
                 self._anomaly("result seq %s covers input %s that is not open" % (event.get("seq"), input_id))
@@ -249,7 +256,7 @@ FIELDS = {
     "result": (("run_id", _is_id_or_null, True), ("input_ids", _is_ids, True),
                ("status", _one_of("completed", "cancelled", "failed"), True), ("output", _is_str, True),
                ("usage", _is_object_or_null, True), ("cost_usd", _is_cost, True), ("error", _is_str_or_null, True),
-               ("error_class", _is_str_or_null, False), ("output_json", _is_any, False)),
+               ("error_class", _is_str_or_null, False), ("output_json", _is_any, False), ("totals", _is_object, False)),
     "log": (),
 }
 
@@ -315,8 +322,24 @@ SAVED_FIELDS: Dict[str, Callable[[Any], bool]] = {
     "last_activity": lambda v: v is None or _is_ts(v),
     "inputs_seen": _is_count,
     "results_seen": _is_count,
+    "spent_tokens": _is_count,
+    "spent_cost": lambda v: v is None or _is_cost(v),
     "anomalies": lambda v: _is_strs(v) and len(v) <= MAX_ANOMALIES,
 }
+
+
+# The counts a run's tokens are: every prompt token and every output token.
+# Codex and the vocabulary's `usage` line count cached prompt tokens inside
+# input_tokens; the Messages API (Claude's results) counts cache reads and
+# writes apart, under these names, so they are added.
+SPENT_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def spent(usage: Any) -> int:
+    """The tokens a `usage` object (of a result or a `usage` line) says were spent."""
+    if type(usage) is not dict:
+        return 0
+    return sum(usage[k] for k in SPENT_KEYS if type(usage.get(k)) is int and usage[k] > 0)
 
 
 def fold(events: Iterable[Dict[str, Any]]) -> Conversation:
@@ -342,8 +365,16 @@ def close_open_work(conv: Conversation, error: str) -> List[Dict[str, Any]]:
     for run_id, input_ids in by_run.items():
         groups = [[i] for i in input_ids] if run_id is None else [input_ids]
         for group in groups:
-            events.append(result_event(run_id, group, "failed", error=error))
+            events.append(result_event(run_id, group, "failed", error=error, totals=totals_after(conv, None, None)))
     return events
+
+
+def totals_after(conv: Conversation, usage: Any, cost: Optional[float]) -> Dict[str, Any]:
+    """The conversation's totals (the result's `totals`, status's `totals`)
+    once a result with `usage` and `cost` is counted."""
+    spent_cost = conv.spent_cost if cost is None else (conv.spent_cost or 0.0) + cost
+    return {"tokens": conv.spent_tokens + spent(usage),
+            "cost_usd": None if spent_cost is None else round(spent_cost, 6)}
 
 
 def result_event(
@@ -354,8 +385,10 @@ def result_event(
     usage: Optional[Dict[str, Any]] = None,
     cost_usd: Optional[float] = None,
     error: Optional[str] = None,
+    totals: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
-    return {
+    """A result line; `totals` (totals_after) is left out only by tests that build one by hand."""
+    event = {
         "type": "result",
         "run_id": run_id,
         "input_ids": list(input_ids),
@@ -365,6 +398,9 @@ def result_event(
         "cost_usd": cost_usd,
         "error": error,
     }
+    if totals is not None:
+        event["totals"] = totals
+    return event
 
 
 def status_line(report: Dict[str, Any]) -> str:
@@ -386,8 +422,10 @@ def status_report(
     alive: bool,
     cancelling: bool = False,
     last_activity: Optional[str] = None,
+    running_tokens: int = 0,
 ) -> Dict[str, Any]:
-    """The one JSON line `status` prints."""
+    """The one JSON line `status` prints.  `running_tokens`: what the open runs
+    spent so far (a live runtime's count of their `usage` lines)."""
     binding = binding or {}
     report = conv.status(cancelling)
     report.update({
@@ -402,4 +440,9 @@ def status_report(
         report["agent"] = binding["agent"]
     if binding.get("rules") is not None:
         report["rules"] = binding["rules"]
+    totals = totals_after(conv, None, None)
+    report["totals"] = dict(totals, tokens=totals["tokens"] + running_tokens)
+    for key in ("max_tokens", "max_cost_usd", "on_request", "on_result"):
+        if binding.get(key) is not None:
+            report[key] = binding[key]
     return report

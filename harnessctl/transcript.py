@@ -155,6 +155,9 @@ class Transcript:
                   "error": _str(e.get("error")), "error_class": _str(e.get("error_class"))}
         if "output_json" in e:
             fields["output_json"] = e["output_json"]
+        totals = e.get("totals")
+        if isinstance(totals, dict) and type(totals.get("tokens")) is int:
+            fields["totals"] = {"tokens": totals["tokens"], "cost_usd": _cost(totals.get("cost_usd"))}
         keys = self._put(key, fields)
         # The run's cut-off streams are final now: a follower prints them before the result.
         streams = self.streams.get(run_id, [])

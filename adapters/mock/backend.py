@@ -21,7 +21,7 @@ class MockBackend(ChildBackend):
     KEY = "ev"
     HANDLERS = {"ready": "_on_ready", "received": "_on_received", "delta": "_on_delta", "request": "_on_request",
                 "message": "_on_message", "done": "_on_done", "tool": "_on_tool", "edit": "_on_edit",
-                "plan": "_on_plan"}
+                "plan": "_on_plan", "usage": "_on_usage"}
 
     def start(self) -> None:
         self.runs: Dict[int, str] = {}  # stand-in turn number -> our run id
@@ -100,6 +100,10 @@ class MockBackend(ChildBackend):
             self.host.request(self._run(event), "question", event["message"], details={"questions": questions},
                               token=event["request"])
 
+    def _on_usage(self, event: Dict[str, Any]) -> None:
+        self.activity.usage(self._run(event), input_tokens=event.get("input_tokens"),
+                            output_tokens=event.get("output_tokens"))
+
     def _on_message(self, event: Dict[str, Any]) -> None:
         self.host.message(self._run(event), self._message_id(event), event["text"])
 
@@ -109,7 +113,8 @@ class MockBackend(ChildBackend):
             self.host.log("diagnostic", run_id=run_id, message="stand-in stream statistics",
                           deltas=event["deltas"], write_seconds=event.get("write_seconds"),
                           longest_write=event.get("longest_write"), request_waits=event.get("request_waits"))
-        self.host.result(run_id, event["inputs"], event["status"], output=event["output"], error=event.get("error"))
+        self.host.result(run_id, event["inputs"], event["status"], output=event["output"], usage=event.get("usage"),
+                         error=event.get("error"))
 
 
 def _subject(tool: Optional[str], subject: Optional[str]) -> Dict[str, Any]:

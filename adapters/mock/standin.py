@@ -8,7 +8,8 @@ stdout: {"ev": "ready", "resumed_turns"} | {"ev": "received", "id", "turn", "del
         | {"ev": "message", "turn", "id", "text"}
         | {"ev": "tool", "turn", "id", "command", "exit_code", "declined"}
         | {"ev": "edit", "turn", "id", "path", "declined"} | {"ev": "plan", "turn", "steps": [[text, status]]}
-        | {"ev": "done", "turn", "status", "inputs", "output", "error", statistics}
+        | {"ev": "usage", "turn", "input_tokens", "output_tokens"}
+        | {"ev": "done", "turn", "status", "inputs", "output", "error", "usage", statistics}
 
 Usage: standin.py TRANSCRIPT [MODE]   (a JSONL file of finished turns, resumed on
 start; MODE ask, edit or full, as --mode: under `ask` a /tool or /edit asks
@@ -63,7 +64,7 @@ def steps_of(input_id, text):
                 continue
             except ValueError:
                 pass
-        if name in ("/permission", "/question", "/fail", "/tool", "/edit", "/plan", "/json"):
+        if name in ("/permission", "/question", "/fail", "/tool", "/edit", "/plan", "/json", "/usage"):
             steps.append((name[1:], arg))
         elif line.strip() == "/crash":
             steps.append(("crash", ""))
@@ -91,6 +92,7 @@ class Turn:
         self.request_waits = []  # seconds from each request to its answer (the benchmark reads them)
         self.schema = None  # the starting input's schema: the turn answers with JSON
         self.answer = None  # a /json directive's text
+        self.usage = None  # the tokens /usage directives reported: {"input_tokens", "output_tokens"}
 
     def add(self, input_id, text):
         self.inputs.append(input_id)
@@ -203,11 +205,21 @@ class StandIn:
                 self.activity(turn, kind, arg)
             elif kind == "json":
                 turn.answer = arg
+            elif kind == "usage":
+                self.spend(turn, arg)
             elif kind == "fail":
                 self.finish("failed", error=arg)
                 return
             elif kind == "crash":
                 os._exit(3)
+
+    def spend(self, turn, arg):
+        """`/usage IN OUT`: the model read IN tokens and wrote OUT more (the run's totals grow)."""
+        counts = [int(word) for word in arg.split() if word.isdigit()] + [0, 0]
+        usage = turn.usage or {"input_tokens": 0, "output_tokens": 0}
+        turn.usage = {"input_tokens": usage["input_tokens"] + counts[0],
+                      "output_tokens": usage["output_tokens"] + counts[1]}
+        emit(ev="usage", turn=turn.number, **turn.usage)
 
     def ask(self, turn, kind, message, tool, subject):
         self.requests += 1
@@ -252,7 +264,7 @@ class StandIn:
         if status != "cancelled":
             emit(ev="message", turn=turn.number, id="msg-%d" % turn.number, text=output)
         emit(ev="done", turn=turn.number, status=status, inputs=turn.inputs, output=output, error=error,
-             deltas=turn.deltas, write_seconds=round(turn.write_seconds, 3),
+             usage=turn.usage, deltas=turn.deltas, write_seconds=round(turn.write_seconds, 3),
              longest_write=round(turn.longest_write, 4), request_waits=turn.request_waits)
         with private_file(self.transcript, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "a") as f:
             f.write(json.dumps({"turn": turn.number, "inputs": turn.texts, "output": output}) + "\n")
