@@ -99,10 +99,12 @@ class FakeHost(Host):
         self.calls.append(("request_closed", next(r for r, t in self.tokens.items() if t == token)))
 
     def result(self, run_id, input_ids, status, output="", usage=None, cost_usd=None,
-               error=None, error_class=None) -> None:
+               error=None, error_class=None, output_json=None) -> None:
         details = {"output": output, "usage": usage, "cost_usd": cost_usd, "error": error}
         if error_class is not None:
             details["error_class"] = error_class
+        if output_json is not None:
+            details["output_json"] = output_json
         self.calls.append(("result", run_id, list(input_ids), status, details))
 
     def log(self, kind, level="info", run_id=None, **fields) -> None:

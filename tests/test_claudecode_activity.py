@@ -265,11 +265,24 @@ def test_a_change_without_hunks_is_diffed_from_the_original_file():
 
 def test_usage_counts_sub_agents_and_agrees_with_the_cost(tmp_path):
     _, host = replayed(tmp_path, "activity__subagent")
-    [usage] = host.logged("usage")
+    usage = host.logged("usage")[-1]  # the result's: the exact total
     assert (usage["input_tokens"], usage["output_tokens"], usage["cached_input_tokens"]) == (30, 15, 0)
     assert (usage["context_window"], usage["context_used"], usage["reasoning_tokens"]) == (1000000, 10, None)
     [result] = host.results()
     assert result[4]["usage"]["input_tokens"] == 30 and result[4]["cost_usd"] == 0.00042  # $4 in, $20 out per Mtok
+
+
+def test_usage_streams_as_each_api_call_reports_its_prompt_and_output(tmp_path):
+    backend, host = running(tmp_path)
+    start = {"type": "message_start", "message": {"id": "m1", "usage": {
+        "input_tokens": 5, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20, "output_tokens": 1}}}
+    feed(backend, {"type": "stream_event", "api_message_id": "m1", "event": start})
+    feed(backend, {"type": "stream_event", "api_message_id": "m1",
+                   "event": {"type": "message_delta", "delta": {}, "usage": {"output_tokens": 7}}})
+    feed(backend, {"type": "stream_event", "api_message_id": "m2",
+                   "event": dict(start, message={"id": "m2", "usage": {"input_tokens": 3}})})
+    assert [(u["input_tokens"], u["cached_input_tokens"], u["output_tokens"]) for u in host.logged("usage")] == [
+        (125, 100, 0), (125, 100, 7), (128, 100, 7)]
 
 
 def test_usage_input_counts_cache_reads_and_writes_and_cached_the_reads(tmp_path):

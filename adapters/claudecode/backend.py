@@ -136,6 +136,8 @@ class Run:
         self.api_error: Optional[str] = None
         self.error_class: Optional[str] = None
         self.context_used: Optional[int] = None  # prompt tokens of the last main-thread API call
+        # API message id -> [prompt tokens, cache reads among them, output tokens], as they stream
+        self.calls: Dict[str, List[int]] = {}
 
 
 class Pending:
@@ -408,6 +410,8 @@ class ClaudeCodeBackend(ChildBackend):
                 self._on_started(uuid)
         run = self._active
         delta = wire.as_object(event.get("delta"))
+        if run is not None and event.get("type") in ("message_start", "message_delta"):
+            self._stream_usage(run, frame, event)
         if run is None or event.get("type") != "content_block_delta":
             return
         message_id = wire.text_or_none(frame.get("api_message_id"))
@@ -541,6 +545,26 @@ class ClaudeCodeBackend(ChildBackend):
         self.host.result(run.run_id, covered, status, output=output, usage=turn or wire.usage(frame.get("usage")),
                          cost_usd=self._turn_cost(frame), error=error, error_class=error_class,
                          output_json=structured)
+
+    def _stream_usage(self, run: Run, frame: Dict[str, Any], event: Dict[str, Any]) -> None:
+        """The run's tokens so far, as each API call's usage streams (its
+        prompt at message_start, its output at message_delta, sub-agents'
+        calls too): a `usage` line each time, so a budget acts mid-run; the
+        result's usage line (_log_usage) is the exact total."""
+        message_id = wire.text_or_none(frame.get("api_message_id"))
+        if message_id is None:
+            return
+        if event.get("type") == "message_start":
+            usage = wire.as_object(wire.as_object(event.get("message")).get("usage"))
+            cache_read = usage.get("cache_read_input_tokens")
+            run.calls[message_id] = [wire.prompt_tokens(usage) or 0, cache_read if isinstance(cache_read, int) else 0,
+                                     0]
+        output = wire.as_object(event.get("usage")).get("output_tokens")
+        if message_id in run.calls and isinstance(output, int):
+            run.calls[message_id][2] = output
+        prompt, cached, out = (sum(call[i] for call in run.calls.values()) for i in range(3))
+        self.activity.usage(run.run_id, input_tokens=prompt, cached_input_tokens=cached, output_tokens=out,
+                            reasoning_tokens=None, context_window=None, context_used=run.context_used)
 
     def _log_usage(self, run: Run, frame: Dict[str, Any], turn: Dict[str, int]) -> None:
         """The run's tokens in the vocabulary: input counts every prompt token
