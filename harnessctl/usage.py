@@ -83,6 +83,10 @@ options:
                   GLOB matches the command line, the paths (relative to the cwd) or server.tool.
                   Repeatable: the first rule that matches decides; the rest waits for reply
   --policy FILE   the mode and rules as JSON: {{"mode": "ask", "rules": [["allow", "RULE"], ...]}}
+  --max-tokens N  a limit on the tokens the conversation spends (all runs, input + output);
+  --max-cost-usd X  and on its cost where the harness reports one: a run that reaches it is
+                  interrupted and fails (error_class budget), later sends exit 2 until a send
+                  gives a higher limit (limits, unlike the rest of the binding, may change)
   --schema FILE   a JSON Schema the run's final answer must fit (this send only, starting a run):
                   the result carries it parsed as output_json; an answer that does not fit
                   fails the run (error_class schema).  codex, claudecode and mock; exit 2 elsewhere
