@@ -31,7 +31,7 @@ def recipe(first_line: str) -> str:
 
 
 def test_every_recipe_has_a_test():
-    tested = (ANSWER, FILES_TO_FIX, SEND_AND_ACT, APPROVAL_BOT, RULES_BOT, FOLLOW, WAIT_IDLE, DENY_ALL, CRON, NIGHTLY)
+    tested = (ANSWER, FILES_TO_FIX, BUDGET, SEND_AND_ACT, APPROVAL_BOT, RULES_BOT, FOLLOW, WAIT_IDLE, DENY_ALL, CRON, NIGHTLY)
     assert sorted(next(t for t in tested if code.startswith(t)) for _, code in RECIPES) == sorted(tested)
 
 
@@ -82,6 +82,20 @@ def test_files_to_fix_recipe_starts_nothing_when_the_answer_is_not_json(shell, w
     proc = shell(recipe(FILES_TO_FIX), [(TRIAGE, "/json src/a.py and lib/b.py")])
     assert proc.returncode == 0 and b"Cannot iterate over null" in proc.stderr
     assert sorted(p.name for p in workdir.glob("*.jsonl")) == ["triage.jsonl"]
+
+
+BUDGET = "harnessctl send nightly.jsonl"
+TODO = "work through TODO.md, one item per commit"
+
+
+def test_budget_recipe_prints_the_output_of_a_run_within_the_budget(shell):
+    proc = shell(recipe(BUDGET), [(TODO, "/usage 900 100\ndone")])
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"echo: done\n", b"")
+
+
+def test_budget_recipe_says_the_budget_is_spent(shell):
+    proc = shell(recipe(BUDGET), [(TODO, "/usage 1500000 600000\n/sleep 30\nwork")])
+    assert proc.returncode == 0 and proc.stderr == b"budget spent: 2100000 tokens\n"
 
 
 SEND_AND_ACT = "if result=$(harnessctl send fix.jsonl"
