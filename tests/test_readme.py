@@ -31,7 +31,8 @@ def recipe(first_line: str) -> str:
 
 
 def test_every_recipe_has_a_test():
-    tested = (ANSWER, FILES_TO_FIX, BUDGET, SEND_AND_ACT, APPROVAL_BOT, RULES_BOT, FOLLOW, WAIT_IDLE, DENY_ALL, CRON, NIGHTLY)
+    tested = (ANSWER, FILES_TO_FIX, BUDGET, SEND_AND_ACT, APPROVAL_BOT, RULES_BOT, FOLLOW, WAIT_IDLE, DENY_ALL, CRON,
+              NIGHTLY)
     assert sorted(next(t for t in tested if code.startswith(t)) for _, code in RECIPES) == sorted(tested)
 
 
