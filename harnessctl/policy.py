@@ -81,19 +81,9 @@ def from_field(field: str) -> Optional[List[List[str]]]:
 
 def read_file(path: str) -> Tuple[Optional[str], Optional[List[List[str]]]]:
     """(mode, rules) of a policy file: {"mode": …, "rules": [["allow", "KIND:PATTERN"], …]}."""
-    import json
+    from . import jsonfile
 
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_POLICY_FILE + 1)
-    except OSError as e:
-        raise UsageError("cannot read the policy file %s: %s" % (path, e.strerror)) from None
-    if len(data) > MAX_POLICY_FILE:
-        raise UsageError("the policy file %s is larger than %d KiB" % (path, MAX_POLICY_FILE // 1024))
-    try:
-        policy = json.loads(data)
-    except ValueError as e:
-        raise UsageError("the policy file %s is not JSON: %s" % (path, e)) from None
+    policy = jsonfile.read(path, "the policy file", MAX_POLICY_FILE)
     if not isinstance(policy, dict) or set(policy) - {"mode", "rules"}:
         raise UsageError('the policy file %s must be a JSON object with "mode" and "rules" only' % path)
     mode, rules = policy.get("mode"), policy.get("rules", [])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+from . import jsonfile
 from .errors import UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -27,19 +28,7 @@ CLASS = "schema"  # the result's error_class when the answer does not fit
 
 def read_file(path: str) -> Dict[str, Any]:
     """The JSON Schema document in `path`: one JSON object, UTF-8, at most MAX_SCHEMA bytes."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_SCHEMA + 1)
-    except OSError as e:
-        raise UsageError("--schema %s: %s" % (path, e.strerror)) from None
-    if len(data) > MAX_SCHEMA:
-        raise UsageError("--schema %s is larger than %d KiB" % (path, MAX_SCHEMA // 1024))
-    try:
-        schema = loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise UsageError("--schema %s is not valid UTF-8" % path) from None
-    except ValueError as e:
-        raise UsageError("--schema %s is not JSON: %s" % (path, e)) from None
+    schema = jsonfile.read(path, "--schema", MAX_SCHEMA)
     if not isinstance(schema, dict):
         raise UsageError("--schema %s is not a JSON Schema: a schema document is a JSON object" % path)
     return schema
@@ -54,7 +43,7 @@ def from_field(field: str) -> Optional[Dict[str, Any]]:
     """The runtime's side of to_field: None for no schema."""
     if not field:
         return None
-    schema = loads(field)
+    schema = jsonfile.loads(field)
     if not isinstance(schema, dict):
         raise UsageError("the schema is not a JSON object")
     return schema
@@ -63,21 +52,9 @@ def from_field(field: str) -> Optional[Dict[str, Any]]:
 def answer(output: str) -> Tuple[Any, Optional[str]]:
     """(the value, None) when the final answer is one JSON value, else (None, why not)."""
     try:
-        return loads(output), None
+        return jsonfile.loads(output), None
     except ValueError as e:
         return None, "the final answer is not JSON (%s)" % e
-
-
-def loads(text: str) -> Any:
-    """Strict JSON: no NaN or Infinity, and nesting too deep to handle is an error, not a crash."""
-    try:
-        return json.loads(text, parse_constant=_refuse)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-
-
-def _refuse(name: str) -> Any:
-    raise ValueError("%s is not JSON" % name)
 
 
 def check_claimed(manifest: Dict[str, Any], agent: Optional[str]) -> None:
