@@ -399,8 +399,9 @@ def check_count(command: str, args: List[str]) -> None:
     low, high = POSITIONALS[command]
     names = NAMES[command]
     if len(args) < low:
+        usages = [" ".join(usage.split()) for usage in SYNOPSIS[command].split("\n       harnessctl ")]  # wait: two
         raise UsageError("%s: missing %s (usage: %s)" % (command, " and ".join(names[len(args):low]),
-                                                        " ".join(SYNOPSIS[command].split())))
+                                                        " or harnessctl ".join(usages)))
     if len(args) > high and not high:
         raise UsageError("%s takes no arguments, got %s" % (command, " ".join(repr(a) for a in args)))
     if len(args) > high:
