@@ -144,8 +144,8 @@ arguments:
 
 knobs: HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_DEBUG
 
-exit codes (several files: the highest of theirs):
-  0   the status line is printed
+exit codes:
+  0   the status line is printed (several files: the highest code of theirs)
 {common}""",
     "reply": """\
 usage: {synopsis}
