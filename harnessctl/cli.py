@@ -154,7 +154,8 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
         kind, index, line = client.wait_any(args, timeout(options))
         return outcome((kind, with_file(args[index], line) if line else ""))
     if command == "wait":
-        return outcome(client.wait(args[0], args[1] if len(args) > 1 else None, timeout(options)))
+        kind, line = client.wait(args[0], args[1] if len(args) > 1 else None, timeout(options))
+        return outcome((kind, with_file(args[0], line) if kind == "status" and line else line))
     if command == "status":
         return statuses(args)
     if command == "cancel":

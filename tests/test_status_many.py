@@ -219,6 +219,12 @@ def test_wait_without_any_still_takes_file_and_input_id(workdir):
     assert of_type(path, "result")
 
 
+def test_wait_without_an_input_id_prints_the_status_line_with_file_first_too(workdir):
+    path = idle(str(workdir / "a.jsonl"))
+    (line,) = lines(ok("wait", path))
+    assert list(line)[:2] == ["file", "state"] and line["file"] == path
+
+
 def test_wait_without_any_still_refuses_a_third_argument(workdir):
     path = idle(str(workdir / "a.jsonl"))
     proc = run("wait", path, "in-1", path)
