@@ -131,6 +131,14 @@ def test_a_path_that_is_not_utf8_still_gives_valid_json(workdir):
     assert fine["file"] == good
 
 
+def test_a_path_with_control_characters_is_escaped_in_the_json(workdir):
+    hostile = str(workdir / "events\x1b]52;c;aGk=\x07\u202e.jsonl")
+    proc = run("status", hostile, idle(str(workdir / "a.jsonl")))
+    out = proc.stdout.decode()
+    assert proc.returncode == 4 and "\x1b" not in out and "\u202e" not in out
+    assert lines(proc)[0]["file"] == hostile
+
+
 # -- wait --any FILE... -----------------------------------------------------------
 
 
