@@ -150,11 +150,15 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
 
     if command == "send":
         return send(args, options, rules, fixed_adapter, fixed_agent)
+    if command == "wait" and "--any" in options:
+        kind, index, line = client.wait_any(args, timeout(options))
+        return outcome((kind, with_file(args[index], line) if line else ""))
     if command == "wait":
-        return outcome(client.wait(args[0], args[1] if len(args) > 1 else None, timeout(options)))
+        kind, line = client.wait(args[0], args[1] if len(args) > 1 else None, timeout(options))
+        return outcome((kind, with_file(args[0], line) if kind == "status" and line else line))
     if command == "status":
-        emit(json_line(client.status(args[0])))
-    elif command == "cancel":
+        return statuses(args)
+    if command == "cancel":
         client.cancel(args[0])
     else:
         answer = args[2] if len(args) > 2 else read_stdin("ANSWER")
@@ -208,6 +212,58 @@ def unattended(options: Dict[str, str]) -> Dict[str, Any]:
         if "--max-cost-usd" in options:
             found["max_cost_usd"] = budget.cost(options["--max-cost-usd"])
     return found
+
+
+def statuses(files: List[str]) -> int:
+    """`status FILE...`: one line per file, in the order given.  One file that
+    is not a session is an error as any command's; among several it is a line
+    of its own ({"file", "error", "exit_code"}) so that it hides no other, and
+    the command exits with the highest code seen."""
+    from . import client
+
+    if len(files) == 1:
+        emit(json_line(with_file(files[0], client.status(files[0]))))
+        return 0
+    worst = 0
+    for file in files:
+        try:
+            line = with_file(file, client.status(file))
+        except HarnessctlError as e:
+            line, worst = error_line(file, str(e), e.exit_code), max(worst, e.exit_code)
+        except Exception as e:
+            if os.environ.get("HARNESSCTL_DEBUG") == "1":
+                raise
+            line, worst = error_line(file, "internal error: %s: %s" % (type(e).__name__, e), 1), max(worst, 1)
+        emit(json_line(line))
+    return worst
+
+
+def with_file(file: str, line: str) -> str:
+    """A status line with `"file": FILE` (the path as given) as its first key."""
+    return '{"file":%s,%s' % (json_string(file), line[1:])
+
+
+def error_line(file: str, message: str, code: int) -> str:
+    """The line of a file that is not a session: the message a command on it
+    alone prints (without `harnessctl: `), and its exit code."""
+    return '{"file":%s,"error":%s,"exit_code":%d}' % (json_string(file), json_string(message.replace("\n", " ")),
+                                                     code)
+
+
+def json_string(text: str) -> str:
+    """`text` as a JSON string, valid UTF-8 whatever it holds: a path that is
+    not UTF-8 (its bytes are lone surrogates here) is written with \\u escapes,
+    as state.status_line does.  A plain path costs no import of json."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return '"%s"' % text
+    import json
+
+    quoted = json.dumps(text, ensure_ascii=False)
+    try:
+        quoted.encode("utf-8")
+    except UnicodeEncodeError:
+        quoted = json.dumps(text)
+    return quoted
 
 
 def policy(options: Dict[str, str], rules: List[Tuple[str, str]]) -> Optional[Dict[str, Any]]:
@@ -301,12 +357,13 @@ def timeout(options: Dict[str, str]) -> Optional[float]:
 # may be omitted), its options that take a value, and its flags.
 NAMES = {"send": ("FILE", "TEXT"), "wait": ("FILE", "INPUT_ID"), "status": ("FILE",), "cancel": ("FILE",),
          "reply": ("FILE", "REQUEST_ID", "ANSWER"), "log": ("FILE",), "agents": ()}
-POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, 1), "cancel": (1, 1), "reply": (2, 3), "log": (1, 1),
-               "agents": (0, 0)}
+POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, sys.maxsize), "cancel": (1, 1), "reply": (2, 3),
+               "log": (1, 1), "agents": (0, 0)}  # wait --any: 1 to any number (parse)
 OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--agent", "--timeout", "--mode", "--policy", "--allow",
                     "--deny", "--schema", "--on-request", "--on-result", "--max-tokens", "--max-cost-usd"),
            "wait": ("--timeout",), "log": ("--since", "--runs")}
-FLAGS = {"send": ("--print-id", "--wait"), "log": ("--follow", "--json", "--diff"), "agents": ("--json",)}
+FLAGS = {"send": ("--print-id", "--wait"), "wait": ("--any",), "log": ("--follow", "--json", "--diff"),
+         "agents": ("--json",)}
 RULES = ("--allow", "--deny")  # repeatable, and their order matters: they are kept apart, in order
 
 
@@ -345,9 +402,13 @@ def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str], List[Tuple[s
             raise UsageError("unknown option %s for %s%s" % (arg, command, _suggest(name, allowed + flags)))
         else:
             args.append(arg)
-    check_count(command, args)
     named = list(options.items()) + [("--" + verb, rule) for verb, rule in rules]
-    named += list(zip(NAMES[command][1:], args[1:]))
+    if command == "wait" and "--any" in options:  # every argument is a FILE, which may be any bytes
+        if not args:
+            raise UsageError("wait --any: missing FILE (usage: harnessctl wait --any FILE... [--timeout S])")
+    else:
+        check_count(command, args)
+        named += list(zip(NAMES[command][1:], args[1:]))
     for name, value in named:
         if name != "TEXT":  # check_text says more about a bad TEXT
             require_utf8(value, name)
@@ -360,8 +421,9 @@ def check_count(command: str, args: List[str]) -> None:
     low, high = POSITIONALS[command]
     names = NAMES[command]
     if len(args) < low:
+        usages = [" ".join(usage.split()) for usage in SYNOPSIS[command].split("\n       harnessctl ")]  # wait: two
         raise UsageError("%s: missing %s (usage: %s)" % (command, " and ".join(names[len(args):low]),
-                                                        " ".join(SYNOPSIS[command].split())))
+                                                        " or harnessctl ".join(usages)))
     if len(args) > high and not high:
         raise UsageError("%s takes no arguments, got %s" % (command, " ".join(repr(a) for a in args)))
     if len(args) > high:

@@ -98,15 +98,21 @@ def status(file: str) -> str:
     require_exists(addr)
     deadline = time.monotonic() + timeout_seconds()
     while True:
-        try:
-            return _exchange(addr, ["status"], deadline, retry_on_eof=True)
-        except NoRuntime:
-            pass
-        from .recovery import status_written_elsewhere, stopped_status, while_stopped
-
-        report = while_stopped(addr, deadline, stopped_status, elsewhere=status_written_elsewhere)
+        report = _status_once(addr, deadline)
         if report is not None:
             return report
+
+
+def _status_once(addr: Address, deadline: float) -> Optional[str]:
+    """The status line from the live runtime, or from the file without one;
+    None when a runtime turned out to be starting or exiting (ask again)."""
+    try:
+        return _exchange(addr, ["status"], deadline, retry_on_eof=True)
+    except NoRuntime:
+        pass
+    from .recovery import status_written_elsewhere, stopped_status, while_stopped
+
+    return while_stopped(addr, deadline, stopped_status, elsewhere=status_written_elsewhere)
 
 
 def cancel(file: str) -> None:
@@ -177,6 +183,133 @@ def wait(file: str, input_id: Optional[str], timeout: Optional[float]) -> Tuple[
         time.sleep(pause)
 
 
+def wait_any(files: List[str], timeout: Optional[float]) -> Tuple[str, int, str]:
+    """`wait --any`: (`status`, the index in `files`, its status line) of the
+    first session that is neither running nor cancelling: the first in the
+    order given among those that are already, else the first to get there;
+    (`timeout`, -1, "") once `timeout` seconds passed first.  A file that is
+    not a session (missing, not an event file) raises its error before any
+    wait begins: waiting on a typo would sleep for ever.
+
+    Nothing polls.  Each session is looked at once, in order (client.status's
+    own way: its live runtime, else the file with the lost-runtime rule
+    applied); each busy one gets a watch (the `wait` without an input id that
+    its runtime answers when the conversation goes quiet), and the command
+    sleeps on all those sockets at once with `selectors`.  A runtime that goes
+    away while watched (EOF, `retry`) means: look at that file again (it may
+    be stopped now, or a new runtime took it).
+
+    Descriptors: one socket per busy session, held at once.  The soft
+    RLIMIT_NOFILE is raised towards the hard one when the files need it (a
+    few hundred fit any default); with thousands of files beyond the hard
+    limit the command exits 5 at once, before waiting, saying so (wait on
+    fewer files per command, or raise ulimit -Hn)."""
+    until = None if timeout is None else time.monotonic() + timeout
+    addrs = []
+    for file in files:
+        addr = resolve(file)
+        require_exists(addr)
+        check_event_file(addr)
+        addrs.append(addr)
+    _reserve_descriptors(len(addrs))
+    import selectors
+
+    selector = selectors.DefaultSelector()
+    try:
+        for index, addr in enumerate(addrs):
+            kind, line = _look_or_watch(addr, index, until, selector)
+            if kind != "watching":
+                return kind, index if line else -1, line
+        while True:
+            remaining = None if until is None else until - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return "timeout", -1, ""
+            for key, _ in sorted(selector.select(remaining), key=lambda ready: ready[0].data[0]):
+                index, conn = key.data
+                selector.unregister(conn)
+                try:
+                    try:
+                        conn.settimeout(timeout_seconds())  # the answer is on its way: it ends at once
+                        kind, line = _watch_answer(ipc.read_all(conn))
+                    except OSError:
+                        raise NoRuntime() from None
+                    finally:
+                        conn.close()
+                except NoRuntime:  # it went away: look at the file again
+                    kind, line = _look_or_watch(addrs[index], index, until, selector)
+                if kind != "watching":
+                    return kind, index if line else -1, line
+    finally:
+        for key in list(selector.get_map().values()):
+            key.data[1].close()
+        selector.close()
+
+
+BUSY = ("running", "cancelling")
+LOOK = 0.1  # seconds a look at one session may take past `--timeout`
+
+
+def _busy(line: str) -> bool:
+    """Whether a status line says running or cancelling (it starts with its
+    state, state.status_report: read without a parse when it does)."""
+    if line.startswith('{"state":"'):
+        return line[10:line.find('"', 10)] in BUSY
+    import json
+
+    return json.loads(line).get("state") in BUSY
+
+
+def _look_or_watch(addr: Address, index: int, until: Optional[float], selector: Any) -> Tuple[str, str]:
+    """Look at one session for wait_any: (`status`, its line) when it is
+    neither running nor cancelling, (`timeout`, "") once `until` passed, else
+    (`watching`, "") with a watch on its runtime registered in `selector`."""
+    import selectors
+
+    pause = 0.01
+    while True:
+        now = time.monotonic()
+        deadline = now + timeout_seconds()
+        if until is not None:  # a session is looked at even when --timeout 0 passed already: LOOK seconds at most
+            deadline = min(deadline, max(until, now + LOOK))
+        try:
+            line = _status_once(addr, deadline)
+        except (OutcomeUnknownError, UnavailableError):
+            if until is not None and time.monotonic() >= until:
+                return "timeout", ""
+            raise
+        if line is not None:
+            if not _busy(line):
+                return "status", line
+            try:
+                conn = _open_watch(addr, None, until)
+                selector.register(conn, selectors.EVENT_READ, (index, conn))
+                return "watching", ""
+            except (NoRuntime, ipc.Timeout):
+                pass  # it went away between the two: look again
+            if until is not None and time.monotonic() >= until:
+                return "timeout", ""
+            time.sleep(pause)  # only when a busy runtime keeps vanishing (another name of a hard link serves it)
+            pause = min(pause * 2, 0.5)
+
+
+def _reserve_descriptors(count: int) -> None:
+    """Make room for `count` sockets at once (wait_any's docstring)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        in_use = len(os.listdir("/proc/self/fd"))
+    except OSError:
+        in_use = 64
+    needed = count + in_use + 32  # and a few for the files a look at a stopped session opens
+    if soft == resource.RLIM_INFINITY or needed <= soft:
+        return
+    if hard != resource.RLIM_INFINITY and needed > hard:
+        raise UnavailableError("wait --any on %d files needs about %d file descriptors, more than the hard limit "
+                               "(ulimit -Hn: %d): wait on fewer files per command, or raise it" % (count, needed, hard))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (needed if hard == resource.RLIM_INFINITY else hard, hard))
+
+
 def _wait_stopped(addr: Address, input_id: Optional[str], until: Optional[float]) -> Tuple[str, str]:
     """Without a runtime: the lost-runtime rule settles everything open, and the
     answer is in the file (`done`), or the status line; `again` when a runtime
@@ -201,15 +334,11 @@ def _wait_stopped(addr: Address, input_id: Optional[str], until: Optional[float]
 def _watch(addr: Address, input_id: Optional[str], until: Optional[float]) -> Tuple[str, str]:
     """Ask the runtime to answer once there is something to say; NoRuntime if
     there is none or it went away meanwhile (the caller then recovers or asks again)."""
-    patience = timeout_seconds() if until is None else max(0.001, min(timeout_seconds(), until - time.monotonic()))
     try:
-        conn = ipc.connect(addr.socket, patience)
-    except PermissionError as e:
-        raise UsageError(str(e)) from None
-    except OSError:
-        raise NoRuntime() from None
+        conn = _open_watch(addr, input_id, until)
+    except ipc.Timeout:
+        return "timeout", ""
     try:
-        ipc.send_all(conn, ipc.encode_fields(["wait", input_id or ""]))
         conn.settimeout(None if until is None else max(0.001, until - time.monotonic()))
         data = ipc.read_all(conn)
     except ipc.Timeout:
@@ -218,6 +347,41 @@ def _watch(addr: Address, input_id: Optional[str], until: Optional[float]) -> Tu
         raise NoRuntime() from None
     finally:
         conn.close()
+    return _watch_answer(data)
+
+
+# EMFILE, ENFILE: out of descriptors, which is not "no runtime"
+OUT_OF_DESCRIPTORS = (24, 23)
+
+
+def _open_watch(addr: Address, input_id: Optional[str], until: Optional[float]) -> Any:
+    """A connection to the runtime with the `wait` request sent: its answer
+    comes once there is something to say (_watch_answer reads it).  NoRuntime
+    if nobody listens; ipc.Timeout if the request could not be sent in time."""
+    patience = timeout_seconds() if until is None else max(0.001, min(timeout_seconds(), until - time.monotonic()))
+    try:
+        conn = ipc.connect(addr.socket, patience)
+    except PermissionError as e:
+        raise UsageError(str(e)) from None
+    except OSError as e:
+        if e.errno in OUT_OF_DESCRIPTORS:
+            raise UnavailableError("cannot reach the runtime of %s: %s (raise ulimit -n)"
+                                   % (addr.path, e.strerror)) from None
+        raise NoRuntime() from None
+    try:
+        ipc.send_all(conn, ipc.encode_fields(["wait", input_id or ""]))
+    except ipc.Timeout:
+        conn.close()
+        raise
+    except OSError:
+        conn.close()
+        raise NoRuntime() from None
+    return conn
+
+
+def _watch_answer(data: bytes) -> Tuple[str, str]:
+    """(kind, line) of a watch's answer; NoRuntime if the runtime went away
+    or is exiting without one (ask again), its error raised."""
     response = ipc.decode_response(data) if data else None
     if response is None:
         raise NoRuntime()

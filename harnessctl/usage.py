@@ -13,8 +13,9 @@ SYNOPSIS = {
     "send": "harnessctl send   FILE [TEXT] [--cwd DIR] [--model MODEL] [--adapter NAME] [--agent AGENT]\n"
             "                  [--mode ask|edit|full] [--allow RULE]... [--deny RULE]... | [--policy FILE]\n"
             "                  [--schema SCHEMA_FILE] [--print-id] [--wait [--timeout S]]",
-    "wait": "harnessctl wait   FILE [INPUT_ID] [--timeout S]",
-    "status": "harnessctl status FILE",
+    "wait": "harnessctl wait   FILE [INPUT_ID] [--timeout S]\n"
+            "       harnessctl wait   --any FILE... [--timeout S]",
+    "status": "harnessctl status FILE...",
     "reply": "harnessctl reply  FILE REQUEST_ID [ANSWER]",
     "cancel": "harnessctl cancel FILE",
     "log": "harnessctl log    FILE [--follow] [--since SEQ | --runs N] [--json] [--diff]",
@@ -113,12 +114,16 @@ one JSON line, or return early with the pending request of its run.  Returns at
 once when the result is in FILE already, also after the runtime exited.
 Without INPUT_ID: wait until the conversation is not running or cancelling
 (idle, awaiting_reply or failed) and print the status line.
+With --any: the same for many sessions at once: print the status line (with
+"file") of the first one that is not running or cancelling (of those that are
+already, the first given).  A FILE that is not a session exits at once.
 
 arguments:
-  FILE            the event file
+  FILE            the event file (with --any: one or more)
   INPUT_ID        the input to wait for (an empty one is exit 2: leave it out instead)
 
 options:
+  --any           every argument is a FILE: wait for the first session that needs you
   --timeout S     stop waiting after S seconds (default: no limit)
 
 knobs: HARNESSCTL_TIMEOUT (30 s: reaching the runtime), HARNESSCTL_DEBUG
@@ -131,18 +136,20 @@ exit codes:
     "status": """\
 usage: {synopsis}
 
-Print one JSON line: state (idle, running, awaiting_reply, cancelling,
-failed), run_id, queued, pending requests, cwd, model, adapter, runtime
-(alive or stopped) and last_activity.  A stopped runtime's open work is
-settled first (the lost-runtime rule).
+Print one JSON line per FILE, in the order given: file (the path as given),
+state (idle, running, awaiting_reply, cancelling, failed), run_id, queued,
+pending requests, cwd, model, adapter, runtime (alive or stopped) and
+last_activity.  A stopped runtime's open work is settled first (the
+lost-runtime rule).  With two or more files, one that is not a session is a
+line {{"file", "error", "exit_code"}} and the others are still printed.
 
 arguments:
-  FILE            the event file
+  FILE            the event file; any number of them (a shell glob)
 
 knobs: HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_DEBUG
 
 exit codes:
-  0   the status line is printed
+  0   the status line is printed (several files: the highest code of theirs)
 {common}""",
     "reply": """\
 usage: {synopsis}

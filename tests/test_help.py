@@ -65,5 +65,5 @@ def test_unquoted_multi_word_text_gets_a_hint_to_quote_it(efile):
 
 
 def test_one_extra_argument_reads_right(efile):
-    proc = run("status", efile, "now")
-    assert proc.returncode == 2 and b"status takes 1 argument (FILE), got 2; extra: 'now'" in proc.stderr
+    proc = run("cancel", efile, "now")
+    assert proc.returncode == 2 and b"cancel takes 1 argument (FILE), got 2; extra: 'now'" in proc.stderr

@@ -31,8 +31,8 @@ def recipe(first_line: str) -> str:
 
 
 def test_every_recipe_has_a_test():
-    tested = (ANSWER, FILES_TO_FIX, BUDGET, SEND_AND_ACT, APPROVAL_BOT, RULES_BOT, FOLLOW, WAIT_IDLE, DENY_ALL, CRON,
-              NIGHTLY)
+    tested = (ANSWER, FILES_TO_FIX, BUDGET, SEND_AND_ACT, APPROVAL_BOT, RULES_BOT, FOLLOW, WAIT_IDLE, FLEET, DENY_ALL,
+              CRON, NIGHTLY)
     assert sorted(next(t for t in tested if code.startswith(t)) for _, code in RECIPES) == sorted(tested)
 
 
@@ -173,6 +173,22 @@ def test_wait_until_done_recipe_prints_idle_once_the_run_ended(shell, workdir):
     ok("send", str(workdir / "fix.jsonl"), "/sleep 1", env=shell.env)
     proc = shell(recipe(WAIT_IDLE))
     assert (proc.returncode, proc.stdout) == (0, b"idle\n"), proc.stderr
+
+
+FLEET = "harnessctl status ~/agent/*.jsonl | jq -r"
+
+
+def test_fleet_recipe_names_the_sessions_that_await_a_reply_or_failed(shell, workdir):
+    agent = workdir / "home" / "agent"
+    agent.mkdir()
+    for name, text in (("asks", "/permission may I?"), ("broke", "/fail boom"), ("done", "hello"),
+                       ("works", "/sleep 60")):
+        ok("send", str(agent / (name + ".jsonl")), text, env=shell.env)
+    wait_for(lambda: of_type(str(agent / "asks.jsonl"), "request"), what="the request")
+    wait_for(lambda: of_type(str(agent / "broke.jsonl"), "result"), what="the failed result")
+    proc = shell(recipe(FLEET))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().splitlines() == [str(agent / "asks.jsonl"), str(agent / "broke.jsonl")]
 
 
 DENY_ALL = "harnessctl status fix.jsonl | jq -r"
