@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 
 from . import budget, structured
+from .activity import amount
 from .backend import DELIVERIES, REQUEST_KINDS, RESULT_STATUSES, Host
 from .errors import HarnessctlError, UnavailableError
-from .activity import amount
 from .state import result_event, totals_after
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
