@@ -1,0 +1,236 @@
+"""Hooks: `send --on-request CMD` / `--on-result CMD` (docs/PROTOCOL.md section 19), black-box through
+the CLI with the mock adapter.  A hook here is a small Python script that records its stdin, argv,
+environment and cwd in a file of its own (named by its pid) in the test's directory; the test waits
+for those files, never for a while."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+
+from cliutil import alive, cli_env, matching, ok, run, runtime_pids, wait_for, wait_matching, wait_results
+
+HOOK = r'''
+import json, os, sys, time
+out, mode = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "ok"
+data = sys.stdin.buffer.read()
+child = None
+if mode == "hang":  # a hook that hangs, with a child in its process group
+    import subprocess
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"]).pid
+record = {"pid": os.getpid(), "child": child, "stdin": data.decode("utf-8"), "argv": sys.argv, "cwd": os.getcwd(),
+          "file": os.environ.get("HARNESSCTL_FILE"), "event": os.environ.get("HARNESSCTL_EVENT"),
+          "env": dict(os.environ), "start": time.time()}
+tmp = os.path.join(out, ".%d.tmp" % os.getpid())
+with open(tmp, "w") as f:
+    json.dump(record, f)
+os.rename(tmp, os.path.join(out, "%d.json" % os.getpid()))
+if mode == "hang":
+    time.sleep(3600)
+elif mode == "fail":
+    sys.exit(3)
+elif mode == "release":  # waits for the test to let it go, then says when it ended
+    while not os.path.exists(os.path.join(out, "release-%d" % os.getpid())):
+        time.sleep(0.01)
+    with open(os.path.join(out, "end-%d" % os.getpid()), "w") as f:
+        f.write(repr(time.time()))
+'''
+
+
+def hook(workdir, mode="ok", name="hooks"):
+    """The command line of a recording hook, and the directory its records go to."""
+    out = workdir / name
+    out.mkdir(exist_ok=True)
+    script = workdir / "hook.py"
+    script.write_text(HOOK)
+    return "%s %s %s %s" % (shlex.quote(sys.executable), shlex.quote(str(script)), shlex.quote(str(out)), mode), out
+
+
+def records(out):
+    found = []
+    for name in os.listdir(str(out)):
+        if name.endswith(".json") and not name.startswith("."):
+            with open(os.path.join(str(out), name)) as f:
+                found.append(json.load(f))
+    return sorted(found, key=lambda r: r["start"])
+
+
+def wait_records(out, count, timeout=30):
+    return wait_for(lambda: len(records(out)) >= count and records(out), timeout, "%d hook runs" % count)
+
+
+def raw_line(path, seq):
+    """The line with this seq, exactly as it is in the file."""
+    with open(path, "rb") as f:
+        for line in f:
+            if json.loads(line)["seq"] == seq:
+                return line
+    raise AssertionError("no line with seq %d" % seq)
+
+
+def test_a_parked_request_runs_the_request_hook_with_its_line_env_and_cwd(efile, workdir):
+    command, out = hook(workdir)
+    project = workdir / "project"
+    project.mkdir()
+    ok("send", efile, "/permission ask me", "--adapter", "mock", "--cwd", str(project), "--on-request", command)
+    record = wait_records(out, 1)[0]
+    request = matching(efile, "request", request_id="req-1")[0]
+    assert request["state"] == "pending"
+    assert record["stdin"].encode("utf-8") == raw_line(efile, request["seq"])
+    assert record["event"] == "request" and record["file"] == os.path.abspath(efile)
+    assert record["cwd"] == os.path.realpath(str(project))
+    assert record["argv"][1:] == [str(out), "ok"]  # the line is on stdin only: never in argv or the environment
+    assert not any("ask me" in value for value in record["env"].values())
+    assert record["env"]["HARNESSCTL_IDLE_TIMEOUT"] == "600"  # the environment of the send that started the runtime
+    ok("reply", efile, "req-1", "allow")
+    wait_results(efile, 1)
+    assert len(records(out)) == 1  # the reply and the result run no request hook
+
+
+def test_a_request_a_rule_answers_runs_no_request_hook(efile, workdir):
+    command, out = hook(workdir)
+    ok("send", efile, "/permission command:ls", "--adapter", "mock", "--mode", "ask", "--allow", "command:*",
+       "--on-request", command, "--wait")
+    assert matching(efile, "request", request_id="req-1", state="replied")
+    ok("send", efile, "/permission ask me")  # parked: its hook is the first and only one
+    record = wait_records(out, 1)[0]
+    assert json.loads(record["stdin"])["request_id"] == "req-2"
+    ok("reply", efile, "req-2", "deny")
+    wait_results(efile, 2)
+    assert len(records(out)) == 1
+
+
+def test_every_result_runs_the_result_hook_with_its_line(efile, workdir):
+    command, out = hook(workdir)
+    ok("send", efile, "one", "--adapter", "mock", "--on-result", command, "--wait")
+    ok("send", efile, "two", "--wait")
+    ran = wait_records(out, 2)
+    results = wait_results(efile, 2)
+    assert sorted(r["stdin"].encode("utf-8") for r in ran) == sorted(raw_line(efile, e["seq"]) for e in results)
+    assert {r["event"] for r in ran} == {"result"}
+
+
+def test_a_cancelled_run_runs_the_result_hook(efile, workdir):
+    command, out = hook(workdir)
+    ok("send", efile, "/sleep 30", "--adapter", "mock", "--on-result", command)
+    ok("cancel", efile)
+    result = wait_results(efile, 1)[0]
+    assert json.loads(wait_records(out, 1)[0]["stdin"]) == result and result["status"] == "cancelled"
+
+
+def test_the_hooks_default_to_the_variables_for_a_new_file(efile, workdir):
+    command, out = hook(workdir)
+    env = cli_env(HARNESSCTL_ON_REQUEST=command, HARNESSCTL_ON_RESULT=command)
+    ok("send", efile, "/permission ask me", "--adapter", "mock", env=env)
+    assert wait_records(out, 1)[0]["event"] == "request"
+    ok("reply", efile, "req-1", "allow")
+    assert {r["event"] for r in wait_records(out, 2)} == {"request", "result"}
+    binding = json.load(open(efile + ".d/binding.json"))
+    assert binding["on_request"] == binding["on_result"] == command
+
+
+def test_a_hook_that_hangs_is_killed_with_its_process_group_and_logged(efile, workdir):
+    command, out = hook(workdir, "hang")
+    env = cli_env(HARNESSCTL_HOOK_TIMEOUT="1")
+    ok("send", efile, "/permission ask me", "--adapter", "mock", "--on-request", command, env=env)
+    record = wait_records(out, 1)[0]
+    ok("reply", efile, "req-1", "allow")
+    assert wait_results(efile, 1)[0]["status"] == "completed"
+    note = wait_matching(efile, "log", kind="diagnostic", hook="on_request")[0]
+    assert note["level"] == "warning" and note["request_id"] == "req-1" and note["timeout"] == 1
+    assert "--on-request hook for request req-1" in note["message"] and "killed after 1 s" in note["message"]
+    assert note["event_seq"] == matching(efile, "request", request_id="req-1", state="pending")[0]["seq"]
+    wait_for(lambda: not alive(record["pid"]) and not alive(record["child"]), what="the hook's group killed")
+    ok("send", efile, "again", "--wait")  # the session goes on
+
+
+def test_a_hanging_hook_does_not_delay_the_run_or_its_result(efile, workdir):
+    command, out = hook(workdir, "hang")
+    ok("send", efile, "/permission ask me", "--adapter", "mock", "--on-request", command, "--on-result", command,
+       env=cli_env(HARNESSCTL_HOOK_TIMEOUT="600"))
+    first = wait_records(out, 1)[0]
+    ok("reply", efile, "req-1", "allow")
+    assert wait_results(efile, 1)[0]["status"] == "completed"
+    ok("send", efile, "more", "--wait")
+    assert alive(first["pid"])  # both results came while the first hook still runs
+    wait_records(out, 3)
+
+
+def test_a_hook_that_fails_is_logged_with_its_exit_code(efile, workdir):
+    command, out = hook(workdir, "fail")
+    ok("send", efile, "hi", "--adapter", "mock", "--on-result", command, "--wait")
+    note = wait_matching(efile, "log", kind="diagnostic", hook="on_result")[0]
+    result = matching(efile, "result")[0]
+    assert note["exit_code"] == 3 and note["run_id"] == result["run_id"] and note["event_seq"] == result["seq"]
+    assert "--on-result hook for the completed result of run %s" % result["run_id"] in note["message"]
+    assert "exited with code 3" in note["message"]
+
+
+def test_a_hook_that_succeeds_leaves_no_line_in_the_file(efile, workdir):
+    command, out = hook(workdir)
+    ok("send", efile, "hi", "--adapter", "mock", "--on-result", command, "--wait")
+    wait_records(out, 1)
+    wait_for(lambda: b"succeeded" in open(efile + ".d/runtime.log", "rb").read(), what="the runtime log's note")
+    assert not matching(efile, "log", kind="diagnostic")
+
+
+def test_a_hook_command_that_does_not_exist_is_logged(efile, workdir):
+    missing = str(workdir / "no-such-hook")
+    ok("send", efile, "hi", "--adapter", "mock", "--on-result", missing + " --flag", "--wait")
+    note = wait_matching(efile, "log", kind="diagnostic", hook="on_result")[0]
+    assert "could not be started" in note["message"] and missing in note["message"]
+    ok("send", efile, "again", "--wait")
+
+
+def test_at_most_four_hooks_run_at_once_and_the_others_wait(efile, workdir):
+    command, out = hook(workdir, "release")
+    ok("send", efile, "0", "--adapter", "mock", "--on-result", command, "--wait")
+    for n in range(1, 6):
+        ok("send", efile, str(n), "--wait")
+    assert len(wait_records(out, 4)) == 4
+    released = set()
+
+    def all_ended():
+        for record in records(out):  # let go of every hook running, so the waiting ones start
+            if record["pid"] not in released:
+                (out / ("release-%d" % record["pid"])).write_text("")
+                released.add(record["pid"])
+        return len([n for n in os.listdir(str(out)) if n.startswith("end-")]) == 6
+    wait_for(all_ended, 60, "six hooks ended")
+    spans = [(r["start"], float((out / ("end-%d" % r["pid"])).read_text())) for r in records(out)]
+    most = max(sum(1 for s, e in spans if s <= t <= e) for t, _ in spans)
+    assert most <= 4, spans
+    assert len({json.loads(r["stdin"])["seq"] for r in records(out)}) == 6
+
+
+def test_an_idle_exit_waits_for_the_running_hooks(efile, workdir):
+    command, out = hook(workdir, "release")
+    ok("send", efile, "hi", "--adapter", "mock", "--on-result", command, "--wait",
+       env=cli_env(HARNESSCTL_IDLE_TIMEOUT="0.2"))
+    record = wait_records(out, 1)[0]
+    assert runtime_pids(efile)  # the hook keeps it: it would have idled out
+    (out / ("release-%d" % record["pid"])).write_text("")
+    wait_for(lambda: not runtime_pids(efile), what="the idle exit")
+    assert os.path.exists(str(out / ("end-%d" % record["pid"])))
+
+
+def test_a_binding_edited_to_add_a_hook_is_refused_and_the_hook_never_runs(efile, workdir):
+    command, out = hook(workdir)
+    ok("send", efile, "hi", "--adapter", "mock", "--wait", env=cli_env(HARNESSCTL_IDLE_TIMEOUT="0.3"))
+    wait_for(lambda: not runtime_pids(efile), what="idle exit")
+    binding = json.load(open(efile + ".d/binding.json"))
+    with open(efile + ".d/binding.json", "w") as f:
+        json.dump(dict(binding, on_request=command, on_result=command), f)
+    proc = run("send", efile, "/permission ask me", "--wait")
+    assert proc.returncode == 2 and b"harnessctl has no record of it" in proc.stderr, proc.stderr
+    assert run("status", efile).returncode == 2
+    assert records(out) == []
+
+
+def test_a_later_send_cannot_change_or_add_a_hook(efile, workdir):
+    command, _ = hook(workdir)
+    ok("send", efile, "hi", "--adapter", "mock", "--wait")
+    proc = run("send", efile, "again", "--on-result", command)
+    assert proc.returncode == 2 and b"on_result is bound" in proc.stderr
