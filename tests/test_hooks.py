@@ -1,74 +1,13 @@
 """Hooks: `send --on-request CMD` / `--on-result CMD` (docs/PROTOCOL.md section 19), black-box through
-the CLI with the mock adapter.  A hook here is a small Python script that records its stdin, argv,
-environment and cwd in a file of its own (named by its pid) in the test's directory; the test waits
-for those files, never for a while."""
+the CLI with the mock adapter, with the recording hook of hookutil.py."""
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
-import sys
 
 from cliutil import alive, cli_env, matching, ok, run, runtime_pids, wait_for, wait_matching, wait_results
-
-HOOK = r'''
-import json, os, sys, time
-out, mode = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "ok"
-data = sys.stdin.buffer.read()
-child = None
-if mode == "hang":  # a hook that hangs, with a child in its process group
-    import subprocess
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"]).pid
-record = {"pid": os.getpid(), "child": child, "stdin": data.decode("utf-8"), "argv": sys.argv, "cwd": os.getcwd(),
-          "file": os.environ.get("HARNESSCTL_FILE"), "event": os.environ.get("HARNESSCTL_EVENT"),
-          "env": dict(os.environ), "start": time.time()}
-tmp = os.path.join(out, ".%d.tmp" % os.getpid())
-with open(tmp, "w") as f:
-    json.dump(record, f)
-os.rename(tmp, os.path.join(out, "%d.json" % os.getpid()))
-if mode == "hang":
-    time.sleep(3600)
-elif mode == "fail":
-    sys.exit(3)
-elif mode == "release":  # waits for the test to let it go, then says when it ended
-    while not os.path.exists(os.path.join(out, "release-%d" % os.getpid())):
-        time.sleep(0.01)
-    with open(os.path.join(out, "end-%d" % os.getpid()), "w") as f:
-        f.write(repr(time.time()))
-'''
-
-
-def hook(workdir, mode="ok", name="hooks"):
-    """The command line of a recording hook, and the directory its records go to."""
-    out = workdir / name
-    out.mkdir(exist_ok=True)
-    script = workdir / "hook.py"
-    script.write_text(HOOK)
-    return "%s %s %s %s" % (shlex.quote(sys.executable), shlex.quote(str(script)), shlex.quote(str(out)), mode), out
-
-
-def records(out):
-    found = []
-    for name in os.listdir(str(out)):
-        if name.endswith(".json") and not name.startswith("."):
-            with open(os.path.join(str(out), name)) as f:
-                found.append(json.load(f))
-    return sorted(found, key=lambda r: r["start"])
-
-
-def wait_records(out, count, timeout=30):
-    return wait_for(lambda: len(records(out)) >= count and records(out), timeout, "%d hook runs" % count)
-
-
-def raw_line(path, seq):
-    """The line with this seq, exactly as it is in the file."""
-    with open(path, "rb") as f:
-        for line in f:
-            if json.loads(line)["seq"] == seq:
-                return line
-    raise AssertionError("no line with seq %d" % seq)
-
+from hookutil import gone, hook, raw_line, records, wait_records
 
 def test_a_parked_request_runs_the_request_hook_with_its_line_env_and_cwd(efile, workdir):
     command, out = hook(workdir)
@@ -135,14 +74,13 @@ def test_a_hook_that_hangs_is_killed_with_its_process_group_and_logged(efile, wo
     command, out = hook(workdir, "hang")
     env = cli_env(HARNESSCTL_HOOK_TIMEOUT="1")
     ok("send", efile, "/permission ask me", "--adapter", "mock", "--on-request", command, env=env)
-    record = wait_records(out, 1)[0]
     ok("reply", efile, "req-1", "allow")
     assert wait_results(efile, 1)[0]["status"] == "completed"
     note = wait_matching(efile, "log", kind="diagnostic", hook="on_request")[0]
     assert note["level"] == "warning" and note["request_id"] == "req-1" and note["timeout"] == 1
     assert "--on-request hook for request req-1" in note["message"] and "killed after 1 s" in note["message"]
     assert note["event_seq"] == matching(efile, "request", request_id="req-1", state="pending")[0]["seq"]
-    wait_for(lambda: not alive(record["pid"]) and not alive(record["child"]), what="the hook's group killed")
+    gone(out)  # the hook and the child in its process group
     ok("send", efile, "again", "--wait")  # the session goes on
 
 
