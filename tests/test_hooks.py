@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 
 from cliutil import alive, cli_env, matching, ok, run, runtime_pids, wait_for, wait_matching, wait_results
 from hookutil import gone, hook, raw_line, records, wait_records
@@ -172,3 +173,23 @@ def test_a_later_send_cannot_change_or_add_a_hook(efile, workdir):
     ok("send", efile, "hi", "--adapter", "mock", "--wait")
     proc = run("send", efile, "again", "--on-result", command)
     assert proc.returncode == 2 and b"on_result is bound" in proc.stderr
+
+
+def test_send_help_lists_the_hooks_and_their_knobs():
+    text = ok("send", "--help").stdout.decode()
+    for part in ("--on-request CMD", "--on-result CMD", "HARNESSCTL_HOOK_TIMEOUT (30 s)", "HARNESSCTL_ON_REQUEST",
+                 "HARNESSCTL_ON_RESULT"):
+        assert part in text, part
+
+
+def test_sigterm_kills_the_running_hooks_and_the_results_it_writes_run_none(efile, workdir):
+    command, out = hook(workdir, "hang")
+    ok("send", efile, "/permission ask me", "--adapter", "mock", "--on-request", command, "--on-result", command,
+       env=cli_env(HARNESSCTL_HOOK_TIMEOUT="600"))
+    wait_records(out, 1)
+    (pid,) = runtime_pids(efile)
+    os.kill(pid, signal.SIGTERM)
+    assert wait_results(efile, 1)[0]["status"] == "failed"
+    gone(out)
+    wait_for(lambda: not runtime_pids(efile), what="the runtime's exit")
+    assert len(records(out)) == 1 and not matching(efile, "log", kind="diagnostic")
