@@ -155,7 +155,7 @@ class Hooks:
         except RuntimeError as e:  # no thread (ulimit -u)
             with self._lock:
                 self._running -= 1
-            self._diagnostic(job, "could not be started: %s" % e)
+            self._diagnostic(job, "could not be started: %s" % e, error=str(e))
 
     def _diagnostic(self, job: Job, what: str, **fields: Any) -> None:
         """A hook that went wrong, in the event file (and the runtime log)."""
@@ -176,7 +176,7 @@ class Hooks:
             try:
                 outcome = self._run(job)
             except Exception as e:  # a bug here must not leave the count up for good
-                outcome = ("could not be run: %s" % e, {})
+                outcome = ("could not be run: %s" % e, {"error": str(e)})
             with self._lock:
                 done, job = job, (self._queue.popleft() if self._queue and not self._stopped else None)
                 if job is None:

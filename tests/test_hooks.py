@@ -193,3 +193,10 @@ def test_sigterm_kills_the_running_hooks_and_the_results_it_writes_run_none(efil
     gone(out)
     wait_for(lambda: not runtime_pids(efile), what="the runtime's exit")
     assert len(records(out)) == 1 and not matching(efile, "log", kind="diagnostic")
+
+
+def test_a_hook_timeout_that_is_not_a_number_is_refused_by_the_send(efile, workdir):
+    command, _ = hook(workdir)
+    proc = run("send", efile, "hi", "--adapter", "mock", "--on-result", command,
+               env=cli_env(HARNESSCTL_HOOK_TIMEOUT="soon"))
+    assert proc.returncode == 2 and b"HARNESSCTL_HOOK_TIMEOUT" in proc.stderr
