@@ -207,7 +207,8 @@ class Hooks:
             child = subprocess.Popen(words, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=runtime.log.fd,
                                      cwd=runtime.binding["cwd"], env=env, close_fds=True, preexec_fn=prepare)
         except OSError as e:
-            return ("could not be started: %s: %s" % (words[0], e.strerror), {"error": e.strerror})
+            where = e.filename if e.filename is not None else words[0]  # the cwd, when that is what is missing
+            return ("could not be started: %s: %s" % (where, e.strerror), {"error": e.strerror})
         with self._lock:
             if self._stopped:
                 kill_group(child.pid)

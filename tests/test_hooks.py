@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 
 from cliutil import alive, cli_env, matching, ok, run, runtime_pids, wait_for, wait_matching, wait_results
 from hookutil import gone, hook, raw_line, records, wait_records
@@ -200,3 +201,48 @@ def test_a_hook_timeout_that_is_not_a_number_is_refused_by_the_send(efile, workd
     proc = run("send", efile, "hi", "--adapter", "mock", "--on-result", command,
                env=cli_env(HARNESSCTL_HOOK_TIMEOUT="soon"))
     assert proc.returncode == 2 and b"HARNESSCTL_HOOK_TIMEOUT" in proc.stderr
+
+
+def test_a_run_the_harness_ends_by_crashing_runs_the_result_hook(efile, workdir):
+    command, out = hook(workdir)
+    ok("send", efile, "/crash", "--adapter", "mock", "--on-result", command)
+    result = wait_results(efile, 1)[0]
+    assert result["status"] == "failed"
+    record = wait_records(out, 1)[0]
+    assert record["stdin"].encode("utf-8") == raw_line(efile, result["seq"]) and record["event"] == "result"
+
+
+def test_hooks_beyond_four_running_and_sixty_four_waiting_are_dropped_with_a_diagnostic(tmp_path):
+    """The queue's bound, on the Hooks object itself (69 runs through the CLI would take long)."""
+    from harnessctl import hooks
+
+    class Runtime:  # what Hooks uses of the runtime
+        def __init__(self):
+            self.binding = {"on_result": "%s -c 'import time; time.sleep(600)'" % sys.executable,
+                            "cwd": str(tmp_path)}
+            self.env = dict(os.environ, HARNESSCTL_HOOK_TIMEOUT="600")
+            self.addr = type("Addr", (), {"path": str(tmp_path / "events.jsonl")})
+            self.log = type("Log", (), {"fd": os.open(os.devnull, os.O_WRONLY)})
+            self.loop = type("Loop", (), {"post": staticmethod(lambda job: None)})
+            self.notes = []
+            self.host = type("Host", (), {"log": staticmethod(lambda *a, **f: self.notes.append((a, f)))})
+
+        def debug(self, text):
+            pass
+
+    runtime = Runtime()
+    runner = hooks.Hooks(runtime)
+    runner.arm()
+    try:
+        results = [{"type": "result", "seq": n, "run_id": "run-%d" % n, "status": "completed"} for n in range(70)]
+        runner.written(results)
+        assert runner.busy() and len(runner._queue) == 64
+        dropped = [f for _, f in runtime.notes]
+        assert [(f["hook"], f["event_seq"], f["run_id"]) for f in dropped] == [
+            ("on_result", 68, "run-68"), ("on_result", 69, "run-69")]
+        assert "dropped: 4 hooks are running and 64 waiting" in dropped[0]["message"]
+        wait_for(lambda: len(runner._children) == 4, what="four hooks running")
+    finally:
+        runner.stop()
+        os.close(runtime.log.fd)
+    assert not runner._queue
