@@ -246,3 +246,17 @@ def test_hooks_beyond_four_running_and_sixty_four_waiting_are_dropped_with_a_dia
         runner.stop()
         os.close(runtime.log.fd)
     assert not runner._queue
+
+
+def test_a_binding_edited_under_a_live_runtime_to_add_a_hook_never_runs_it(efile, workdir):
+    command, out = hook(workdir)
+    ok("send", efile, "hi", "--adapter", "mock", "--wait", env=cli_env(HARNESSCTL_IDLE_TIMEOUT="1"))
+    binding = json.load(open(efile + ".d/binding.json"))
+    with open(efile + ".d/binding.json", "w") as f:
+        json.dump(dict(binding, on_result=command), f)
+    # a live runtime goes on with the binding it read, which has no hook (0); a new one refuses it (2)
+    assert run("send", efile, "again", "--wait").returncode in (0, 2)
+    wait_for(lambda: not runtime_pids(efile), what="idle exit")
+    proc = run("send", efile, "third", "--wait")  # a new runtime would read it: refused
+    assert proc.returncode == 2 and b"harnessctl has no record of it" in proc.stderr, proc.stderr
+    assert records(out) == []
