@@ -152,6 +152,8 @@ class AdapterHost(Host):
         self._tokens[request_id] = request_id if token is None else token
         if decided is not None:
             self._runtime.answer_by_policy(self._runtime.conv.pending.get(request_id, event), *decided)
+        else:
+            self._runtime.hooks.parked(request_id)  # its line, once written, runs --on-request
         return request_id
 
     def request_closed(self, token: Any) -> None:

@@ -22,8 +22,8 @@ import sys
 import time
 from collections import deque
 
-from . import (answers, budget, ipc, knobs, locks, pidfile, policy, private, proc, registry, snapshot, structured,
-               trusted)
+from . import (answers, budget, hooks, ipc, knobs, locks, pidfile, policy, private, proc, registry, snapshot,
+               structured, trusted)
 from .address import Address, check_binding, open_event_file, read_binding, write_binding
 from .backend import Input
 from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError, UsageError
@@ -71,6 +71,7 @@ class Runtime:
         self.watches = Watches(self.conv, self.writer, self.status)
         self.supervisor = Supervisor(self, self.loop, addr.sidecar, addr.harness_pid, log)
         self.host = AdapterHost(self)
+        self.hooks = hooks.Hooks(self)
         self.waiting: Deque[Tuple[Input, Waiter]] = deque()
         self.in_flight: Optional[Tuple[Input, Waiter]] = None
         self.cancelling = False
@@ -90,6 +91,8 @@ class Runtime:
         may bring one: Backend.SCHEMA_PER_PROCESS.)"""
         pidfile.kill_leftover(self.addr.harness_pid)
         self.writer.write_all(close_open_work(self.conv, LOST))
+        self._written()  # what a lost predecessor left open runs no hook: a live runtime's events do
+        self.hooks.arm()
         warning = trusted.inside_workspace(self.addr.path, self.binding["cwd"]) if self.conv.seq == 0 else None
         if warning is not None:  # once, in a new file (the first send also says it on stderr)
             self.host.log("diagnostic", "warning", message=warning)
@@ -109,13 +112,14 @@ class Runtime:
         events = self.writer.take_written()
         if events:
             self.watches.written(events)
+            self.hooks.written(events)
 
     def _is_idle(self) -> bool:
         return not (self.conv.is_busy() or self.waiting or self.in_flight or self.supervisor.state == STARTING
                     or self.writer.may_pass())
 
     def _check_idle(self) -> None:
-        if not self._is_idle():
+        if not self._is_idle() or self.hooks.busy():  # an idle exit waits for the hooks (each has a timeout)
             self.idle_since = None
         elif self.idle_since is None:
             self.idle_since = time.monotonic()
@@ -447,6 +451,7 @@ class Runtime:
             return
         self.debug("shutting down: %s" % reason)
         self.stopping = True
+        self.hooks.stop()  # running hooks are killed; what is written from now on runs none
         self.server.stop()
         self.supervisor.stop()
         if self.in_flight:

@@ -127,7 +127,7 @@ def ensure_runtime(addr: Address, binding: Dict[str, Any], deadline: float, star
     send is setting up then."""
     from . import knobs, locks, private
 
-    for knob in ("HARNESSCTL_IDLE_TIMEOUT", "HARNESSCTL_CANCEL_GRACE"):
+    for knob in ("HARNESSCTL_IDLE_TIMEOUT", "HARNESSCTL_CANCEL_GRACE", "HARNESSCTL_HOOK_TIMEOUT"):
         knobs.seconds(os.environ, knob, 60.0)  # refused here, not by the runtime it would start
     created = make_sidecar(addr)
     spawn = None

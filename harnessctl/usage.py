@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 SYNOPSIS = {
     "send": "harnessctl send   FILE [TEXT] [--cwd DIR] [--model MODEL] [--adapter NAME] [--agent AGENT]\n"
             "                  [--mode ask|edit|full] [--allow RULE]... [--deny RULE]... | [--policy FILE]\n"
+            "                  [--on-request CMD] [--on-result CMD]\n"
             "                  [--schema SCHEMA_FILE] [--print-id] [--wait [--timeout S]]",
     "wait": "harnessctl wait   FILE [INPUT_ID] [--timeout S]\n"
             "       harnessctl wait   --any FILE... [--timeout S]",
@@ -84,20 +85,28 @@ options:
                   GLOB matches the command line, the paths (relative to the cwd) or server.tool.
                   Repeatable: the first rule that matches decides; the rest waits for reply
   --policy FILE   the mode and rules as JSON: {{"mode": "ask", "rules": [["allow", "RULE"], ...]}}
-  --max-tokens N  a limit on the tokens the conversation spends (all runs, input + output);
-  --max-cost-usd X  and on its cost where the harness reports one: a run that reaches it is
+  --max-tokens N    a budget of the whole conversation: tokens (input + output, all runs),
+  --max-cost-usd X  or US dollars where the harness reports a cost; a run that reaches it is
                   interrupted and fails (error_class budget), later sends exit 2 until a send
                   gives a higher limit (limits, unlike the rest of the binding, may change)
+  --on-request CMD  a hook of a new FILE: run CMD (split like a shell would, run without one)
+                  whenever a request is parked for a reply, with its line on stdin, HARNESSCTL_FILE
+                  and HARNESSCTL_EVENT=request in its environment, in the cwd; it never delays the
+                  run, and is killed after HARNESSCTL_HOOK_TIMEOUT (default: HARNESSCTL_ON_REQUEST)
+  --on-result CMD   the same whenever a run ends, with its result line, HARNESSCTL_EVENT=result
+                  (default: HARNESSCTL_ON_RESULT)
   --schema FILE   a JSON Schema the run's final answer must fit (this send only, starting a run):
                   the result carries it parsed as output_json; an answer that does not fit
                   fails the run (error_class schema).  codex, claudecode and mock; exit 2 elsewhere
   --print-id      print the accepted input_id on one line
   --wait          then wait for the result that covers the input; print it as one JSON line
   --timeout S     with --wait: stop waiting after S seconds (default: no limit)
-A later send may omit --cwd, --model, --adapter, --agent and the policy; a different value exits 2.
+A later send may omit --cwd, --model, --adapter, --agent, the policy and the hooks; a different
+value exits 2.
 
 knobs: HARNESSCTL_ADAPTER (none), HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_IDLE_TIMEOUT (60 s),
-       HARNESSCTL_CANCEL_GRACE (15 s), HARNESSCTL_CODEX_BIN / _CLAUDE_BIN and _ARGS, HARNESSCTL_DEBUG
+       HARNESSCTL_CANCEL_GRACE (15 s), HARNESSCTL_HOOK_TIMEOUT (30 s), HARNESSCTL_ON_REQUEST,
+       HARNESSCTL_ON_RESULT (none), HARNESSCTL_CODEX_BIN / _CLAUDE_BIN and _ARGS, HARNESSCTL_DEBUG
 
 exit codes:
   0   accepted (with --wait: the result is `completed`)

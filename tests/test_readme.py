@@ -32,7 +32,7 @@ def recipe(first_line: str) -> str:
 
 def test_every_recipe_has_a_test():
     tested = (ANSWER, FILES_TO_FIX, BUDGET, SEND_AND_ACT, APPROVAL_BOT, RULES_BOT, FOLLOW, WAIT_IDLE, FLEET, DENY_ALL,
-              CRON, NIGHTLY)
+              CRON, NIGHTLY, NOTIFY, WEBHOOK, MAIL)
     assert sorted(next(t for t in tested if code.startswith(t)) for _, code in RECIPES) == sorted(tested)
 
 
@@ -243,3 +243,58 @@ def test_nightly_recipe_lets_the_agent_edit_the_repository_without_asking(shell,
     assert (proc.returncode, proc.stdout) == (0, b"completed\n"), proc.stderr
     replied = [r for r in of_type(str(workdir / "home" / "agent" / "deps.jsonl"), "request") if r["state"] == "replied"]
     assert [(r["answer"], r["by"]) for r in replied] == [("allow", "mode")]
+
+
+# The hook recipes: a stand-in for notify-send, curl or mail, first on PATH, records its arguments
+# and its stdin; the runtime that runs the hook has the PATH of the send that started it.
+FAKE_TOOL = """#!%s
+import json, os, sys
+folder = os.path.dirname(os.path.dirname(os.path.abspath(sys.argv[0])))
+record = {"argv": sys.argv[1:], "stdin": sys.stdin.read()}
+with open(os.path.join(folder, os.path.basename(sys.argv[0]) + ".out.tmp"), "w") as f:
+    json.dump(record, f)
+os.rename(f.name, f.name[:-len(".tmp")])
+"""
+
+
+def fake_tool(workdir, name):
+    """A stand-in for `name` in the recipes' bin folder; a function that waits for what it recorded."""
+    tool = workdir / "bin" / name
+    tool.write_text(FAKE_TOOL % sys.executable)
+    tool.chmod(0o755)
+    out = workdir / (name + ".out")
+    return lambda: json.loads(wait_for(lambda: out.exists() and out.read_text(), 30, "%s run by the hook" % name))
+
+
+NOTIFY = "cat >~/notify-hook"
+
+
+def test_notification_recipe_shows_the_parked_request(shell, workdir):
+    recorded = fake_tool(workdir, "notify-send")
+    proc = shell(recipe(NOTIFY), [("refactor the parser; ask before each command", "/permission run the tests?")])
+    assert proc.returncode == 0, proc.stderr
+    assert recorded()["argv"] == ["harnessctl: fix.jsonl waits for a reply", "req-1: run the tests?"]
+
+
+WEBHOOK = "harnessctl send release.jsonl"
+
+
+def test_webhook_recipe_posts_the_result_line(shell, workdir):
+    recorded = fake_tool(workdir, "curl")
+    proc = shell(recipe(WEBHOOK))
+    assert proc.returncode == 0, proc.stderr
+    posted = recorded()
+    (result,) = of_type(str(workdir / "release.jsonl"), "result")
+    assert json.loads(posted["stdin"]) == result and posted["stdin"].endswith("\n")
+    assert posted["argv"][-3:] == ["--data-binary", "@-", "https://hooks.example.com/harnessctl"]
+
+
+MAIL = "cat >~/mail-hook"
+
+
+def test_mail_recipe_mails_the_outcome_of_the_run(shell, workdir):
+    recorded = fake_tool(workdir, "mail")
+    proc = shell(recipe(MAIL))
+    assert proc.returncode == 0, proc.stderr
+    assert recorded() == {"argv": ["-s", "harnessctl: nightly.jsonl completed", "me@example.com"],
+                          "stdin": "echo: check CI and fix what broke\n"}
