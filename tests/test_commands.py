@@ -276,8 +276,9 @@ def test_status_line_is_valid_json_after_recovery_of_an_empty_file(workdir):
     open(path, "w").close()
     report = status(path)
     assert report["state"] == "idle" and report["runtime"] == "stopped" and report["adapter"] is None
-    assert report == {"state": "idle", "run_id": None, "queued": 0, "requests": [], "cwd": None, "model": None,
-                      "adapter": None, "mode": None, "runtime": "stopped", "last_activity": None}
+    assert report == {"file": path, "state": "idle", "run_id": None, "queued": 0, "requests": [], "cwd": None,
+                      "model": None, "adapter": None, "mode": None, "runtime": "stopped", "last_activity": None,
+                      "totals": {"tokens": 0, "cost_usd": None}}
 
 
 def test_an_adapter_that_drives_one_harness_refuses_agent(workdir):
