@@ -115,7 +115,7 @@ def send(args: Dict[str, Any], call: Call) -> Result:
     input_id = client.send(file, text, cwd, args.get("model"), adapter, agent, cli.policy(options, rules),
                            args.get("schema"), cli.unattended(options))
     if not args.get("wait"):
-        return {"outcome": "accepted", "exit_code": 0, "input_id": input_id}, "accepted %s" % input_id
+        return _json({"outcome": "accepted", "exit_code": 0, "input_id": input_id})
     found = call.wait(file, input_id, args.get("timeout"))
     if found is None:
         raise Cancelled()
@@ -141,9 +141,7 @@ def status(args: Dict[str, Any], call: Call) -> Result:
             lines.append(cli.error_line(file, str(e), e.exit_code))
             continue
         lines.append(cli.file_status(file)[0])
-    parsed = [json.loads(line) for line in lines]
-    text = "\n".join("%s: %s" % (p["file"], p["error"] if "error" in p else _summary(p)) for p in parsed)
-    return {"statuses": parsed}, text
+    return _json({"statuses": [json.loads(line) for line in lines]})
 
 
 def reply(args: Dict[str, Any], call: Call) -> Result:
@@ -152,12 +150,12 @@ def reply(args: Dict[str, Any], call: Call) -> Result:
     if not isinstance(answer, str):
         answer = json.dumps(answer, ensure_ascii=False)
     client.reply(file, args["request_id"], answer)
-    return {"outcome": "replied", "exit_code": 0, "request_id": args["request_id"]}, "replied %s" % args["request_id"]
+    return _json({"outcome": "replied", "exit_code": 0, "request_id": args["request_id"]})
 
 
 def cancel(args: Dict[str, Any], call: Call) -> Result:
     client.cancel(call.inside(args["file"], "file"))
-    return {"outcome": "done", "exit_code": 0}, "cancelled what was running (if anything)"
+    return _json({"outcome": "done", "exit_code": 0})
 
 
 def log(args: Dict[str, Any], call: Call) -> Result:
@@ -188,26 +186,14 @@ def outcome(found: Tuple[str, str], input_id: Optional[str]) -> Result:
     if input_id is not None:
         result.setdefault("input_id", input_id)
     result.update(outcome=kind, exit_code=cli.OUTCOME_CODES.get(kind, 1))
-    return result, _text(kind, result)
+    return _json(result)
 
 
-def _text(kind: str, result: Dict[str, Any]) -> str:
-    if kind == "request":
-        return "request %s awaits a reply: %s (options: %s)" % (
-            result.get("request_id"), result.get("message") or result.get("kind"),
-            ", ".join(result.get("options") or []) or "see the request")
-    if kind == "timeout":
-        return "timeout: still running"
-    if kind == "status":
-        return _summary(result)
-    detail = result.get("output") if kind == "completed" else result.get("error")
-    return "%s: %s" % (kind, detail if detail is not None else "")
-
-
-def _summary(status: Dict[str, Any]) -> str:
-    requests = status.get("requests") or []
-    pending = "; pending: %s" % ", ".join(r["request_id"] for r in requests) if requests else ""
-    return "%s%s" % (status.get("state"), pending)
+def _json(structured: Dict[str, Any]) -> Result:
+    """A result and its text: the same object serialized, as the MCP
+    specification asks of a tool with structured content (a client that
+    shows only text, or a model that reads only text, sees everything)."""
+    return structured, json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
 
 
 # -- arguments ---------------------------------------------------------------------

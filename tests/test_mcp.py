@@ -161,7 +161,7 @@ def test_send_with_wait_gives_the_completed_result(mcp, efile):
     found = structured(result)
     assert found["outcome"] == "completed" and found["exit_code"] == 0
     assert found["output"] == "echo: hello" and found["input_id"] in found["input_ids"]
-    assert result["content"][0]["text"] == "completed: echo: hello"
+    assert json.loads(result["content"][0]["text"]) == found
 
 
 def test_send_without_wait_gives_the_accepted_input_id(mcp, efile):

@@ -1,0 +1,118 @@
+"""Real MCP clients driving `harnessctl mcp`: Claude Code and codex, each
+with harnessctl registered as an MCP server and its model replaced by the
+project's loopback mock, scripted to call the tools.  The orchestrating
+agent starts a sub-agent session (the mock adapter) with `send`, steers it
+with a second `send` while it runs, reads its pending approval (`send` with
+wait, then `status`), answers it with `reply`, and gets the sub-agent's
+result back from `wait` as its tool result.
+
+A scripted model cannot know an input id in advance, so a step may be a
+function of the request that carries the previous tool's result."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any, Callable, Dict, List
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from cliutil import ROOT, events, matching, real_binary  # noqa: E402
+from claudecode_support.fixtures import claude_env  # noqa: E402
+from claudecode_support.mock_messages import MockMessages, reply, text, tool_results, tool_use  # noqa: E402
+
+pytestmark = pytest.mark.real
+
+PERMISSION = "/permission deploy to staging?"
+
+
+def server(root: str) -> Dict[str, Any]:
+    """How a client starts harnessctl's MCP server, confined to `root`."""
+    return {"command": sys.executable, "args": ["-m", "harnessctl", "mcp", "--root", root],
+            "env": {"PYTHONPATH": ROOT}}
+
+
+def last_result(results: List[str]) -> Dict[str, Any]:
+    """The structured result of the latest tool call (its text is that JSON)."""
+    return json.loads(results[-1])
+
+
+def steps(file: str, cwd: str) -> List[Any]:
+    """The orchestrator's tool calls, as (tool, arguments) or a function of
+    the previous tool results giving them."""
+    return [
+        ("send", {"file": file, "text": "/sleep 5", "adapter": "mock", "cwd": cwd}),
+        ("send", {"file": file, "text": PERMISSION, "wait": True}),
+        ("status", {"files": [file]}),
+        lambda results: ("reply", {"file": file, "request_id": last_result(results)["statuses"][0]["requests"][0][
+            "request_id"], "answer": "allow"}),
+        lambda results: ("wait", {"file": file, "input_id": json.loads(results[-3])["input_id"]}),
+    ]
+
+
+def check_sub_session(file: str, results: List[str]) -> None:
+    """What every orchestrator must have seen, and the event file holds."""
+    assert len(results) == 5, results
+    started, asked, status, replied, done = [json.loads(r) for r in results]
+    assert started["outcome"] == "accepted"
+    assert asked["outcome"] == "request" and asked["message"] == "deploy to staging?"
+    assert status["statuses"][0]["state"] == "awaiting_reply"
+    assert replied["outcome"] == "replied"
+    assert done["outcome"] == "completed" and "permission: allow" in done["output"]
+    assert done["input_ids"] == [started["input_id"], asked["input_id"]]
+    assert [e["delivery"] for e in matching(file, "accepted")] == ["start", "steer"]
+    [request_id] = {e["request_id"] for e in matching(file, "request")}
+    assert request_id == asked["request_id"]
+    assert matching(file, "replied", request_id=request_id)[0]["answer"] == "allow"
+    assert [e["status"] for e in events(file) if e["type"] == "result"] == ["completed"]
+
+
+# -- Claude Code ------------------------------------------------------------------------
+
+
+class StepMock(MockMessages):
+    """MockMessages whose queued reply may be a function of the request it answers."""
+
+    def _next_reply(self, body: Dict[str, Any], path: str, headers: Dict[str, str]) -> Dict[str, Any]:
+        with self._lock:
+            if self._queue and callable(self._queue[0]):
+                self._queue[0] = self._queue[0](body)
+        return super()._next_reply(body, path, headers)
+
+
+def claude_results(body: Dict[str, Any]) -> List[str]:
+    """Every tool result of the conversation so far, in order."""
+    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    return [r for m in users for r in tool_results({"messages": [m]})]
+
+
+def claude_step(step: Any) -> Any:
+    def make(body: Dict[str, Any]) -> Dict[str, Any]:
+        name, arguments = step(claude_results(body)) if callable(step) else step
+        return reply(tool_use("mcp__harnessctl__" + name, arguments))
+    return make
+
+
+def test_claude_code_drives_a_sub_agent_through_harnessctl_mcp(workdir):
+    claude = real_binary("HARNESSCTL_TEST_CLAUDE_BIN", "claude")
+    agents, work = str(workdir / "agents"), str(workdir / "agents" / "work")
+    os.makedirs(work)
+    file = os.path.join(agents, "sub.jsonl")
+    config = str(workdir / "mcp.json")
+    with open(config, "w") as f:
+        json.dump({"mcpServers": {"harnessctl": server(agents)}}, f)
+    with StepMock() as mock:
+        mock.script(*[claude_step(step) for step in steps(file, work)], reply(text("The sub-agent is done.")))
+        proc = subprocess.run([claude, "-p", "Run the sub-agent.", "--mcp-config", config, "--strict-mcp-config",
+                               "--allowedTools", "mcp__harnessctl__*", "--output-format", "json"],
+                              env=claude_env(str(workdir), mock.base_url), cwd=str(workdir),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=180)
+        assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+        assert json.loads(proc.stdout)["result"] == "The sub-agent is done."
+        bodies = mock.bodies()
+    results = claude_results(bodies[-1])
+    check_sub_session(file, results)
