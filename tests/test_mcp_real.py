@@ -67,7 +67,7 @@ def check_sub_session(file: str, results: List[str]) -> None:
     assert [e["delivery"] for e in matching(file, "accepted")] == ["start", "steer"]
     [request_id] = {e["request_id"] for e in matching(file, "request")}
     assert request_id == asked["request_id"]
-    assert matching(file, "replied", request_id=request_id)[0]["answer"] == "allow"
+    assert matching(file, "request", request_id=request_id, state="replied")[0]["answer"] == "allow"
     assert [e["status"] for e in events(file) if e["type"] == "result"] == ["completed"]
 
 
