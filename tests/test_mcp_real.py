@@ -21,9 +21,11 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cliutil import ROOT, events, matching, real_binary  # noqa: E402
+from cliutil import ROOT, cli_env, events, matching, real_binary  # noqa: E402
 from claudecode_support.fixtures import claude_env  # noqa: E402
 from claudecode_support.mock_messages import MockMessages, reply, text, tool_results, tool_use  # noqa: E402
+from codex_support.mock_responses import MockResponses, function_call, tool_outputs, write_codex_home  # noqa: E402
+from codex_support.mock_responses import text as codex_text  # noqa: E402
 
 pytestmark = pytest.mark.real
 
@@ -115,4 +117,65 @@ def test_claude_code_drives_a_sub_agent_through_harnessctl_mcp(workdir):
         assert json.loads(proc.stdout)["result"] == "The sub-agent is done."
         bodies = mock.bodies()
     results = claude_results(bodies[-1])
+    check_sub_session(file, results)
+
+
+# -- codex ---------------------------------------------------------------------------------
+#
+# Run with `codex exec`, as `claude -p` above: the orchestrator is a plain
+# client process, the way a user runs one; harnessctl's own codex adapter is
+# proven elsewhere (test_codex_real.py) and would add nothing to the MCP side.
+
+
+class StepResponses(MockResponses):
+    """MockResponses whose next scripted reply may be a function of the request it answers."""
+
+    def _next(self, record: Dict[str, Any]) -> Dict[str, Any]:
+        with self._lock:
+            if self.script and callable(self.script[0]):
+                self.script[0] = self.script[0]({"body": record["body"]})
+        return super()._next(record)
+
+
+def codex_results(request: Dict[str, Any]) -> List[str]:
+    """The outputs of the tool calls call_1, call_2 ... so far, in order: the
+    tool's text, after the "Wall time: S seconds\nOutput:\n" codex puts
+    before an MCP tool's result (as recorded)."""
+    outputs = tool_outputs(request)
+    return [outputs[key].partition("Output:\n")[2] for key in sorted(outputs, key=lambda k: int(k.split("_")[1]))]
+
+
+def codex_step(index: int, step: Any) -> Callable[[Dict[str, Any]], Dict[str, Any]]:
+    """codex offers an MCP server's tools as one namespace, mcp__SERVER (as recorded)."""
+    def make(request: Dict[str, Any]) -> Dict[str, Any]:
+        name, arguments = step(codex_results(request)) if callable(step) else step
+        return function_call(name, arguments, "call_%d" % index, namespace="mcp__harnessctl")
+    return make
+
+
+def test_codex_drives_a_sub_agent_through_harnessctl_mcp(workdir):
+    codex = real_binary("HARNESSCTL_TEST_CODEX_BIN", "codex")
+    agents, work = str(workdir / "agents"), str(workdir / "agents" / "work")
+    os.makedirs(work)
+    file = os.path.join(agents, "sub.jsonl")
+    entry = server(agents)
+    top = ('[mcp_servers.harnessctl]\ncommand = %s\nargs = %s\nenv = { PYTHONPATH = %s }\n'
+           'default_tools_approval_mode = "approve"\n'  # else codex asks, and `exec` with approval never refuses
+           % (json.dumps(entry["command"]), json.dumps(entry["args"]), json.dumps(ROOT)))
+    mock = StepResponses().start()
+    try:
+        mock.add(*[codex_step(i + 1, step) for i, step in enumerate(steps(file, work))])
+        mock.add(codex_text("The sub-agent is done."))
+        env = cli_env()
+        env.update(write_codex_home(str(workdir / "codex_home"), mock.base_url, top=top))
+        proc = subprocess.run([codex, "exec", "--skip-git-repo-check", "Run the sub-agent."], env=env,
+                              cwd=str(workdir), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=180)
+        assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+        assert "The sub-agent is done." in proc.stdout.decode()
+        tools = [t for t in mock.requests[0]["body"]["tools"] if t.get("name") == "mcp__harnessctl"]
+        assert {t["name"] for t in tools[0]["tools"]} == {"send", "wait", "status", "reply", "cancel", "log"}
+        results = codex_results(mock.requests[-1])
+    finally:
+        mock.stop()
     check_sub_session(file, results)
