@@ -149,7 +149,8 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
     if command == "mcp":
         from .mcp import serve
 
-        return serve([root for verb, root in rules if verb == "root"], "--allow-agent-commands" in options)
+        return serve([root for verb, root in rules if verb == "root"], "--allow-agent-commands" in options,
+                     fixed_adapter, fixed_agent)
     from . import client
 
     if command == "send":
@@ -174,12 +175,7 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
          fixed_agent: Optional[str] = None) -> int:
     from . import client
 
-    adapter, agent = options.get("--adapter"), options.get("--agent")
-    if fixed_adapter and adapter not in (None, fixed_adapter):
-        raise UsageError("this harnessctl is the %s adapter's; --adapter %s is not available"
-                         % (fixed_adapter, adapter))
-    if fixed_agent and agent not in (None, fixed_agent):
-        raise UsageError("this harnessctl runs the %s agent; --agent %s is not available" % (fixed_agent, agent))
+    adapter, agent = fixed(options.get("--adapter"), options.get("--agent"), fixed_adapter, fixed_agent)
     if "--timeout" in options and "--wait" not in options:
         raise UsageError("--timeout applies to --wait: add --wait, or leave --timeout out")
     wait_timeout = timeout(options)
@@ -189,13 +185,25 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
         from .structured import read_file
 
         schema = read_file(options["--schema"])
-    input_id = client.send(args[0], text, options.get("--cwd"), options.get("--model"), adapter or fixed_adapter,
-                           agent or fixed_agent, policy(options, rules), schema, unattended(options))
+    input_id = client.send(args[0], text, options.get("--cwd"), options.get("--model"), adapter, agent,
+                           policy(options, rules), schema, unattended(options))
     if "--print-id" in options:
         emit(input_id)
     if "--wait" not in options:
         return 0
     return outcome(client.wait(args[0], input_id, wait_timeout))
+
+
+def fixed(adapter: Optional[str], agent: Optional[str], fixed_adapter: Optional[str],
+          fixed_agent: Optional[str]) -> Tuple[Optional[str], Optional[str]]:
+    """The adapter and agent a send binds: those given, else a per-adapter
+    package's own; one that differs from the package's is refused."""
+    if fixed_adapter and adapter not in (None, fixed_adapter):
+        raise UsageError("this harnessctl is the %s adapter's; --adapter %s is not available"
+                         % (fixed_adapter, adapter))
+    if fixed_agent and agent not in (None, fixed_agent):
+        raise UsageError("this harnessctl runs the %s agent; --agent %s is not available" % (fixed_agent, agent))
+    return adapter or fixed_adapter, agent or fixed_agent
 
 
 def unattended(options: Dict[str, str]) -> Dict[str, Any]:

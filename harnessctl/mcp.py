@@ -36,15 +36,19 @@ INSTRUCTIONS = ("harnessctl drives coding agents (codex, claude, ACP agents, a m
                 "roots.")
 
 
-def serve(roots: List[str], allow_agent_commands: bool) -> int:
-    """Run the server until stdin ends; 0."""
+def serve(roots: List[str], allow_agent_commands: bool, fixed_adapter: Optional[str] = None,
+          fixed_agent: Optional[str] = None) -> int:
+    """Run the server until stdin ends; 0.  A per-adapter package fixes the
+    adapter (and agent) of its sends, as its `send` does."""
     for root in roots:
         if not os.path.isdir(root):
             raise UsageError("--root %s: not a directory" % root)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever prints by mistake lands on stderr, never amid the JSON-RPC lines
     sys.stdout = sys.stderr
-    Server([os.path.realpath(root) for root in roots], allow_agent_commands, out).run(sys.stdin.buffer)
+    server = Server([os.path.realpath(root) for root in roots], allow_agent_commands, out)
+    server.fixed = (fixed_adapter, fixed_agent)
+    server.run(sys.stdin.buffer)
     return 0
 
 
@@ -65,6 +69,7 @@ class Server:
         self.asked = 0
         self.closing = threading.Event()  # stdin ended: every wait ends
         self.threads: List[threading.Thread] = []
+        self.fixed: Tuple[Optional[str], Optional[str]] = (None, None)  # a per-adapter package's adapter, agent
 
     def run(self, reader: BinaryIO) -> None:
         """Serve until stdin ends; then the waits end (unanswered: the client
