@@ -4,7 +4,8 @@ project's loopback mock, scripted to call the tools.  The orchestrating
 agent starts a sub-agent session (the mock adapter) with `send`, steers it
 with a second `send` while it runs, reads its pending approval (`send` with
 wait, then `status`), answers it with `reply`, and gets the sub-agent's
-result back from `wait` as its tool result.
+result back from `wait` as its tool result.  Then the same with a real
+sub-agent: codex under Claude Code, Claude Code under codex.
 
 A scripted model cannot know an input id in advance, so a step may be a
 function of the request that carries the previous tool's result."""
@@ -23,7 +24,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cliutil import ROOT, cli_env, events, matching, real_binary  # noqa: E402
 from claudecode_support.fixtures import claude_env  # noqa: E402
-from claudecode_support.mock_messages import MockMessages, reply, text, tool_results, tool_use  # noqa: E402
+from claudecode_support.mock_messages import (  # noqa: E402
+    MockMessages, bash, conversation_texts, reply, text, tool_results, tool_use)
 from codex_support.mock_responses import MockResponses, function_call, tool_outputs, write_codex_home  # noqa: E402
 from codex_support.mock_responses import text as codex_text  # noqa: E402
 
@@ -179,3 +181,101 @@ def test_codex_drives_a_sub_agent_through_harnessctl_mcp(workdir):
     finally:
         mock.stop()
     check_sub_session(file, results)
+
+
+# -- a real sub-agent: codex under Claude Code, Claude Code under codex --------------------
+#
+# The sub-agent asks to run `touch approved.txt`; the orchestrator waits for
+# the conversation to need it, steers the run while the approval waits, allows
+# the command and waits for the result that covers both inputs.
+
+
+def real_steps(file: str, cwd: str, adapter: str) -> List[Any]:
+    return [
+        ("send", {"file": file, "text": "please create approved.txt", "adapter": adapter, "cwd": cwd}),
+        ("wait", {"file": file, "timeout": 120}),
+        ("send", {"file": file, "text": "SECOND: then say done"}),
+        lambda results: ("reply", {"file": file, "request_id": json.loads(results[1])["requests"][0]["request_id"],
+                                   "answer": "allow"}),
+        lambda results: ("wait", {"file": file, "input_id": json.loads(results[0])["input_id"], "timeout": 120}),
+    ]
+
+
+def check_real_sub_session(file: str, cwd: str, results: List[str], output: str) -> None:
+    assert len(results) == 5, results
+    started, waited, steer, replied, done = [json.loads(r) for r in results]
+    assert started["outcome"] == "accepted" and steer["outcome"] == "accepted"
+    assert waited["outcome"] == "status" and waited["state"] == "awaiting_reply"
+    assert "approved.txt" in waited["requests"][0]["message"]
+    assert replied["outcome"] == "replied"
+    assert done["outcome"] == "completed" and done["output"] == output
+    assert done["input_ids"] == [started["input_id"], steer["input_id"]]
+    assert os.path.exists(os.path.join(cwd, "approved.txt"))
+    deliveries = {e["input_id"]: e["delivery"] for e in matching(file, "accepted")}  # a Claude steer: twice, attributed
+    assert deliveries == {started["input_id"]: "start", steer["input_id"]: "steer"}
+    assert matching(file, "request", state="replied")[0]["answer"] == "allow"
+
+
+def test_claude_code_drives_a_real_codex_through_harnessctl_mcp(workdir):
+    claude = real_binary("HARNESSCTL_TEST_CLAUDE_BIN", "claude")
+    codex = real_binary("HARNESSCTL_TEST_CODEX_BIN", "codex")
+    agents, work = str(workdir / "agents"), str(workdir / "agents" / "work")
+    os.makedirs(work)
+    file = os.path.join(agents, "codex.jsonl")
+    sub = MockResponses().start()
+    try:
+        sub.add(function_call("exec_command", {"cmd": "touch approved.txt", "sandbox_permissions": "require_escalated",
+                                               "justification": "needs to write"}, "call_touch"),
+                codex_text("Done."))
+        entry = server(agents)
+        entry["env"].update(write_codex_home(str(workdir / "codex_home"), sub.base_url,
+                                             approval_policy="on-request", sandbox_mode="read-only"))
+        entry["env"].update(HARNESSCTL_CODEX_BIN=codex, HARNESSCTL_IDLE_TIMEOUT="20", HARNESSCTL_TIMEOUT="60")
+        config = str(workdir / "mcp.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {"harnessctl": entry}}, f)
+        with StepMock() as mock:
+            mock.script(*[claude_step(step) for step in real_steps(file, work, "codex")], reply(text("Codex is done.")))
+            proc = subprocess.run([claude, "-p", "Run codex.", "--mcp-config", config, "--strict-mcp-config",
+                                   "--allowedTools", "mcp__harnessctl__*", "--output-format", "json"],
+                                  env=claude_env(str(workdir), mock.base_url), cwd=str(workdir),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=240)
+            assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+            results = claude_results(mock.bodies()[-1])
+        assert "SECOND: then say done" in json.dumps(sub.requests[-1]["body"]["input"])  # the steer reached codex
+    finally:
+        sub.stop()
+    check_real_sub_session(file, work, results, "Done.")
+
+
+def test_codex_drives_a_real_claude_code_through_harnessctl_mcp(workdir):
+    claude = real_binary("HARNESSCTL_TEST_CLAUDE_BIN", "claude")
+    codex = real_binary("HARNESSCTL_TEST_CODEX_BIN", "codex")
+    agents, work = str(workdir / "agents"), str(workdir / "agents" / "work")
+    os.makedirs(work)
+    file = os.path.join(agents, "claude.jsonl")
+    mock = StepResponses().start()
+    try:
+        with MockMessages() as sub:
+            sub.script(reply(bash("touch approved.txt", "Create approved.txt")), reply(text("Created, and noted.")))
+            entry = server(agents)
+            env = dict(claude_env(str(workdir / "sub"), sub.base_url), HARNESSCTL_CLAUDE_BIN=claude,
+                       HARNESSCTL_IDLE_TIMEOUT="20", HARNESSCTL_TIMEOUT="60", **entry["env"])
+            top = ('[mcp_servers.harnessctl]\ncommand = %s\nargs = %s\ndefault_tools_approval_mode = "approve"\n'
+                   'tool_timeout_sec = 180\nenv = { %s }\n'  # codex passes a server little of its own environment
+                   % (json.dumps(entry["command"]), json.dumps(entry["args"]),
+                      ", ".join("%s = %s" % (k, json.dumps(v)) for k, v in env.items())))
+            mock.add(*[codex_step(i + 1, step) for i, step in enumerate(real_steps(file, work, "claudecode"))])
+            mock.add(codex_text("Claude is done."))
+            codex_env = cli_env()
+            codex_env.update(write_codex_home(str(workdir / "codex_home"), mock.base_url, top=top))
+            proc = subprocess.run([codex, "exec", "--skip-git-repo-check", "Run Claude."], env=codex_env,
+                                  cwd=str(workdir), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, timeout=240)
+            assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+            assert "Claude is done." in proc.stdout.decode()
+            results = codex_results(mock.requests[-1])
+            assert any("SECOND: then say done" in t for t in conversation_texts(sub.bodies()[-1]))
+    finally:
+        mock.stop()
+    check_real_sub_session(file, work, results, "Created, and noted.")
