@@ -46,8 +46,7 @@ def serve(roots: List[str], allow_agent_commands: bool, fixed_adapter: Optional[
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever prints by mistake lands on stderr, never amid the JSON-RPC lines
     sys.stdout = sys.stderr
-    server = Server([os.path.realpath(root) for root in roots], allow_agent_commands, out)
-    server.fixed = (fixed_adapter, fixed_agent)
+    server = Server([os.path.realpath(root) for root in roots], allow_agent_commands, out, (fixed_adapter, fixed_agent))
     server.run(sys.stdin.buffer)
     return 0
 
@@ -56,7 +55,8 @@ class Server:
     """One client's connection: what it declared, its calls in flight, and
     the answers to the requests the server sent it (roots/list)."""
 
-    def __init__(self, roots: List[str], allow_agent_commands: bool, out: BinaryIO) -> None:
+    def __init__(self, roots: List[str], allow_agent_commands: bool, out: BinaryIO,
+                 fixed: Tuple[Optional[str], Optional[str]] = (None, None)) -> None:
         self.fixed_roots = roots
         self.allow_agent_commands = allow_agent_commands
         self.out = out
@@ -69,7 +69,7 @@ class Server:
         self.asked = 0
         self.closing = threading.Event()  # stdin ended: every wait ends
         self.threads: List[threading.Thread] = []
-        self.fixed: Tuple[Optional[str], Optional[str]] = (None, None)  # a per-adapter package's adapter, agent
+        self.fixed = fixed  # a per-adapter package's adapter and agent
 
     def run(self, reader: BinaryIO) -> None:
         """Serve until stdin ends; then the waits end (unanswered: the client
@@ -184,12 +184,12 @@ class Server:
         from .mcptools import Cancelled
         from .mcptools import call as run_tool
 
+        result: Optional[Dict[str, Any]] = None
         try:
             structured, text = run_tool(name, arguments, call)
-            result: Dict[str, Any] = {"content": [{"type": "text", "text": text}],
-                                      "structuredContent": structured, "isError": False}
+            result = {"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": False}
         except Cancelled:
-            result = {}
+            pass  # cancelled, or stdin ended: nobody wants the answer
         except HarnessctlError as e:
             result = tool_error(str(e), e.exit_code)
         except Exception as e:
@@ -202,7 +202,7 @@ class Server:
         finally:
             with self.state:
                 self.calls.pop(json.dumps(ident), None)
-        if not call.cancelled.is_set():
+        if result is not None and not call.cancelled.is_set():
             self.respond(ident, result)
 
     # -- roots --------------------------------------------------------------------
@@ -277,6 +277,7 @@ class Call:
         self.server = server
         self.cancelled = cancelled
         self.token = token
+        self.fixed = server.fixed
 
     def inside(self, path: str, what: str) -> str:
         return self.server.inside(path, what)

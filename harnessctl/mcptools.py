@@ -95,7 +95,7 @@ def call(name: str, arguments: Dict[str, Any], call: Call) -> Result:
 
 def send(args: Dict[str, Any], call: Call) -> Result:
     file = call.inside(args["file"], "file")
-    adapter, agent = cli.fixed(args.get("adapter"), args.get("agent"), *call.server.fixed)
+    adapter, agent = cli.fixed(args.get("adapter"), args.get("agent"), *call.fixed)
     if agent is not None:
         call.check_agent(adapter, agent)
     cwd = args.get("cwd")

@@ -21,10 +21,10 @@ class Client:
     """The client side of one `harnessctl mcp`: requests, and everything it
     says in order (responses by id, notifications)."""
 
-    def __init__(self, *args: str, cwd: Optional[str] = None) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "harnessctl", "mcp", *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(),
-                                     cwd=cwd or ROOT)
+    def __init__(self, *args: str, cwd: Optional[str] = None, entry: Optional[List[str]] = None) -> None:
+        self.proc = subprocess.Popen([*(entry or [sys.executable, "-m", "harnessctl"]), "mcp", *args],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=cli_env(), cwd=cwd or ROOT)
         self.lines: "queue.Queue[Optional[Dict[str, Any]]]" = queue.Queue()
         self.seen: List[Dict[str, Any]] = []
         self.next_id = 0
@@ -353,6 +353,23 @@ def test_a_malformed_line_is_one_error_and_the_server_lives_on(mcp, line, code):
 def test_stdin_ending_ends_the_server_with_exit_0(mcp):
     assert mcp.close() == 0
     assert "Traceback" not in mcp.proc.stderr.read().decode()
+
+
+def test_a_per_adapter_packages_mcp_sends_with_its_own_adapter(workdir, tmp_path_factory):
+    import tarfile
+
+    dist = tmp_path_factory.mktemp("dist")
+    archive = subprocess.run([sys.executable, os.path.join(ROOT, "package.py"), "--adapter", "mock", "--output-dir",
+                              str(dist)], stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+    with tarfile.open(archive) as tar:
+        tar.extractall(str(dist))
+    client = Client("--root", str(workdir), cwd=str(workdir), entry=[str(dist / "mock" / "harnessctl")])
+    client.initialize()
+    file = str(workdir / "events.jsonl")
+    assert structured(client.tool("send", file=file, text="hi", wait=True))["output"] == "echo: hi"
+    refused = client.tool("send", file=file, text="hi", adapter="codex")
+    assert refused["isError"] is True and "the mock adapter's" in refused["structuredContent"]["error"]
+    client.close()
 
 
 def test_mcp_help_describes_the_command():
