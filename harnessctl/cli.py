@@ -146,6 +146,11 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
         return log(args, options)
     if command == "agents":
         return agents(options)
+    if command == "mcp":
+        from .mcp import serve
+
+        return serve([root for verb, root in rules if verb == "root"], "--allow-agent-commands" in options,
+                     fixed_adapter, fixed_agent)
     from . import client
 
     if command == "send":
@@ -170,12 +175,7 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
          fixed_agent: Optional[str] = None) -> int:
     from . import client
 
-    adapter, agent = options.get("--adapter"), options.get("--agent")
-    if fixed_adapter and adapter not in (None, fixed_adapter):
-        raise UsageError("this harnessctl is the %s adapter's; --adapter %s is not available"
-                         % (fixed_adapter, adapter))
-    if fixed_agent and agent not in (None, fixed_agent):
-        raise UsageError("this harnessctl runs the %s agent; --agent %s is not available" % (fixed_agent, agent))
+    adapter, agent = fixed(options.get("--adapter"), options.get("--agent"), fixed_adapter, fixed_agent)
     if "--timeout" in options and "--wait" not in options:
         raise UsageError("--timeout applies to --wait: add --wait, or leave --timeout out")
     wait_timeout = timeout(options)
@@ -185,13 +185,25 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
         from .structured import read_file
 
         schema = read_file(options["--schema"])
-    input_id = client.send(args[0], text, options.get("--cwd"), options.get("--model"), adapter or fixed_adapter,
-                           agent or fixed_agent, policy(options, rules), schema, unattended(options))
+    input_id = client.send(args[0], text, options.get("--cwd"), options.get("--model"), adapter, agent,
+                           policy(options, rules), schema, unattended(options))
     if "--print-id" in options:
         emit(input_id)
     if "--wait" not in options:
         return 0
     return outcome(client.wait(args[0], input_id, wait_timeout))
+
+
+def fixed(adapter: Optional[str], agent: Optional[str], fixed_adapter: Optional[str],
+          fixed_agent: Optional[str]) -> Tuple[Optional[str], Optional[str]]:
+    """The adapter and agent a send binds: those given, else a per-adapter
+    package's own; one that differs from the package's is refused."""
+    if fixed_adapter and adapter not in (None, fixed_adapter):
+        raise UsageError("this harnessctl is the %s adapter's; --adapter %s is not available"
+                         % (fixed_adapter, adapter))
+    if fixed_agent and agent not in (None, fixed_agent):
+        raise UsageError("this harnessctl runs the %s agent; --agent %s is not available" % (fixed_agent, agent))
+    return adapter or fixed_adapter, agent or fixed_agent
 
 
 def unattended(options: Dict[str, str]) -> Dict[str, Any]:
@@ -226,16 +238,25 @@ def statuses(files: List[str]) -> int:
         return 0
     worst = 0
     for file in files:
-        try:
-            line = with_file(file, client.status(file))
-        except HarnessctlError as e:
-            line, worst = error_line(file, str(e), e.exit_code), max(worst, e.exit_code)
-        except Exception as e:
-            if os.environ.get("HARNESSCTL_DEBUG") == "1":
-                raise
-            line, worst = error_line(file, "internal error: %s: %s" % (type(e).__name__, e), 1), max(worst, 1)
+        line, code = file_status(file)
+        worst = max(worst, code)
         emit(json_line(line))
     return worst
+
+
+def file_status(file: str) -> Tuple[str, int]:
+    """One file's line among several (`status FILE...`, the MCP status tool):
+    its status line with "file", or its error line; and that exit code."""
+    from . import client
+
+    try:
+        return with_file(file, client.status(file)), 0
+    except HarnessctlError as e:
+        return error_line(file, str(e), e.exit_code), e.exit_code
+    except Exception as e:
+        if os.environ.get("HARNESSCTL_DEBUG") == "1":
+            raise
+        return error_line(file, "internal error: %s: %s" % (type(e).__name__, e), 1), 1
 
 
 def with_file(file: str, line: str) -> str:
@@ -356,15 +377,16 @@ def timeout(options: Dict[str, str]) -> Optional[float]:
 # Per command: the names of its arguments (those after the first optional one
 # may be omitted), its options that take a value, and its flags.
 NAMES = {"send": ("FILE", "TEXT"), "wait": ("FILE", "INPUT_ID"), "status": ("FILE",), "cancel": ("FILE",),
-         "reply": ("FILE", "REQUEST_ID", "ANSWER"), "log": ("FILE",), "agents": ()}
+         "reply": ("FILE", "REQUEST_ID", "ANSWER"), "log": ("FILE",), "agents": (), "mcp": ()}
 POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, sys.maxsize), "cancel": (1, 1), "reply": (2, 3),
-               "log": (1, 1), "agents": (0, 0)}  # wait --any: 1 to any number (parse)
+               "log": (1, 1), "agents": (0, 0), "mcp": (0, 0)}  # wait --any: 1 to any number (parse)
 OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--agent", "--timeout", "--mode", "--policy", "--allow",
                     "--deny", "--schema", "--on-request", "--on-result", "--max-tokens", "--max-cost-usd"),
-           "wait": ("--timeout",), "log": ("--since", "--runs")}
+           "wait": ("--timeout",), "log": ("--since", "--runs"), "mcp": ("--root",)}
 FLAGS = {"send": ("--print-id", "--wait"), "wait": ("--any",), "log": ("--follow", "--json", "--diff"),
-         "agents": ("--json",)}
-RULES = ("--allow", "--deny")  # repeatable, and their order matters: they are kept apart, in order
+         "agents": ("--json",), "mcp": ("--allow-agent-commands",)}
+# repeatable, and their order matters: kept apart, in order, as (allow|deny|root, VALUE) "rules"
+RULES = ("--allow", "--deny", "--root")
 
 
 def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str], List[Tuple[str, str]]]:

@@ -23,7 +23,7 @@ from .visible import json_shown, shown
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
+    from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Tuple
 
 DEFAULT_RUNS = 20  # without --since / --runs: the last 20 runs ...
 WINDOW = 8 * 1024 * 1024  # ... found within the last 8 MiB (more runs than fit start mid-way)
@@ -41,17 +41,37 @@ def show(file: str, follow: bool, since: Optional[int], runs: Optional[int], as_
     colour = not as_json and _terminal() and not os.environ.get("NO_COLOR")
     out = Printer(Transcript(), Style(colour, file, diff), as_json)
     try:
-        size = os.fstat(f.fileno()).st_size
-        start = window(f, size, since, runs)
-        if start > 0:
-            out.note("earlier lines not shown (from byte %d; --since 1 shows everything)" % start)
-        offset = out.feed(f, start)
-        out.flush(list(out.transcript.entries))
+        offset = _print_window(f, since, runs, out)
         if follow:
             tail(addr.path, f, offset, out)
     finally:
         f.close()
     return 0
+
+
+def pieces(file: str, since: Optional[int], runs: Optional[int], as_json: bool) -> List[str]:
+    """What `log FILE` (with --json: `log FILE --json`) prints, without colour,
+    one piece per entry: the MCP log tool's text and entries."""
+    addr = resolve(file)
+    require_exists(addr)
+    f = _open(addr)
+    found: List[str] = []
+    try:
+        _print_window(f, since, runs, Printer(Transcript(), Style(False, file, False), as_json, found.append))
+    finally:
+        f.close()
+    return found
+
+
+def _print_window(f: BinaryIO, since: Optional[int], runs: Optional[int], out: Printer) -> int:
+    """Print the part of the file to show; returns the offset after it."""
+    size = os.fstat(f.fileno()).st_size
+    start = window(f, size, since, runs)
+    if start > 0:
+        out.note("earlier lines not shown (from byte %d; --since 1 shows everything)" % start)
+    offset = out.feed(f, start)
+    out.flush(list(out.transcript.entries))
+    return offset
 
 
 def _terminal() -> bool:
@@ -297,10 +317,12 @@ class Printer:
     """Folds lines into the transcript and prints each entry when it is new or
     changed (a follower sees a tool line again once it completed)."""
 
-    def __init__(self, transcript: Transcript, style: Style, as_json: bool) -> None:
+    def __init__(self, transcript: Transcript, style: Style, as_json: bool,
+                 out: Optional[Callable[[str], None]] = None) -> None:
         self.transcript = transcript
         self.style = style
         self.as_json = as_json
+        self.write = out or write
         self.printed: Dict[str, str] = {}
         self.last_seq: Optional[int] = None
 
@@ -344,7 +366,7 @@ class Printer:
                 text = "\n".join(render(entry, self.style))
             if self.printed.get(key) != text:
                 self.printed[key] = text
-                write(text)
+                self.write(text)
 
     def grouped(self, keys: List[str]) -> List[str]:
         """`keys` with each file change moved right after its tool's line."""
@@ -364,9 +386,10 @@ class Printer:
     def note(self, text: str) -> None:
         """A line about the reading itself (where it started, a replaced file)."""
         if self.as_json:
-            write(json_shown(json.dumps({"entry": "note", "text": text}, ensure_ascii=False, separators=(",", ":"))))
+            self.write(json_shown(json.dumps({"entry": "note", "text": text}, ensure_ascii=False,
+                                             separators=(",", ":"))))
         else:
-            write(self.style.paint("--- " + shown(text), "dim"))
+            self.write(self.style.paint("--- " + shown(text), "dim"))
 
 
 def write(text: str) -> None:

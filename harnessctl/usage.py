@@ -21,6 +21,7 @@ SYNOPSIS = {
     "cancel": "harnessctl cancel FILE",
     "log": "harnessctl log    FILE [--follow] [--since SEQ | --runs N] [--json] [--diff]",
     "agents": "harnessctl agents [--json]",
+    "mcp": "harnessctl mcp    [--root DIR]... [--allow-agent-commands]",
 }
 
 OVERVIEW = """\
@@ -31,6 +32,7 @@ usage: {send}
        {cancel}
        {log}
        {agents}
+       {mcp}
        harnessctl COMMAND --help | --help | --version
 
 FILE is the event file: its path is the session.  TEXT and ANSWER are read
@@ -239,6 +241,33 @@ options:
 exit codes:
   0   listed
   2   usage error""",
+    "mcp": """\
+usage: {synopsis}
+
+Serve the commands to an MCP client (Claude Code, Codex, an editor) over
+stdio: JSON-RPC 2.0, one message per line, MCP 2025-11-25 down to 2024-11-05.
+Tools: send (with wait: true, the result or the pending request), wait,
+status, reply, cancel, log; each does what its command does, and a failure
+is a tool error with the command's message and exit code.  A waiting call
+sends progress notifications (given a progressToken) and ends, the run going
+on, when the client cancels it.
+
+Every event file and cwd must lie (symlinks resolved) under an allowed root:
+the --root directories, else the roots the client lists, else the current
+directory.  An agent must be a preset name (harnessctl agents).
+
+  claude mcp add harnessctl -- harnessctl mcp --root ~/agents
+
+options:
+  --root DIR      a directory the tools may use, its subdirectories too (repeatable)
+  --allow-agent-commands
+                  let a send name an agent command line, not only a preset
+
+knobs: HARNESSCTL_ADAPTER (none), HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_DEBUG
+
+exit codes:
+  0   stdin ended
+  2   usage error (a --root that is not a directory)""",
 }
 
 

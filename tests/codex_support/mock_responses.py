@@ -61,8 +61,12 @@ def structured(value: Any) -> Dict[str, Any]:
     return text(json.dumps(value))
 
 
-def function_call(name: str, arguments: Dict[str, Any], call_id: str) -> Dict[str, Any]:
-    return {"kind": "function_call", "name": name, "arguments": arguments, "call_id": call_id}
+def function_call(name: str, arguments: Dict[str, Any], call_id: str,
+                  namespace: Optional[str] = None) -> Dict[str, Any]:
+    """A function call; `namespace` names the group of a tool codex offers in
+    one (an MCP server's tools: "mcp__SERVER", the tool's own name as `name`)."""
+    return {"kind": "function_call", "name": name, "arguments": arguments, "call_id": call_id,
+            "namespace": namespace}
 
 
 def exec_command(cmd: str, call_id: str = "call_cmd") -> Dict[str, Any]:
@@ -267,6 +271,8 @@ def _make_handler(mock: MockResponses):
                 item = {"type": "function_call", "id": item_id, "call_id": reply["call_id"],
                         "name": reply["name"], "arguments": json.dumps(reply["arguments"]),
                         "status": "completed"}
+                if reply.get("namespace"):
+                    item["namespace"] = reply["namespace"]
                 self._event({"type": "response.output_item.added", "output_index": 0,
                              "item": dict(item, arguments="", status="in_progress")})
                 self._event({"type": "response.output_item.done", "output_index": 0, "item": item})
