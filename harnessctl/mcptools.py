@@ -112,6 +112,10 @@ def send(args: Dict[str, Any], call: Call) -> Result:
     options.update({"--max-tokens": str(args["max_tokens"])} if "max_tokens" in args else {})
     options.update({"--max-cost-usd": repr(float(args["max_cost_usd"]))} if "max_cost_usd" in args else {})
     text = cli.check_text(args["text"])
+    if "schema" in args:
+        from .structured import check_size
+
+        check_size(args["schema"])
     input_id = client.send(file, text, cwd, args.get("model"), adapter, agent, cli.policy(options, rules),
                            args.get("schema"), cli.unattended(options))
     if not args.get("wait"):

@@ -34,6 +34,12 @@ def read_file(path: str) -> Dict[str, Any]:
     return schema
 
 
+def check_size(schema: Dict[str, Any]) -> None:
+    """A schema given as a value (harnessctl mcp) is held to the file's bound."""
+    if len(to_field(schema).encode("utf-8", "surrogatepass")) > MAX_SCHEMA:
+        raise UsageError("the schema is larger than %d KiB" % (MAX_SCHEMA // 1024))
+
+
 def to_field(schema: Dict[str, Any]) -> str:
     """The schema as one compact line, as the client hands it to the runtime."""
     return json.dumps(schema, ensure_ascii=False, separators=(",", ":"))

@@ -217,6 +217,13 @@ def test_bad_arguments_are_a_tool_error_with_exit_code_2(mcp, efile):
     assert not os.path.exists(efile)
 
 
+def test_a_schema_larger_than_a_schema_file_may_be_is_a_tool_error(mcp, efile):
+    schema = {"type": "object", "description": "x" * (256 * 1024)}
+    result = mcp.tool("send", file=efile, text="hi", adapter="mock", schema=schema)
+    assert result["isError"] is True and result["structuredContent"]["exit_code"] == 2
+    assert "larger than 256 KiB" in result["structuredContent"]["error"] and not os.path.exists(efile)
+
+
 def test_the_clis_error_comes_with_its_message_and_exit_code(mcp, workdir):
     result = mcp.tool("wait", file=str(workdir / "none.jsonl"))
     assert result["isError"] is True and result["structuredContent"]["exit_code"] == 4
@@ -340,7 +347,10 @@ def test_a_steer_joins_the_running_run(mcp, efile):
     (b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": [1]}', -32602),
     (b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "send", "arguments": 3}}', -32602),
     (b'{"jsonrpc": "2.0", "id": NaN, "method": "ping"}', -32700),
-])
+    (b"[" * 100000 + b"]" * 100000, -32700),
+    (b'{"jsonrpc": "2.0", "id": 9, "method": "ping", "pad": "' + b"x" * (16 * 1024 * 1024) + b'"}', -32700),
+], ids=["not-json", "not-utf8", "array", "string", "no-method", "params-array", "arguments-number", "nan",
+        "nested-too-deep", "longer-than-16-mib"])
 def test_a_malformed_line_is_one_error_and_the_server_lives_on(mcp, line, code):
     mcp.write(line + b"\n")
     errors = wait_for(lambda: [m for m in mcp.drain() if "error" in m], 30, "the error")
