@@ -117,7 +117,6 @@ CASES = {
     "reply_missing_file": (new_path, ("reply", "{f}", "req-1", "allow"), None, None, 4, "no such event file"),
     "status_on_a_text_file": (foreign_text, ("status", "{f}"), None, None, 2, "not a harnessctl event file"),
     "status_on_a_directory": (a_directory, ("status", "{f}"), None, None, 2, "is a directory"),
-    "cancel_extra_argument": (existing, ("cancel", "{f}", "more"), None, None, 2, "takes 1 argument (FILE)"),
     "wait_any_without_file": (existing, ("wait", "--any"), None, None, 2, "wait --any: missing FILE"),
     "status_with_send_flag": (existing, ("status", "{f}", "--cwd", "/"), None, None, 2, "unknown option"),
     "reply_unknown_request": (existing, ("reply", "{f}", "req-7", "allow"), None, None, 3, "unknown request id"),

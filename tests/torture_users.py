@@ -558,6 +558,8 @@ class Hunt:
         if command == "send":
             wait_for(lambda: not busy(path), 20, "the sent run ends")
             out = client.status(path)  # the live runtime's own view
+        if command in ("status", "send"):  # its `file` is the path as given: the test's own name holds the word
+            out = json.dumps({k: v for k, v in json.loads(out).items() if k != "file"})
         if PLANTED in out:
             problems.append("the planted bait was trusted: %s" % out[:300])
         return problems
