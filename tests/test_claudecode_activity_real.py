@@ -81,7 +81,8 @@ def test_a_run_logs_its_session_and_usage(cc):
     [result] = cc.wait_results(1)
     [session] = logs(cc, "session")
     assert (session["harness"], session["version"]) == ("claude", "2.1.332") and session["session_id"]
-    [usage] = logs(cc, "usage")
+    *streamed, usage = logs(cc, "usage")  # as the API call streams (message_start, message_delta), then the result's
+    assert [(u["input_tokens"], u["output_tokens"]) for u in streamed] == [(40, 0), (40, 8)]
     assert (usage["input_tokens"], usage["output_tokens"], usage["run_id"]) == (40, 8, result["run_id"])
     assert usage["context_window"] and usage["context_used"] == 40
     assert result["usage"]["input_tokens"] == 40 and result["cost_usd"] > 0

@@ -127,13 +127,15 @@ def test_a_waiter_whose_runtime_is_killed_returns_the_runtime_lost_result(efile)
 
 
 def test_ctrl_c_of_a_waiting_send_exits_130_and_the_run_goes_on(efile):
-    waiting = start("send", efile, "/sleep 2", "--print-id", "--wait", *M)
+    waiting = start("send", efile, "/sleep 60", "--print-id", "--wait", *M)
     input_id = waiting.stdout.readline().decode().strip()
     waiting.send_signal(signal.SIGINT)
     out, err = waiting.communicate(timeout=60)
     assert (waiting.returncode, out) == (130, b""), err
+    assert status(efile)["state"] == "running"  # the run went on; now end it rather than wait a minute
+    ok("cancel", efile)
     proc = run("wait", efile, input_id)
-    assert proc.returncode == 0 and json.loads(proc.stdout)["status"] == "completed"
+    assert proc.returncode == 8 and json.loads(proc.stdout)["input_ids"] == [input_id]
 
 
 def test_wait_without_an_id_returns_the_status_line_once_the_run_ended(efile):
