@@ -44,6 +44,14 @@ def run(*args: str, input: Optional[bytes] = None, env: Optional[Dict[str, str]]
     )
 
 
+def interruptible() -> None:
+    """preexec_fn of a command a test interrupts with SIGINT as Ctrl-C would:
+    SIGINT as a terminal gives it, whatever the test runner inherited (a
+    runner started in the background of a script has SIGINT ignored, and
+    that disposition passes on to every child)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def ok(*args: str, **kwargs: Any) -> subprocess.CompletedProcess:
     proc = run(*args, **kwargs)
     assert proc.returncode == 0, (args, proc.returncode, proc.stderr.decode())

@@ -15,7 +15,7 @@ import sys
 import threading
 
 import pytest
-from cliutil import ROOT, cli_env, ok, run, runtime_pids, wait_for, wait_results
+from cliutil import ROOT, cli_env, interruptible, ok, run, runtime_pids, wait_for, wait_results
 
 RUN = "0b9e1111-2222-3333-4444-555566667777"
 
@@ -533,7 +533,8 @@ class Follower:
 
     def __init__(self, path, *args):
         self.proc = subprocess.Popen([sys.executable, "-m", "harnessctl", "log", path, "--follow", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(), cwd=ROOT)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(), cwd=ROOT,
+                                     preexec_fn=interruptible)
         self.out = b""
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
