@@ -22,7 +22,7 @@ import sys
 import time
 from collections import deque
 
-from . import (answers, budget, hooks, ipc, knobs, locks, pidfile, policy, private, proc, registry, snapshot,
+from . import (answers, budget, hookrunner, ipc, knobs, locks, pidfile, policy, private, proc, registry, snapshot,
                structured, trusted)
 from .address import Address, check_binding, open_event_file, read_binding, write_binding
 from .backend import Input
@@ -71,7 +71,7 @@ class Runtime:
         self.watches = Watches(self.conv, self.writer, self.status)
         self.supervisor = Supervisor(self, self.loop, addr.sidecar, addr.harness_pid, log)
         self.host = AdapterHost(self)
-        self.hooks = hooks.Hooks(self)
+        self.hooks = hookrunner.Hooks(self)
         self.waiting: Deque[Tuple[Input, Waiter]] = deque()
         self.in_flight: Optional[Tuple[Input, Waiter]] = None
         self.cancelling = False

@@ -214,7 +214,7 @@ def test_a_run_the_harness_ends_by_crashing_runs_the_result_hook(efile, workdir)
 
 def test_hooks_beyond_four_running_and_sixty_four_waiting_are_dropped_with_a_diagnostic(tmp_path):
     """The queue's bound, on the Hooks object itself (69 runs through the CLI would take long)."""
-    from harnessctl import hooks
+    from harnessctl import hookrunner
 
     class Runtime:  # what Hooks uses of the runtime
         def __init__(self):
@@ -231,7 +231,7 @@ def test_hooks_beyond_four_running_and_sixty_four_waiting_are_dropped_with_a_dia
             pass
 
     runtime = Runtime()
-    runner = hooks.Hooks(runtime)
+    runner = hookrunner.Hooks(runtime)
     runner.arm()
     try:
         results = [{"type": "result", "seq": n, "run_id": "run-%d" % n, "status": "completed"} for n in range(70)]
