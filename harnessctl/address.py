@@ -252,8 +252,11 @@ def read_binding(addr: Address) -> Optional[Dict[str, Any]]:
 
 
 def _valid_unattended(binding: Dict[str, Any]) -> bool:
-    if all(binding.get(k) is None for k in ("on_request", "on_result", "max_tokens", "max_cost_usd")):
-        return True  # none bound (and no import)
+    """Hooks are command lines; limits, numbers (budget.is_valid)."""
+    if not all(isinstance(binding.get(k), (str, type(None))) for k in ("on_request", "on_result")):
+        return False
+    if binding.get("max_tokens") is None and binding.get("max_cost_usd") is None:
+        return True  # no limit bound (and no import)
     from .budget import is_valid
 
     return is_valid(binding)

@@ -55,12 +55,10 @@ def check_cost_reported(manifest: Dict[str, Any], agent: Optional[str]) -> None:
 
 
 def is_valid(binding: Dict[str, Any]) -> bool:
-    """The bound limits and hooks have their types (read_binding)."""
+    """The bound limits have their types (read_binding)."""
     tokens_ok = binding.get("max_tokens") is None or (type(binding["max_tokens"]) is int and binding["max_tokens"] > 0)
     limit = binding.get("max_cost_usd")
-    cost_ok = limit is None or (type(limit) in (int, float) and math.isfinite(limit) and limit > 0)
-    hooks_ok = all(isinstance(binding.get(k), (str, type(None))) for k in ("on_request", "on_result"))
-    return tokens_ok and cost_ok and hooks_ok
+    return tokens_ok and (limit is None or (type(limit) in (int, float) and math.isfinite(limit) and limit > 0))
 
 
 def exceeded(binding: Dict[str, Any], tokens: int, cost: Optional[float]) -> Optional[str]:
