@@ -49,18 +49,40 @@ out; read the event file before retrying); --wait and wait: 7 failed,
 `harnessctl COMMAND --help` describes one command; the event format is in
 EVENT.md and the contract in docs/PROTOCOL.md (in the project's repository)."""
 
-WAIT_CODES = """\
-  7   the result covering the input is `failed` (the line says why)
-  8   it is `cancelled`
-  9   a request of its run awaits a reply: the request line is printed; `reply`, then `wait FILE ID`
-  10  --timeout passed first: still running, nothing printed
-  130 interrupted (Ctrl-C): the wait ends, the run goes on"""
+# What each exit code means, as `COMMAND --help` lists it; CODES says which
+# codes a command can return (its own wording for some), printed in numeric order.
+EXIT_CODES = {
+    1: "internal error, or the event file could not be written (e.g. disk full)",
+    2: "usage or input error",
+    4: "FILE does not exist (no send created it)",
+    5: "the harness is unavailable (not found, failed to start)",
+    6: "timed out waiting for the runtime (HARNESSCTL_TIMEOUT)",
+    7: "the result covering the input is `failed` (the line says why)",
+    8: "it is `cancelled`",
+    9: "a request of its run awaits a reply: the request line is printed; `reply`, then `wait FILE ID`",
+    10: "--timeout passed first: still running, nothing printed",
+    130: "interrupted (Ctrl-C): the wait ends, the run goes on",
+}
+WAITED = (7, 8, 9, 10, 130)
+CODES = {
+    "send": {0: "accepted (with --wait: the result is `completed`)", 1: None, 2: None, 5: None,
+             6: "timed out waiting for the runtime (HARNESSCTL_TIMEOUT): the input MAY have been accepted; "
+                "read FILE before retrying",
+             **{code: "with --wait: " + EXIT_CODES[code] for code in WAITED}},
+    "wait": {0: "the result is `completed` (without INPUT_ID: the status line is printed)", 1: None, 2: None,
+             3: "FILE never accepted INPUT_ID", 4: None, 6: None, **{code: None for code in WAITED}},
+    "status": {0: "the status line is printed (several files: the highest code of theirs)", 1: None, 2: None,
+               4: None, 6: None},
+    "reply": {0: "answered", 1: None, 2: "usage or input error, or an answer the request does not allow",
+              3: "unknown, already answered or expired request id", 4: None, 6: None},
+    "cancel": {0: "done (or nothing was running)", 1: None, 2: None, 4: None, 6: None},
+}
 
-COMMON_CODES = """\
-  1   internal error, or the event file could not be written (e.g. disk full)
-  2   usage or input error
-  4   FILE does not exist (no send created it)
-  6   timed out waiting for the runtime (HARNESSCTL_TIMEOUT)"""
+
+def exit_codes(command: str) -> str:
+    """The `exit codes:` lines of a command, in numeric order."""
+    return "\n".join("  %-3d %s" % (code, text or EXIT_CODES[code]) for code, text in sorted(CODES[command].items()))
+
 
 HELP = {
     "send": """\
@@ -111,11 +133,7 @@ knobs: HARNESSCTL_ADAPTER (none), HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_IDLE_TIM
        HARNESSCTL_ON_RESULT (none), HARNESSCTL_CODEX_BIN / _CLAUDE_BIN and _ARGS, HARNESSCTL_DEBUG
 
 exit codes:
-  0   accepted (with --wait: the result is `completed`)
-{common}
-  5   the harness is unavailable (not found, failed to start)
-with --wait:
-{wait}""",
+{codes}""",
     "wait": """\
 usage: {synopsis}
 
@@ -140,10 +158,7 @@ options:
 knobs: HARNESSCTL_TIMEOUT (30 s: reaching the runtime), HARNESSCTL_DEBUG
 
 exit codes:
-  0   the result is `completed` (without INPUT_ID: the status line is printed)
-{common}
-  3   FILE never accepted INPUT_ID
-{wait}""",
+{codes}""",
     "status": """\
 usage: {synopsis}
 
@@ -160,8 +175,7 @@ arguments:
 knobs: HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_DEBUG
 
 exit codes:
-  0   the status line is printed (several files: the highest code of theirs)
-{common}""",
+{codes}""",
     "reply": """\
 usage: {synopsis}
 
@@ -178,10 +192,7 @@ arguments:
 knobs: HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_DEBUG
 
 exit codes:
-  0   answered
-{common}
-  3   unknown, already answered or expired request id
-  (2 also: an answer the request does not allow)""",
+{codes}""",
     "cancel": """\
 usage: {synopsis}
 
@@ -195,8 +206,7 @@ arguments:
 knobs: HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_DEBUG
 
 exit codes:
-  0   done (or nothing was running)
-{common}""",
+{codes}""",
     "log": """\
 usage: {synopsis}
 
@@ -280,8 +290,8 @@ def command_help(command: str, fixed_adapter: Optional[str]) -> str:
 
     adapters = ("only this package's own, %s" % fixed_adapter if fixed_adapter
                 else "%s; default: $HARNESSCTL_ADAPTER" % ", ".join(names()))
-    return HELP[command].format(synopsis=SYNOPSIS[command], adapters=adapters, common=COMMON_CODES,
-                                wait=WAIT_CODES)
+    codes = exit_codes(command) if command in CODES else ""
+    return HELP[command].format(synopsis=SYNOPSIS[command], adapters=adapters, codes=codes)
 
 
 def suggestion(word: str, choices: Sequence[str]) -> str:

@@ -12,8 +12,30 @@ COMMANDS = ("send", "wait", "status", "reply", "cancel")
 def test_command_help_shows_its_synopsis_arguments_knobs_and_exit_codes(command):
     text = ok(command, "--help").stdout.decode()
     assert text.startswith("usage: harnessctl %s " % command)
-    for part in ("arguments:", "FILE", "knobs:", "HARNESSCTL_TIMEOUT (30 s", "exit codes:", "  0 ", "  4 "):
+    for part in ("arguments:", "FILE", "knobs:", "HARNESSCTL_TIMEOUT (30 s", "exit codes:", "  0 ", "  2 "):
         assert part in text, part
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_command_help_lists_its_exit_codes_in_numeric_order(command):
+    codes = listed_exit_codes(ok(command, "--help").stdout.decode())
+    assert codes == sorted(codes) and codes[0] == 0, codes
+
+
+def test_send_help_lists_no_exit_code_a_send_cannot_return():
+    codes = listed_exit_codes(ok("send", "--help").stdout.decode())
+    assert 3 not in codes and 4 not in codes, codes
+
+
+def test_help_of_the_commands_that_read_an_existing_file_lists_exit_4():
+    for command in ("wait", "status", "reply", "cancel", "log"):
+        assert 4 in listed_exit_codes(ok(command, "--help").stdout.decode()), command
+
+
+def listed_exit_codes(text):
+    """The codes of the `exit codes:` lines, in the order printed."""
+    lines = text.split("exit codes:\n", 1)[1].splitlines()
+    return [int(line.split()[0]) for line in lines if line[:2] == "  " and line.split()[0].isdigit()]
 
 
 def test_send_help_lists_every_flag_with_its_default():
