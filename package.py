@@ -2,7 +2,7 @@
 """Build a self-contained per-adapter package (docs/PROTOCOL.md section 13).
 
     python3 package.py --adapter codex --output-dir dist [--python PATH]
-    tar xzf dist/harnessctl-codex-<version>-linux.tar.gz -C ~/.harness
+    mkdir -p ~/.harness && tar xzf dist/harnessctl-codex-<version>-linux.tar.gz -C ~/.harness
     ~/.harness/codex/harnessctl status /tmp/none.jsonl     # exits 4: the entry point works
 
     python3 package.py --adapter acp --agent gemini    # -> ~/.harness/acp-gemini/harnessctl

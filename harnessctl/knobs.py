@@ -1,4 +1,4 @@
-"""The environment knobs that are numbers of seconds (README: Knobs).
+"""The environment knobs that are numbers of seconds (docs/OPERATIONS.md: Knobs).
 
 One parser for the command and the runtime, so that a value the command
 accepted never crashes the runtime later (an infinite or huge timeout used to

@@ -183,13 +183,13 @@ def _within(path: str, directory: str) -> bool:
 def inside_workspace(event_path: str, cwd: Optional[str]) -> Optional[str]:
     """The warning for an event file, or the state directory, inside the bound
     working directory, where an agent that may edit files can change them
-    (README: where to keep them); None when both lie elsewhere."""
+    (docs/OPERATIONS.md, Security: where to keep them); None when both lie elsewhere."""
     if cwd is None:
         return None
     if _within(event_path, cwd):
         return ("the event file %s lies inside the working directory %s: an agent that may edit files there "
-                "can rewrite or cut its record; keep event files outside the workspace (see the README's "
-                "Security section)" % (event_path, cwd))
+                "can rewrite or cut its record; keep event files outside the workspace (see "
+                "docs/OPERATIONS.md, Security)" % (event_path, cwd))
     if _within(os.path.realpath(state_dir()), cwd):
         return ("harnessctl's state directory %s lies inside the working directory %s: an agent that may "
                 "edit files there could record a binding of its own; set XDG_STATE_HOME outside the workspace"

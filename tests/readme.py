@@ -1,4 +1,4 @@
-"""The fenced code blocks of README.md, so tests run what the README shows."""
+"""The fenced code blocks of README.md (and the docs), so tests run what they show."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
 
 
-def section(heading: str) -> str:
-    """The text of the `## heading` section, up to the next `## ` heading."""
-    with open(README, encoding="utf-8") as f:
+def section(heading: str, path: str = README) -> str:
+    """The text of the `## heading` section of README.md (or another page), up to the next `## ` heading."""
+    with open(path, encoding="utf-8") as f:
         text = f.read()
     start = text.index(heading + "\n")
     end = text.find("\n## ", start + len(heading))
@@ -33,8 +33,8 @@ def block_after(heading: str) -> str:
 
 
 def presets_table() -> str:
-    """The README's table of the ACP presets, as adapters/acp/manifest.json says
-    it (test_acp_claims.py keeps them equal; print this to update the README)."""
+    """docs/ACP.md's table of the ACP presets, as adapters/acp/manifest.json says
+    it (test_acp_claims.py keeps them equal; print this to update the page)."""
     import json
 
     path = os.path.join(os.path.dirname(README), "adapters", "acp", "manifest.json")

@@ -3,16 +3,18 @@ every `degraded` one) names a test of the module the preset's `tests` key
 names (tests/test_acp_real.py for codex, claude and gemini;
 tests/test_acp_reach_real.py for the reach agents) that proves it against
 that real agent: a claim with no such test, or a test that does not run for
-that agent, fails here (no agent needed to check that).  The README's
+that agent, fails here (no agent needed to check that).  docs/ACP.md's
 presets table is the manifest's."""
 
 from __future__ import annotations
 
+import os
+
 import readme
 import test_acp_reach_real as reach
 import test_acp_real as real
-
 from acp_support.recipes import trait, written
+from cliutil import ROOT
 
 from harnessctl import registry
 
@@ -88,5 +90,6 @@ def test_presets_not_tested_here_claim_nothing_and_say_why():
             assert preset.get("unproven"), agent
 
 
-def test_the_readmes_presets_table_is_the_manifests():
-    assert readme.presets_table() in readme.section("## Adapters")
+def test_the_acp_pages_presets_table_is_the_manifests():
+    with open(os.path.join(ROOT, "docs", "ACP.md"), encoding="utf-8") as f:
+        assert readme.presets_table() in f.read()

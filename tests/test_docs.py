@@ -23,8 +23,8 @@ SHARED = "sh" + "ared"
 OUTSIDE = ("../" + SHARED, SHARED + "/PROTOCOL", "rese" + "arch/")
 # A mention that does not name docs/PROTOCOL.md: "PROTOCOL.md" without "docs/", or "PROTOCOL section N".
 BARE_PROTOCOL = re.compile(r"(?<!docs/)PROTOCOL\.md|\bPROTOCOL sections?\b")
-# A markdown link to it may show any text: [PROTOCOL.md](docs/PROTOCOL.md)
-LINK_TO_PROTOCOL = re.compile(r"\[[^\]\n]*\]\(([^)\s]*docs/PROTOCOL\.md(?:#[^)\s]*)?)\)")
+# A markdown link to it may show any text: [PROTOCOL.md](docs/PROTOCOL.md), or from docs/ (PROTOCOL.md)
+LINK_TO_PROTOCOL = re.compile(r"\[[^\]\n]*\]\([^)\s]*PROTOCOL\.md(?:#[^)\s]*)?\)")
 # "docs/PROTOCOL.md section 3", "docs/PROTOCOL.md sections 2, 6 and 14", "… sections 3 to 5"
 CITATION = re.compile(r"docs/PROTOCOL\.md,?\s+sections?\s+(\d+(?:(?:\s*,\s*|\s+and\s+|\s+to\s+|\s*-\s*)\d+)*)")
 LINK = re.compile(r"\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -127,7 +127,7 @@ def test_no_tracked_file_points_at_material_outside_the_repository():
 
 def bare_protocol_mentions(text):
     """Lines that mention the protocol without naming docs/PROTOCOL.md."""
-    return lines_matching(LINK_TO_PROTOCOL.sub(r"\1", text), BARE_PROTOCOL)
+    return lines_matching(LINK_TO_PROTOCOL.sub("docs/PROTOCOL.md", text), BARE_PROTOCOL)
 
 
 def test_every_mention_of_the_protocol_names_docs_protocol_md():
@@ -177,3 +177,40 @@ def test_every_relative_link_resolves_to_a_file_in_the_repository(document):
         if not inside or not os.path.exists(resolved):
             broken.append(target)
     assert not broken, "%s links to missing files: %s" % (document, broken)
+
+
+def slugs(text):
+    """The anchors GitHub gives the headings of a markdown text: lower case,
+    punctuation dropped, spaces as hyphens (a repeated heading gets -1, -2 ...)."""
+    seen = {}
+    for heading in re.findall(r"^#{1,6} +(.+?) *$", FENCE.sub("", text), re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        yield slug if count == 0 else "%s-%d" % (slug, count)
+
+
+def test_a_slug_is_githubs_anchor_for_the_heading():
+    assert list(slugs("## 17. Permission policy (`--mode`, `--allow`, `--deny`)\n## Try it: no model\n## A\n## A")) == [
+        "17-permission-policy---mode---allow---deny", "try-it-no-model", "a", "a-1"]
+
+
+@pytest.mark.parametrize("document", link_documents())
+def test_every_anchor_names_a_heading_of_the_page_it_points_at(document):
+    path = os.path.join(ROOT, document)
+    if not os.path.exists(path):
+        pytest.skip("%s is not in this checkout" % document)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    broken = []
+    for target in re.findall(LINK, CODE_SPAN.sub("", FENCE.sub("", text))):
+        file_part, hash_mark, anchor = target.partition("#")
+        if not hash_mark or re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target) or not (file_part or anchor):
+            continue
+        page = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path
+        if not page.endswith(".md") or not os.path.isfile(page):
+            continue  # a missing file is the test above's
+        with open(page, encoding="utf-8") as f:
+            if anchor not in set(slugs(f.read())):
+                broken.append(target)
+    assert not broken, "%s links to headings that do not exist: %s" % (document, broken)

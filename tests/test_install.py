@@ -1,12 +1,15 @@
-"""The README's set-up commands work on a fresh machine, in a fresh venv: the
-block under "Try it on a fresh machine" is run as written, once for this
-module (the install takes a while); each test checks one thing about what it
-made.  The whole suite is never run inside it."""
+"""The README's set-up works on a fresh machine, in a fresh venv, as a newcomer
+types it: one bash runs the venv block under "Install", the "Try it" block and
+then every bash recipe, as written, with a scratch HOME and no harnessctl
+variable the README does not set.  That runs once for this module (the install
+takes a while); each test checks one thing about what it made.  The whole
+suite is never run inside it."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,27 +21,58 @@ from cliutil import ROOT, cli_env, kill_all_under, wait_results
 
 from harnessctl import registry
 
+TRY = "## Try it: no model, no network"
+FOLLOW = "tail -n +1 -F"  # the recipe that follows the file for ever: run for a few seconds
+
+
+def newcomer_script(folder):
+    """The README's blocks as one bash script: install, try it, then each recipe
+    in a file of its own, run in order from the shell the README set up, its
+    output and exit code kept under `folder`."""
+    install = [code for language, code in readme.blocks("## Install") if "venv" in code]
+    lines = [install[0], readme.block_after(TRY)]
+    recipes = [code for language, code in readme.blocks("## Recipes") if language == "bash"]
+    for i, code in enumerate(recipes):
+        path = os.path.join(folder, "recipe-%d" % i)
+        with open(path + ".sh", "w") as f:
+            f.write(code)
+        limit = 5 if code.startswith(FOLLOW) else 120
+        run = "timeout -s KILL %d bash %s.sh >%s.out 2>%s.err </dev/null" % (limit, path, path, path)
+        lines.append("if %s; then echo 0; else echo $?; fi >%s.code" % (run, path))
+    return "\n".join(lines), recipes
+
+
+def newcomer_env(home):
+    """The caller's environment as a new user's shell has it: no harnessctl
+    variable, no PYTHONPATH, a HOME of its own; `python3` is the one running the tests."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESSCTL_") and k != "PYTHONPATH"}
+    env["HOME"] = home
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    return env
+
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    """The README's set-up block, run as written (bash, stop at the first failure) in a
-    copy of the checkout; its demo directory is moved under the test's own."""
-    checkout = tmp_path_factory.mktemp("install") / "harnessctl"
-    shutil.copytree(ROOT, str(checkout), ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "build",
-                                                                          "dist", "*.egg-info"))
-    demo = str(checkout.parent / "demo")
-    block = readme.block_after("## Try it on a fresh machine").replace("/tmp/demo", demo)
+    """Runs the newcomer's script in a copy of the checkout; returns the venv, the
+    script's stdout, the scratch HOME and the recipes' folder."""
+    if shutil.which("jq") is None:
+        pytest.skip("the recipes use jq, which is not installed")
     if subprocess.run([sys.executable, "-m", "venv", "--help"], stdout=subprocess.DEVNULL).returncode != 0:
         pytest.skip("python3 -m venv is not available")
-    env = outside_env()
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")  # `python3` is ours
+    top = tmp_path_factory.mktemp("install")
+    checkout, home, folder = top / "harnessctl", top / "home", top / "recipes"
+    home.mkdir()
+    folder.mkdir()
+    shutil.copytree(ROOT, str(checkout), ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "build",
+                                                                          "dist", "*.egg-info"))
+    script, _ = newcomer_script(str(folder))
     try:
-        ran = subprocess.run(["bash", "-e", "-c", block], cwd=str(checkout), env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, timeout=600)
+        ran = subprocess.run(["bash", "-e", "-c", script], cwd=str(checkout), env=newcomer_env(str(home)),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=900)
     finally:
-        kill_all_under(demo)
-    assert ran.returncode == 0, (block, ran.stdout.decode()[-2000:], ran.stderr.decode()[-2000:])
-    return checkout / ".venv", ran.stdout.decode(), demo
+        kill_all_under(str(home))
+    assert ran.returncode == 0, (script, ran.stdout.decode()[-2000:], ran.stderr.decode()[-2000:])
+    return checkout / ".venv", ran.stdout.decode(), home, folder
 
 
 @pytest.fixture(scope="module")
@@ -46,12 +80,57 @@ def venv(setup):
     return setup[0]
 
 
-def test_setup_block_demo_prints_the_completed_result_then_the_file(setup):
-    _, out, demo = setup
-    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]  # after pip's own lines
-    assert lines[0]["type"] == "result" and lines[0]["status"] == "completed"
-    assert lines[0]["output"] == "echo: hello" and lines[1:][-1] == lines[0]
-    assert [e.get("kind", e["type"]) for e in lines[1:]] == ["accepted", "session", "message", "result"]
+def demo_output(out):
+    """The try-it block's output: the result line `send --wait` printed, then what `log` printed."""
+    lines = out.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith('{"type":"result"'))
+    return json.loads(lines[first]), lines[first + 1:]
+
+
+def test_try_it_send_wait_prints_the_completed_result_of_hello(setup):
+    result, _ = demo_output(setup[1])
+    assert result["status"] == "completed" and result["output"] == "echo: hello"
+
+
+def unvarying(lines):
+    """Log lines with what differs from run to run (run ids, durations) replaced."""
+    return [re.sub(r"\b\d+ ms\b", "N ms", re.sub(r"run [0-9a-f]{8}", "run ID", line)) for line in lines]
+
+
+def test_try_it_log_prints_what_the_readme_shows(setup):
+    _, log = demo_output(setup[1])
+    shown = next(code for language, code in readme.blocks(TRY) if language == "text")
+    assert unvarying(log) == unvarying(shown.splitlines())
+
+
+def recipe_output(setup, first_line, suffix):
+    """What the recipe that starts with `first_line` left in its .out, .err or .code file."""
+    folder = setup[3]
+    _, recipes = newcomer_script(str(folder))
+    (i,) = [i for i, code in enumerate(recipes) if code.startswith(first_line)]
+    with open(str(folder / ("recipe-%d.%s" % (i, suffix)))) as f:
+        return f.read()
+
+
+def test_every_recipe_runs_as_written_after_try_it(setup):
+    _, recipes = newcomer_script(str(setup[3]))
+    failed = {}
+    for code in recipes:
+        first = code.splitlines()[0]
+        exit_code = int(recipe_output(setup, first, "code"))
+        expected = 137 if code.startswith(FOLLOW) else 0  # killed by `timeout`, as Ctrl-C would end it
+        if exit_code != expected:
+            failed[first] = (exit_code, recipe_output(setup, first, "err")[-500:])
+    assert not failed, failed
+
+
+def test_the_follow_recipe_showed_the_session_so_far(setup):
+    shown = [json.loads(line) for line in recipe_output(setup, FOLLOW, "out").splitlines()]
+    assert shown[0]["type"] == "accepted" and shown[-1]["type"] == "result"
+
+
+def test_the_answer_recipe_printed_the_mocks_answer(setup):
+    assert recipe_output(setup, "answer=$(", "out") == "echo: what does src/main.py do? one paragraph\n"
 
 
 def outside_env():
@@ -119,10 +198,35 @@ def test_adapters_install_under_harnessctl_with_every_file_and_no_top_level_adap
     assert found["names"] == registry.names() and {"mock", "codex", "claudecode"} <= set(found["names"])
 
 
-def test_test_extra_gives_the_venv_python_pytest(venv):
-    probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import pytest; print(pytest.__version__)"],
+@pytest.fixture(scope="module")
+def development(tmp_path_factory):
+    """The README's Development install (editable, with the test extra) in a copy of the checkout."""
+    checkout = tmp_path_factory.mktemp("development") / "harnessctl"
+    shutil.copytree(ROOT, str(checkout), ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "build",
+                                                                          "dist", "*.egg-info"))
+    (code,) = [line for line in readme.block_after("## Development").splitlines() if "pip install" in line]
+    home = checkout.parent / "home"
+    home.mkdir()
+    ran = subprocess.run(["bash", "-e", "-c", code], cwd=str(checkout), env=newcomer_env(str(home)),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=900)
+    assert ran.returncode == 0, (code, ran.stderr.decode()[-2000:])
+    return checkout
+
+
+def test_development_install_gives_the_venv_python_pytest(development):
+    probe = subprocess.run([str(development / ".venv" / "bin" / "python"), "-c", "import pytest"],
                            env=outside_env(), cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert probe.returncode == 0 and probe.stdout.strip(), probe.stderr
+    assert probe.returncode == 0, probe.stderr
+
+
+def test_development_install_sees_an_adapter_added_to_the_checkout(development):
+    shutil.copytree(os.path.join(ROOT, "tests", "tiny_adapter"), str(development / "adapters" / "tiny"))
+    try:
+        helped = subprocess.run([str(development / ".venv" / "bin" / "harnessctl"), "send", "--help"],
+                                env=outside_env(), cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    finally:
+        shutil.rmtree(str(development / "adapters" / "tiny"))
+    assert helped.returncode == 0 and b"tiny" in helped.stdout, helped.stderr
 
 
 def test_module_outside_the_repository_needs_the_install(workdir):

@@ -113,14 +113,14 @@ def test_send_and_act_recipe_reports_a_failed_run_with_exit_7(shell):
     assert json.loads(proc.stderr.split(b": ", 1)[1])["error"] == "lint crashed"
 
 
-APPROVAL_BOT = "f=fix.jsonl"
+APPROVAL_BOT = "f=bot.jsonl"
 TASK = "run the test suite and fix what fails"
 
 
 def test_approval_bot_recipe_allows_what_its_rule_allows_and_ends_with_the_result(shell, workdir):
     proc = shell(recipe(APPROVAL_BOT), [(TASK, "/permission may I run pytest?")])
     assert (proc.returncode, proc.stdout) == (0, b"completed: permission: allow\n"), proc.stderr
-    assert [r["answer"] for r in of_type(str(workdir / "fix.jsonl"), "request") if r["state"] == "replied"] == ["allow"]
+    assert [r["answer"] for r in of_type(str(workdir / "bot.jsonl"), "request") if r["state"] == "replied"] == ["allow"]
 
 
 def test_approval_bot_recipe_denies_the_rest(shell):
@@ -133,13 +133,13 @@ def test_approval_bot_recipe_with_no_request_prints_the_result(shell):
     assert (proc.returncode, proc.stdout) == (0, ("completed: echo: %s\n" % TASK).encode()), proc.stderr
 
 
-RULES_BOT = 'harnessctl send fix.jsonl "run the test suite and fix what fails" --cwd ~/repo --mode ask'
+RULES_BOT = 'harnessctl send rules.jsonl "run the test suite and fix what fails" --cwd ~/repo --mode ask'
 
 
 def test_rules_bot_recipe_allows_what_its_rule_allows_with_no_reply(shell, workdir):
     proc = shell(recipe(RULES_BOT), [(TASK, "/permission command:python -m pytest -q")])
     assert (proc.returncode, proc.stdout) == (0, b"completed: permission: allow\n"), proc.stderr
-    (answer,) = [r for r in of_type(str(workdir / "fix.jsonl"), "request") if r["state"] == "replied"]
+    (answer,) = [r for r in of_type(str(workdir / "rules.jsonl"), "request") if r["state"] == "replied"]
     assert (answer["answer"], answer["by"], answer["rule"]) == ("allow", "rule", "command:*pytest*")
 
 
@@ -204,13 +204,13 @@ def test_deny_all_recipe_denies_every_pending_permission(shell, workdir):
     assert [r["answer"] for r in replied] == ["deny"]
 
 
-CRON = "*/30 * * * * cd $HOME/repo && $HOME/.harness/codex/harnessctl send"
+CRON = "*/30 * * * * mkdir -p $HOME/agent && cd $HOME/repo && $HOME/.harness/codex/harnessctl send"
 
 
 def test_cron_recipe_sends_with_a_per_adapter_package(shell, workdir):
     """The crontab line's command, as cron's sh runs it, with the mock package in place of codex's."""
     home = workdir / "home"
-    for folder in ("repo", "agent", ".harness"):
+    for folder in ("repo", ".harness"):  # not agent/: the crontab line makes it
         (home / folder).mkdir(parents=True, exist_ok=True)
     built = subprocess.run([sys.executable, "package.py", "--adapter", "mock", "--output-dir", str(workdir / "dist")],
                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -273,7 +273,7 @@ def test_notification_recipe_shows_the_parked_request(shell, workdir):
     recorded = fake_tool(workdir, "notify-send")
     proc = shell(recipe(NOTIFY), [("refactor the parser; ask before each command", "/permission run the tests?")])
     assert proc.returncode == 0, proc.stderr
-    assert recorded()["argv"] == ["harnessctl: fix.jsonl waits for a reply", "req-1: run the tests?"]
+    assert recorded()["argv"] == ["harnessctl: parser.jsonl waits for a reply", "req-1: run the tests?"]
 
 
 WEBHOOK = "harnessctl send release.jsonl"
@@ -296,5 +296,5 @@ def test_mail_recipe_mails_the_outcome_of_the_run(shell, workdir):
     recorded = fake_tool(workdir, "mail")
     proc = shell(recipe(MAIL))
     assert proc.returncode == 0, proc.stderr
-    assert recorded() == {"argv": ["-s", "harnessctl: nightly.jsonl completed", "me@example.com"],
+    assert recorded() == {"argv": ["-s", "harnessctl: ci.jsonl completed", "me@example.com"],
                           "stdin": "echo: check CI and fix what broke\n"}
