@@ -57,7 +57,7 @@ class AcpBackend(ChildBackend):
 
     def __init__(self, host: Host, config: Config) -> None:
         super().__init__(host, config)
-        self.session_id: Optional[str] = self._load_session_id()
+        self.session_id: Optional[str] = self.load_resume(SESSION_FILE, "session_id")
         self.label = config.agent or "agent"
         self.no_resume: Optional[str] = None  # why the agent's preset does not try to resume
         self._reset()
@@ -106,13 +106,7 @@ class AcpBackend(ChildBackend):
         if not argv:
             self.host.start_failed("the ACP agent command is empty%s" % (" (%s)" % variable if variable else ""))
             return
-        if self.config.debug:
-            self.host.debug("%s: spawn %s" % (self.name, argv))
-        try:
-            self.child = self.host.spawn(argv, dict(env), self.config.cwd)
-        except OSError as exc:
-            self.host.start_failed("cannot start the ACP agent %s: %s (%s): %s" % (
-                self.label, argv[0], exc.strerror or exc, wire.install_hint(agent, presets)))
+        if not self.spawn(argv, variable, wire.install_hint(agent, presets)):
             return
         self.phase = "starting"  # the runtime's start timeout covers an agent that never gets ready
         params = {"protocolVersion": PROTOCOL_VERSION, "clientInfo": CLIENT_INFO,
@@ -176,7 +170,7 @@ class AcpBackend(ChildBackend):
         self.session_id = session_id
         self._configure(wire.as_object(result))  # first: the fsync below then overlaps the agent's work
         try:
-            self.save_resume(SESSION_FILE, json.dumps({"session_id": session_id}))
+            self.save_resume(SESSION_FILE, session_id, "session_id")
         except OSError as exc:  # the run can go on; only a later resume would miss it
             self.host.log("diagnostic", "warning", message="cannot keep the ACP session id: %s" % exc)
 
@@ -496,12 +490,3 @@ class AcpBackend(ChildBackend):
         self.requests[agent_id] = {"run": run, "mapping": mapping, "tool_id": tool_id}
         self.host.request(self._run_id(), "permission", wire.permission_message(tool_call), options=names,
                           details=details, token=agent_id)
-
-    # ------------------------------------------------------------------ sidecar
-
-    def _load_session_id(self) -> Optional[str]:
-        try:
-            value = json.loads(self.load_resume(SESSION_FILE) or "{}").get("session_id")
-        except (ValueError, AttributeError):
-            return None
-        return value if isinstance(value, str) and value else None
