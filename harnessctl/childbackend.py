@@ -26,9 +26,15 @@ if TYPE_CHECKING:
     from .backend import Child
 
 
+def on_handlers(*values: str) -> Dict[str, str]:
+    """A HANDLERS table where the handler of each value is the method `_on_<value>`."""
+    return {value: "_on_" + value for value in values}
+
+
 class ChildBackend(Backend):
     """Subclasses set KEY (the field whose value picks the handler) and
-    HANDLERS ({value: method name}; each method takes the message), and call
+    HANDLERS ({value: method name}, or `on_handlers(value, ...)` where each
+    is `_on_<value>`; each method takes the message), and call
     `spawn_harness(argv)` from `start()`.  A message with no handler goes to
     `on_unhandled`; `on_message` may be overridden to route by more than one key."""
 
