@@ -26,9 +26,15 @@ if TYPE_CHECKING:
     from .backend import Child
 
 
+def on_handlers(*values: str) -> Dict[str, str]:
+    """A HANDLERS table where the handler of each value is the method `_on_<value>`."""
+    return {value: "_on_" + value for value in values}
+
+
 class ChildBackend(Backend):
     """Subclasses set KEY (the field whose value picks the handler) and
-    HANDLERS ({value: method name}; each method takes the message), and call
+    HANDLERS ({value: method name}, or `on_handlers(value, ...)` where each
+    is `_on_<value>`; each method takes the message), and call
     `spawn_harness(argv)` from `start()`.  A message with no handler goes to
     `on_unhandled`; `on_message` may be overridden to route by more than one key."""
 
@@ -61,8 +67,18 @@ class ChildBackend(Backend):
             return None
 
     def spawn_harness(self, argv: List[str]) -> bool:
-        """Start the child; False (the start reported failed) if it cannot: a
-        binary that is not found is said so, with the variable that names it."""
+        """Start the harness the manifest names (`spawn` with its `binary_env`
+        variable and the hint to install it)."""
+        harness = self.config.harness
+        variable = harness.get("binary_env")
+        hint = "install %s%s" % (harness.get("name") or self.name, " or set %s" % variable if variable else "")
+        return self.spawn(argv, variable, hint)
+
+    def spawn(self, argv: List[str], variable: Optional[str] = None, hint: str = "") -> bool:
+        """Start `argv` as this backend's child (one child per backend: its exit
+        ends the backend); False (the start reported failed) if it cannot.
+        `variable` is the one that overrides the command, `hint` how to get
+        the binary: any adapter, whatever its command, gets the same messages."""
         if self.config.debug:
             from shlex import quote
 
@@ -71,17 +87,22 @@ class ChildBackend(Backend):
         try:
             self.child = self.host.spawn(argv, env, self.config.cwd)
         except OSError as exc:
-            import shutil  # only here: it would cost every runtime start 1.5 ms
-
-            harness = self.config.harness
-            if shutil.which(argv[0], path=env.get("PATH", os.defpath)) is None:
-                variable = harness.get("binary_env")
-                self.host.start_failed("%s not found (%s): install %s%s" % (
-                    self.name, argv[0], harness.get("name") or self.name, " or set %s" % variable if variable else ""))
-            else:
-                self.host.start_failed("cannot start %s (%s): %s" % (self.name, argv[0], exc.strerror or exc))
+            self.host.start_failed(self.spawn_error(argv, exc, variable, hint))
             return False
         return True
+
+    def spawn_error(self, argv: List[str], exc: OSError, variable: Optional[str], hint: str) -> str:
+        """Why `argv` did not start, in one line: a variable that points at
+        nothing executable is named as the culprit; a binary missing from
+        PATH comes with the hint; anything else with the system's reason."""
+        import shutil  # only here: it would cost every runtime start 1.5 ms
+
+        env = self.config.env
+        if shutil.which(argv[0], path=env.get("PATH", os.defpath)) is not None:
+            return "cannot start %s (%s): %s" % (self.name, argv[0], exc.strerror or exc)
+        if variable and env.get(variable):
+            return "%s points at nothing executable (%s)" % (variable, argv[0])
+        return "%s not found (%s)%s" % (self.name, argv[0], ": " + hint if hint else "")
 
     def stop(self) -> None:
         """Close the child's stdin and give it STOP_GRACE seconds to exit; then kill it."""
@@ -142,17 +163,25 @@ class ChildBackend(Backend):
 
     # -- resume ids in the sidecar -------------------------------------------------------
 
-    def load_resume(self, name: str) -> Optional[str]:
-        """The resume id kept in FILE.d/NAME, if it is there and trusted.  One
-        that starts with `-` is not (whoever wrote it, the harness or an agent
-        editing the sidecar): passed as an argument it would be an option."""
+    def load_resume(self, name: str, key: Optional[str] = None) -> Optional[str]:
+        """The resume id kept in FILE.d/NAME, if it is there and trusted; with
+        `key`, the file is a JSON object and the id its `key` field.  One that
+        starts with `-` is not trusted (whoever wrote it, the harness or an
+        agent editing the sidecar): passed as an argument it would be an option."""
         try:
-            value = (private.read_text(os.path.join(self.config.sidecar, name)) or "").strip()
+            value: object = (private.read_text(os.path.join(self.config.sidecar, name)) or "").strip()
         except (OSError, UsageError):
             return None
-        return value if value and not value.startswith("-") else None
+        if key is not None:
+            try:
+                value = json.loads(str(value) or "{}").get(key)
+            except (ValueError, AttributeError):
+                return None
+        return value if isinstance(value, str) and value and not value.startswith("-") else None
 
-    def save_resume(self, name: str, value: str) -> None:
-        """Keep a resume id in FILE.d/NAME (atomic, fsynced, 0600); raises OSError."""
-        if value != self.load_resume(name):
-            private.write_atomic(os.path.join(self.config.sidecar, name), value + "\n", sync=True)
+    def save_resume(self, name: str, value: str, key: Optional[str] = None) -> None:
+        """Keep a resume id in FILE.d/NAME (atomic, fsynced, 0600), with `key`
+        as the JSON object {key: value}; raises OSError."""
+        if value != self.load_resume(name, key):
+            text = value if key is None else json.dumps({key: value})
+            private.write_atomic(os.path.join(self.config.sidecar, name), text + "\n", sync=True)

@@ -174,6 +174,14 @@ def test_a_missing_agent_binary_fails_the_start_with_the_package_and_the_variabl
     assert "HARNESSCTL_ACP_CLAUDE_CMD" in message
 
 
+def test_an_agent_variable_naming_nothing_fails_the_start_blaming_the_variable(tmp_path):
+    host, backend = make(tmp_path, agent="claude", HARNESSCTL_ACP_CLAUDE_CMD="/nonexistent/claude-agent-acp --x")
+    host.spawn_error = FileNotFoundError(2, "No such file or directory")
+    backend.start()
+    assert host.named("start_failed") == [
+        ("start_failed", "HARNESSCTL_ACP_CLAUDE_CMD points at nothing executable (/nonexistent/claude-agent-acp)")]
+
+
 def test_an_agent_that_exits_before_answering_initialize_fails_the_start(tmp_path):
     host, backend = make(tmp_path)
     backend.start()

@@ -296,10 +296,12 @@ def test_api_retries_are_logged_and_the_run_completes(cc):
     assert retry and "HTTP 500" in retry[0]["message"] and retry[0]["level"] == "warning"
 
 
-def test_missing_binary_exits_5(cc):
-    cc.env["HARNESSCTL_CLAUDE_BIN"] = os.path.join(cc.root, "no-such-claude")
+def test_a_claude_bin_variable_naming_nothing_exits_5_blaming_the_variable(cc):
+    missing = os.path.join(cc.root, "no-such-claude")
+    cc.env["HARNESSCTL_CLAUDE_BIN"] = missing
     proc = cc.run("send", cc.path, "hello", "--adapter", "claudecode", "--cwd", cc.work)
-    assert proc.returncode == 5 and b"claude not found" in proc.stderr
+    assert proc.returncode == 5
+    assert proc.stderr.decode() == "harnessctl: HARNESSCTL_CLAUDE_BIN points at nothing executable (%s)\n" % missing
 
 
 def test_with_edits_allowed_claude_cannot_rewrite_the_sidecar_or_the_event_file(cc):

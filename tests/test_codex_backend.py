@@ -119,12 +119,12 @@ def test_other_resume_errors_fail_the_start(tmp_path, host):
     assert wire.child.killed
 
 
-def test_missing_binary_fails_the_start_naming_the_binary_and_its_variable(tmp_path, host):
+def test_a_binary_variable_naming_nothing_fails_the_start_blaming_the_variable(tmp_path, host):
     host.spawn_error = FileNotFoundError(2, "No such file or directory")
     backend, wire = make(tmp_path, host)
     backend.start()
     (event,) = host.named("start_failed")
-    assert event[1] == "codex not found (/opt/codex): install Codex or set HARNESSCTL_CODEX_BIN"
+    assert event[1] == "HARNESSCTL_CODEX_BIN points at nothing executable (/opt/codex)"
 
 
 def test_unsplittable_extra_args_fail_the_start_with_a_clear_message(tmp_path, host):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from cliutil import status, wait_for
+from cliutil import cli_env, run, status, wait_for
 
 from codex_support.fixtures import fake_factory, fake_requests, recent, schema_errors
 
@@ -188,3 +188,19 @@ def test_idle_exit_then_send_resumes_the_same_thread(fake_codex):
     assert s.wait("result", 2)[1]["output"] == "echo: two"
     assert methods(fake_codex.home).count("thread/resume") == 1
     assert methods(fake_codex.home).count("thread/start") == 1
+
+
+def test_a_codex_bin_variable_naming_nothing_makes_send_exit_5_blaming_the_variable(workdir):
+    missing = str(workdir / "no-such-codex")
+    proc = run("send", str(workdir / "events.jsonl"), "hello", "--adapter", "codex",
+               env=cli_env(HARNESSCTL_CODEX_BIN=missing))
+    assert proc.returncode == 5
+    assert proc.stderr.decode() == "harnessctl: HARNESSCTL_CODEX_BIN points at nothing executable (%s)\n" % missing
+
+
+def test_a_codex_missing_from_path_makes_send_exit_5_saying_how_to_get_it(workdir):
+    empty = workdir / "empty-path"
+    empty.mkdir()
+    proc = run("send", str(workdir / "events.jsonl"), "hello", "--adapter", "codex", env=cli_env(PATH=str(empty)))
+    assert proc.returncode == 5
+    assert proc.stderr.decode() == "harnessctl: codex not found (codex): install Codex or set HARNESSCTL_CODEX_BIN\n"

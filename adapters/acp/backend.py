@@ -15,8 +15,9 @@ codex-acp 2.6.0, claude-agent-acp 0.101.0 and gemini-cli 0.61.0:
   next run with `session/prompt` instead (no turn ever runs without a
   response to end it);
 * an agent without steering must never get a second `session/prompt` while
-  one runs (gemini cancels the running one): the adapter holds the input
-  (accepted queued, no run yet) and starts the next run with it;
+  one runs (gemini cancels the running one): the core holds the input
+  (harnessctl/holding.py: accepted queued, no run yet) and starts the next
+  run with it;
 * `--mode` is the preset's own mode id (manifest `agents.<preset>.modes`),
   set by `session/set_mode` at every start, a resumed session's included;
   it wins over HARNESSCTL_ACP_MODE.  An agent that does not
@@ -34,6 +35,7 @@ import os
 
 from harnessctl.backend import Config, Host, Input
 from harnessctl.childbackend import ChildBackend
+from harnessctl.holding import HeldInputs
 from harnessctl.jsonrpc import Calls
 
 from . import wire
@@ -57,7 +59,7 @@ class AcpBackend(ChildBackend):
 
     def __init__(self, host: Host, config: Config) -> None:
         super().__init__(host, config)
-        self.session_id: Optional[str] = self._load_session_id()
+        self.session_id: Optional[str] = self.load_resume(SESSION_FILE, "session_id")
         self.label = config.agent or "agent"
         self.no_resume: Optional[str] = None  # why the agent's preset does not try to resume
         self._reset()
@@ -70,7 +72,7 @@ class AcpBackend(ChildBackend):
         self.init: Dict[str, Any] = {}  # the initialize result
         self.steering = False
         self.run: Optional[Run] = None  # the run whose session/prompt is open
-        self.held: List[Input] = []  # accepted queued: they start the next run
+        self.held = HeldInputs(self.host, self._start_run)  # an agent without steering: they start the next run
         self.inflight: Optional[Input] = None  # the input whose _session/steering awaits its answer
         self.drop_inflight = False  # cancel asked while that steer was in flight
         self.requests: Dict[Any, Dict[str, Any]] = {}  # agent request id -> what answering it needs
@@ -106,13 +108,7 @@ class AcpBackend(ChildBackend):
         if not argv:
             self.host.start_failed("the ACP agent command is empty%s" % (" (%s)" % variable if variable else ""))
             return
-        if self.config.debug:
-            self.host.debug("%s: spawn %s" % (self.name, argv))
-        try:
-            self.child = self.host.spawn(argv, dict(env), self.config.cwd)
-        except OSError as exc:
-            self.host.start_failed("cannot start the ACP agent %s: %s (%s): %s" % (
-                self.label, argv[0], exc.strerror or exc, wire.install_hint(agent, presets)))
+        if not self.spawn(argv, variable, wire.install_hint(agent, presets)):
             return
         self.phase = "starting"  # the runtime's start timeout covers an agent that never gets ready
         params = {"protocolVersion": PROTOCOL_VERSION, "clientInfo": CLIENT_INFO,
@@ -176,7 +172,7 @@ class AcpBackend(ChildBackend):
         self.session_id = session_id
         self._configure(wire.as_object(result))  # first: the fsync below then overlaps the agent's work
         try:
-            self.save_resume(SESSION_FILE, json.dumps({"session_id": session_id}))
+            self.save_resume(SESSION_FILE, session_id, "session_id")
         except OSError as exc:  # the run can go on; only a later resume would miss it
             self.host.log("diagnostic", "warning", message="cannot keep the ACP session id: %s" % exc)
 
@@ -298,25 +294,20 @@ class AcpBackend(ChildBackend):
         if self.phase != "ready" or self.child is None:
             self.host.send_failed(item.input_id, "the ACP agent is not running", unavailable=True)
         elif self.run is None:
-            self._prompt([item], "start")
+            self.host.accepted(item.input_id, "start", self._start_run([item]))
         elif self.steering:
             self._steer(self.run, item)
         else:
-            self.held.append(item)
-            self.host.accepted(item.input_id, "queued", None)
+            self.held.hold(item)
 
-    def _prompt(self, items: List[Input], delivery: str) -> None:
-        """A new run: one session/prompt with the inputs' texts, in order."""
+    def _start_run(self, items: List[Input]) -> str:
+        """A new run: one session/prompt with the inputs' texts, in order; its run id."""
         run = Run(self.host.new_run(), [i.input_id for i in items], self.updates.cost)
         self.run = run
         prompt = [{"type": "text", "text": i.text} for i in items]
         run.prompt_id = self.calls.call("session/prompt", {"sessionId": self.session_id, "prompt": prompt},
                                         lambda r, e: self._on_prompt_done(run, r, e))
-        for item in items:
-            if delivery == "start":
-                self.host.accepted(item.input_id, "start", run.run_id)
-            else:
-                self.host.attributed(item.input_id, run.run_id)
+        return run.run_id
 
     def _steer(self, run: Run, item: Input) -> None:
         self.inflight = item
@@ -342,10 +333,9 @@ class AcpBackend(ChildBackend):
                 self.host.accepted(item.input_id, "queued", None)
                 self.host.result(None, [item.input_id], "cancelled")
             elif self.run is None:
-                self._prompt([item], "start")
+                self.host.accepted(item.input_id, "start", self._start_run([item]))
             else:  # its turn has ended but its response is still on the way
-                self.held.append(item)
-                self.host.accepted(item.input_id, "queued", None)
+                self.held.hold(item)
         elif outcome == "startedNewTurn":
             # an agent that ignored idleBehavior started a turn no session/prompt response will end
             untracked = self.host.new_run()
@@ -397,16 +387,13 @@ class AcpBackend(ChildBackend):
         self.updates.end_tools(run)
         output = "".join(run.messages[list(run.messages)[-1]]) if run.messages else ""
         self.host.result(run.run_id, run.input_ids, status, output, usage, cost, text, error_class)
-        if self.held and self.phase == "ready":  # the held inputs start the next run together
-            held, self.held = self.held, []
-            self._prompt(held, "attributed")
+        if self.phase == "ready":  # the held inputs start the next run together
+            self.held.start_next()
 
     # ------------------------------------------------------------------ cancel and replies
 
     def interrupt(self) -> None:
-        held, self.held = self.held, []
-        if held:
-            self.host.result(None, [i.input_id for i in held], "cancelled")
+        self.held.cancel()
         if self.inflight is not None:
             self.drop_inflight = True
         run = self.run
@@ -496,12 +483,3 @@ class AcpBackend(ChildBackend):
         self.requests[agent_id] = {"run": run, "mapping": mapping, "tool_id": tool_id}
         self.host.request(self._run_id(), "permission", wire.permission_message(tool_call), options=names,
                           details=details, token=agent_id)
-
-    # ------------------------------------------------------------------ sidecar
-
-    def _load_session_id(self) -> Optional[str]:
-        try:
-            value = json.loads(self.load_resume(SESSION_FILE) or "{}").get("session_id")
-        except (ValueError, AttributeError):
-            return None
-        return value if isinstance(value, str) and value else None

@@ -40,7 +40,7 @@ import json
 
 from harnessctl.activity import amount
 from harnessctl.backend import Config, Host, Input
-from harnessctl.childbackend import ChildBackend
+from harnessctl.childbackend import ChildBackend, on_handlers
 
 from . import wire
 
@@ -155,17 +155,8 @@ class ClaudeCodeBackend(ChildBackend):
     SCHEMA_PER_PROCESS = True  # --json-schema is a process flag (Backend.SCHEMA_PER_PROCESS)
 
     KEY = "type"
-    HANDLERS = {
-        "command_lifecycle": "_on_command_lifecycle",
-        "system": "_on_system",
-        "assistant": "_on_assistant",
-        "user": "_on_user",
-        "result": "_on_result",
-        "stream_event": "_on_stream_event",
-        "control_request": "_on_control_request",
-        "control_cancel_request": "_on_control_cancel_request",
-        "control_response": "_on_control_response",
-    }
+    HANDLERS = on_handlers("command_lifecycle", "system", "assistant", "user", "result", "stream_event",
+                           "control_request", "control_cancel_request", "control_response")
 
     def __init__(self, host: Host, config: Config) -> None:
         super().__init__(host, config)

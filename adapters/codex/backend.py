@@ -13,8 +13,6 @@ says which turn consumed it when the two responses race a turn's end.
 
 from __future__ import annotations
 
-import json
-
 from harnessctl import policy
 from harnessctl.backend import Config, Host, Input
 from harnessctl.childbackend import ChildBackend
@@ -78,7 +76,7 @@ class CodexBackend(ChildBackend):
 
     def __init__(self, host: Host, config: Config) -> None:
         super().__init__(host, config)
-        self.thread_id: Optional[str] = self._load_thread_id()
+        self.thread_id: Optional[str] = self.load_resume(THREAD_FILE, "thread_id")
         self._reset()
 
     def _reset(self) -> None:
@@ -154,7 +152,7 @@ class CodexBackend(ChildBackend):
         if thread_id != self.thread_id:
             self.thread_id = thread_id
             try:
-                self._save_thread_id(thread_id)
+                self.save_resume(THREAD_FILE, thread_id, "thread_id")
             except OSError as exc:  # the run can go on; only a later resume would miss it
                 self.host.log("diagnostic", "warning", message="cannot keep the codex thread id: %s" % exc)
         thread = (result or {}).get("thread") or {}
@@ -581,18 +579,6 @@ class CodexBackend(ChildBackend):
         own = (self.config.sidecar[:-len(".d")], self.config.sidecar)
         return self.config.mode == "edit" and bool(details.get("paths")) and policy.matches(
             "file_change", "allow", details, self.config.cwd, own)
-
-    # ------------------------------------------------------------------ sidecar
-
-    def _load_thread_id(self) -> Optional[str]:
-        try:
-            value = json.loads(self.load_resume(THREAD_FILE) or "{}").get("thread_id")
-        except (ValueError, AttributeError):
-            return None
-        return value if isinstance(value, str) and value else None
-
-    def _save_thread_id(self, thread_id: str) -> None:
-        self.save_resume(THREAD_FILE, json.dumps({"thread_id": thread_id}))
 
 
 def _int(value: Any) -> Optional[int]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harnessctl.backend import Input
-from harnessctl.childbackend import ChildBackend
+from harnessctl.childbackend import ChildBackend, on_handlers
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 class TinyBackend(ChildBackend):
     KEY = "ev"
-    HANDLERS = {"took": "_on_took", "ask": "_on_ask", "ran": "_on_ran", "end": "_on_end"}
+    HANDLERS = on_handlers("took", "ask", "ran", "end")
 
     def start(self) -> None:
         self.runs: Dict[int, str] = {}  # harness turn -> our run id
