@@ -219,18 +219,20 @@ class Hooks:
 def _preparer() -> Any:
     """What runs in a hook between fork and exec: a session of its own (its
     process group is killed at its timeout), killed with the runtime (a hook
-    that hangs outlives no kill -9 of it), and the caller's descriptor limit."""
+    that hangs outlives no kill -9 of it), the caller's descriptor limit, and
+    default signal dispositions with none blocked (proc.reset_signals)."""
     import resource
     import signal
 
     from . import proc
 
-    libc, nofile = proc.LIBC, proc.CHILD_NOFILE
+    libc, nofile, ignored, reset_signals = proc.LIBC, proc.CHILD_NOFILE, proc.ignored_signals(), proc.reset_signals
 
     def prepare() -> None:
         os.setsid()
         libc.prctl(proc.PR_SET_PDEATHSIG, signal.SIGKILL)
         if nofile is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, nofile)
+        reset_signals(ignored)
 
     return prepare

@@ -8,9 +8,11 @@ callbacks that queue them for the runtime's single thread, so adapters see
 them in order and never concurrently.
 
 The child gets PR_SET_PDEATHSIG (it is killed the moment the runtime dies,
-even by kill -9, instead of finishing a turn nobody records) and a process
+even by kill -9, instead of finishing a turn nobody records), a process
 group of its own (so the recovery of a lost runtime can kill the tools it
-left running, see pidfile.py).
+left running, see pidfile.py), and every signal's default disposition with
+none blocked (the runtime ignores SIGINT and SIGHUP for itself; a harness
+cancelled by a signal must not silently ignore it).
 """
 
 from __future__ import annotations
@@ -35,16 +37,35 @@ LIBC = ctypes.CDLL(None)  # loaded in the parent: nothing may be imported betwee
 
 
 # The caller's descriptor limit, which the runtime raised for itself
-# (runtime._raise_fd_limit): the harness gets it back.
+# (runtimemain._raise_fd_limit): the harness gets it back.
 CHILD_NOFILE: Optional[Tuple[int, int]] = None
 
 
-def _prepare_child() -> None:
+def _prepare_child(ignored: Sequence[int]) -> None:
     """Runs in the child between fork and exec."""
     os.setpgid(0, 0)
     LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if CHILD_NOFILE is not None:
         resource.setrlimit(resource.RLIMIT_NOFILE, CHILD_NOFILE)
+    reset_signals(ignored)
+
+
+def ignored_signals() -> List[int]:
+    """The catchable signals this process ignores: the runtime's own (SIGINT,
+    SIGHUP, SIGPIPE, SIGXFSZ) and any the send that spawned it ignored.  An
+    ignored disposition survives exec: a child resets these (reset_signals).
+    Read in the parent, so that the child between fork and exec does little."""
+    uncatchable = (signal.SIGKILL, signal.SIGSTOP)
+    return [sig for sig in signal.valid_signals() if sig not in uncatchable and signal.getsignal(sig) == signal.SIG_IGN]
+
+
+def reset_signals(ignored: Sequence[int]) -> None:
+    """In a child between fork and exec: `ignored` back to their defaults, and
+    no signal blocked (the mask, inherited from whoever started the runtime,
+    survives exec too).  Caught ones need nothing: exec resets them."""
+    for sig in ignored:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
 
 
 # The longest line a harness may write: a longer one (an agent streaming
@@ -68,6 +89,7 @@ class Process(Child):
     ) -> None:
         """`stderr(data)` takes what the harness writes to its stderr (the
         runtime log); `on_overlong(size)` hears of a discarded line, in order with the others."""
+        ignored = ignored_signals()
         self._popen = subprocess.Popen(
             list(argv),
             stdin=subprocess.PIPE,
@@ -76,7 +98,7 @@ class Process(Child):
             cwd=cwd,
             env=env,
             close_fds=True,
-            preexec_fn=_prepare_child,
+            preexec_fn=lambda: _prepare_child(ignored),
         )
         self.pid = self._popen.pid
         self._write_lock = threading.Lock()
