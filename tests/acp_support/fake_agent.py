@@ -37,7 +37,7 @@ What a prompt does is said by its text:
 
 $FAKE_ACP_EXTRA_OPTIONS (a JSON list) adds options to /approve's.
 
-Sessions are files in $FAKE_ACP_HOME (else CWD/.fake-acp); every line received
+Sessions are files in $FAKE_ACP_HOME (else $TMPDIR/fake-acp-UID, never the checkout); every line received
 is appended to $FAKE_ACP_LOG when set."""
 
 from __future__ import annotations
@@ -48,13 +48,14 @@ import shlex
 import subprocess
 import sys
 import threading
+import tempfile
 import time
 import uuid
 from typing import Any, Dict, List, Optional
 
 FLAGS = set(sys.argv[1:])
 STEERING = "--no-steering" not in FLAGS
-HOME = os.environ.get("FAKE_ACP_HOME") or os.path.join(os.getcwd(), ".fake-acp")
+HOME = os.environ.get("FAKE_ACP_HOME") or os.path.join(tempfile.gettempdir(), "fake-acp-%d" % os.getuid())
 LOG = os.environ.get("FAKE_ACP_LOG")
 MODES = [{"id": m, "name": m} for m in ("read-only", "workspace-write", "agent", "agent-full-access")]  # codex-acp's
 MODELS = [{"modelId": "fake-small", "name": "Fake small"}, {"modelId": "fake-large", "name": "Fake large"}]
