@@ -47,8 +47,8 @@ import os
 import shlex
 import subprocess
 import sys
-import threading
 import tempfile
+import threading
 import time
 import uuid
 from typing import Any, Dict, List, Optional
