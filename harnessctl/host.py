@@ -90,13 +90,13 @@ class AdapterHost(Host):
                 self._unrecorded_inputs.add(input_id)  # a run it starts later is found when attributed
             elif delivery == "start":
                 self._unrecorded_runs.add(run_id)
-            self._runtime.finish_send(input_id, HarnessctlError(
+            self._runtime.sends.finish(input_id, HarnessctlError(
                 "could not record the input in the event file (%s); the harness may have seen it" % e.strerror),
                 interrupt=True)
             return
         if run_id is None:
             self._texts[input_id] = (text, delivery)
-        self._runtime.finish_send(input_id, None)
+        self._runtime.sends.finish(input_id, None)
 
     def attributed(self, input_id: str, run_id: str) -> None:
         conv = self._runtime.conv
@@ -117,7 +117,7 @@ class AdapterHost(Host):
     def send_failed(self, input_id: str, message: str, unavailable: bool = False) -> None:
         self._texts.pop(input_id, None)
         self._schemas.pop(input_id, None)
-        self._runtime.finish_send(input_id, UnavailableError(message) if unavailable else HarnessctlError(message))
+        self._runtime.sends.finish(input_id, UnavailableError(message) if unavailable else HarnessctlError(message))
 
     # -- what the agent does ------------------------------------------------
 
@@ -147,11 +147,11 @@ class AdapterHost(Host):
         event.update(details or {})
         if renamed:
             event["agent_options"] = renamed
-        decided = self._runtime.decide(event) if kind == "permission" else None
+        decided = self._runtime.replies.decide(event) if kind == "permission" else None
         self._runtime.writer.write(event, sync=decided is None)  # a decided one is fsynced with its answer
         self._tokens[request_id] = request_id if token is None else token
         if decided is not None:
-            self._runtime.answer_by_policy(self._runtime.conv.pending.get(request_id, event), *decided)
+            self._runtime.replies.by_policy(self._runtime.conv.pending.get(request_id, event), *decided)
         else:
             self._runtime.hooks.parked(request_id)  # its line, once written, runs --on-request
         return request_id
@@ -177,7 +177,7 @@ class AdapterHost(Host):
             self._unrecorded_inputs.difference_update(input_ids)
             self.debug("result %s of run %s left out of the file: none of its inputs %s is recorded and open"
                        % (status, run_id, list(input_ids)))
-            self._runtime.settled()
+            self._runtime.cancel.settled()
             return
         if status not in RESULT_STATUSES:
             self._broken_contract("result() with status %r (allowed: %s)" % (status, ", ".join(RESULT_STATUSES)))
@@ -194,7 +194,7 @@ class AdapterHost(Host):
         for request in [r for r in conv.pending.values() if r.get("run_id") in (run_id, None)]:
             self._tokens.pop(request["request_id"], None)
             writer.write(dict(request, state="expired"))
-        over = self._runtime.run_ended(run_id)
+        over = self._runtime.spending.run_ended(run_id)
         if over is not None:  # the budget interrupted it, whatever the harness made of that
             status, error, error_class = "failed", "%s: the run was interrupted" % over, budget.CLASS
         if schemas and status == "completed":
@@ -208,7 +208,7 @@ class AdapterHost(Host):
         if schemas and status == "completed":
             event["output_json"] = output_json
         writer.write(event)
-        self._runtime.settled()
+        self._runtime.cancel.settled()
 
     def log(self, kind: str, level: str = "info", run_id: Optional[str] = None, **fields: Any) -> None:
         if self._unknown(run_id):
@@ -219,7 +219,7 @@ class AdapterHost(Host):
         event.update(fields)
         self._runtime.writer.log(event)
         if kind == "usage":
-            self._runtime.usage_seen(run_id, fields)
+            self._runtime.spending.usage_seen(run_id, fields)
 
     def debug(self, text: str) -> None:
         self._runtime.debug(text)
@@ -232,7 +232,7 @@ class AdapterHost(Host):
         self.log("diagnostic", level="error", message=message)
         if input_id is not None:
             self._texts.pop(input_id, None)
-            self._runtime.finish_send(input_id, HarnessctlError(message))
+            self._runtime.sends.finish(input_id, HarnessctlError(message))
 
 
 OPTION_LIMIT = 64  # characters of an option id kept as it is

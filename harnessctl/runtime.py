@@ -44,7 +44,7 @@ from .writer import EventWriter
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Tuple
+    from typing import Any, Dict, List, Optional
 
     from .runtimelog import RuntimeLog
 
@@ -192,26 +192,6 @@ class Runtime:
         return status_report(self.conv, self.binding, alive=True, cancelling=self.cancel.cancelling,
                              last_activity=timestamp(last) if last else None,
                              running_tokens=self.spending.running_tokens())
-
-    # -- what the adapter's host (host.py) reports, for the part that keeps it ----------
-
-    def finish_send(self, input_id: str, error: Optional[HarnessctlError], interrupt: bool = False) -> None:
-        self.sends.finish(input_id, error, interrupt)
-
-    def settled(self) -> None:
-        self.cancel.settled()
-
-    def usage_seen(self, run_id: Optional[str], usage: Dict[str, Any]) -> None:
-        self.spending.usage_seen(run_id, usage)
-
-    def run_ended(self, run_id: Optional[str]) -> Optional[str]:
-        return self.spending.run_ended(run_id)
-
-    def decide(self, request: Dict[str, Any]) -> Optional[Tuple[str, Dict[str, str]]]:
-        return self.replies.decide(request)
-
-    def answer_by_policy(self, request: Dict[str, Any], value: str, why: Dict[str, str]) -> None:
-        self.replies.by_policy(request, value, why)
 
     # -- the harness ----------------------------------------------------------
 
