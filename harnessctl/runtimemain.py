@@ -38,6 +38,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())  # a caller's blocked SIGTERM must not make it deaf
     os.chdir("/")  # never pin the caller's directory (the harness gets the bound cwd)
     env = dict(os.environ)
     try:

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from typing import Dict, Set, Tuple
 
-from cliutil import ROOT, cli_env, wait_for
+from cliutil import ROOT, cli_env, only, runtime_pids, wait_for, wait_results
 
 WEDGE = os.path.join(ROOT, "tests", "wedge_agent.py")
 
@@ -31,16 +31,16 @@ exec "$@"
 
 
 def hostile_caller() -> None:
-    """preexec_fn of the send: it ignores SIGUSR1 and blocks SIGUSR2, which a
-    runtime it spawns inherits."""
+    """preexec_fn of the send: it ignores SIGUSR1 and blocks SIGUSR2 and SIGTERM,
+    which a runtime it spawns inherits."""
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2, signal.SIGTERM})
 
 
-def send(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harnessctl", "send", *args, "--wait"], env=cli_env(), cwd=ROOT,
-                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          preexec_fn=hostile_caller, timeout=120)
+def send(*args: str, wait: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harnessctl", "send", *args] + (["--wait"] if wait else []),
+                          env=cli_env(), cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, preexec_fn=hostile_caller, timeout=120)
 
 
 def recorder(workdir, name: str) -> Tuple[str, str]:
@@ -78,3 +78,12 @@ def test_a_hook_the_runtime_starts_has_default_signal_dispositions_and_an_empty_
     proc = send(path, "hello", "--adapter", "mock", "--on-result", "%s cat" % prefix)
     assert proc.returncode == 0, proc.stderr
     assert masks(out) == {"SigIgn": set(), "SigBlk": set()}
+
+
+def test_a_runtime_started_by_a_caller_that_blocks_sigterm_still_stops_on_sigterm(workdir):
+    path = os.path.join(str(workdir), "events.jsonl")
+    proc = send(path, "/sleep 60", "--adapter", "mock", wait=False)
+    assert proc.returncode == 0, proc.stderr
+    os.kill(only(runtime_pids(path)), signal.SIGTERM)
+    (result,) = wait_results(path, 1, timeout=60)
+    assert result["status"] == "failed" and "SIGTERM" in result["error"]
