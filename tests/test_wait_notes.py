@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from cliutil import ROOT, cli_env, interruptible, of_type, ok, run
+from cliutil import ROOT, cli_env, interruptible, of_type, ok, run, wait_for
 
 from harnessctl.notes import Notes
 
@@ -147,3 +147,20 @@ def test_only_log_lines_of_kind_warning_are_said():
     n.seen({"type": "result", "kind": "warning", "message": "not a log line"})
     n.due()
     assert said == []
+
+
+def test_an_mcp_wait_gives_the_note_in_a_progress_message_and_keeps_stdout_json_rpc(workdir, efile):
+    from test_mcp import Client  # its reader fails on any stdout line that is not JSON
+
+    mcp = Client("--root", str(workdir), cwd=str(workdir))
+    try:
+        mcp.initialize()
+        call = mcp.start("tools/call", {"name": "send", "_meta": {"progressToken": "t"}, "arguments": {
+            "file": efile, "text": RETRYING, "adapter": "mock", "wait": True}})
+        wait_for(lambda: [p for p in mcp.progress("t") if "mock is retrying: API request failed" in p["message"]],
+                 60, "a progress message with the note")
+        ok("cancel", efile)
+        assert mcp.answer(call)["result"]["structuredContent"]["outcome"] == "cancelled"
+    finally:
+        mcp.proc.kill()
+        mcp.proc.wait()

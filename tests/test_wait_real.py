@@ -3,10 +3,10 @@ REAL codex (`app-server`) and the REAL claude (`claude -p` stream-json), each
 pointed at the loopback mock model server its own real tests use (no login,
 no network).
 
-Every test runs once per harness, but the notes of a retrying harness (codex
-pointed at a closed port, Claude answered a 500), each the harness's own way.
-Skipped when a binary is missing, failed
-instead under HARNESSCTL_REQUIRE_REAL=1.  Nothing here sleeps: the CLI itself
+Every test runs once per harness, but those of the notes of a retrying
+harness, each retrying its own way (codex pointed at a closed port, Claude
+answered a 500).  Skipped when a binary is missing, failed instead under
+HARNESSCTL_REQUIRE_REAL=1.  Nothing here sleeps: the CLI itself
 blocks until the answer (or a pending request) is there; every command has a
 generous subprocess timeout so a hang fails instead of blocking CI.
 """
