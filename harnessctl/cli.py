@@ -159,9 +159,9 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
         kind, index, line = client.wait_any(args, timeout(options))
         return outcome((kind, with_file(args[index], line) if line else ""))
     if command == "wait":
-        from .notes import Notes, offset_now, to_stderr
+        from .notes import Notes, offset_now
 
-        notes = Notes(args[0], offset_now(args[0]), to_stderr)
+        notes = Notes(args[0], offset_now(args[0]), say)
         kind, line = client.wait(args[0], args[1] if len(args) > 1 else None, timeout(options), notes)
         return outcome((kind, with_file(args[0], line) if kind == "status" and line else line))
     if command == "status":
@@ -199,9 +199,9 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
         emit(input_id)
     if "--wait" not in options:
         return 0
-    from .notes import Notes, to_stderr
+    from .notes import Notes
 
-    return outcome(client.wait(args[0], input_id, wait_timeout, Notes(args[0], offset, to_stderr)))
+    return outcome(client.wait(args[0], input_id, wait_timeout, Notes(args[0], offset, say)))
 
 
 def fixed(adapter: Optional[str], agent: Optional[str], fixed_adapter: Optional[str],

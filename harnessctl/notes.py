@@ -158,14 +158,3 @@ def offset_now(file: str) -> int:
     except (OSError, UsageError):
         return 0
 
-
-def to_stderr(text: str) -> None:
-    """One note on stderr; nothing when stderr is closed or gone."""
-    import sys
-
-    try:
-        if sys.stderr is not None:
-            sys.stderr.write(text + "\n")
-            sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
