@@ -159,7 +159,10 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
         kind, index, line = client.wait_any(args, timeout(options))
         return outcome((kind, with_file(args[index], line) if line else ""))
     if command == "wait":
-        kind, line = client.wait(args[0], args[1] if len(args) > 1 else None, timeout(options))
+        from .notes import Notes, offset_now
+
+        notes = Notes(args[0], offset_now(args[0]), say)
+        kind, line = client.wait(args[0], args[1] if len(args) > 1 else None, timeout(options), notes)
         return outcome((kind, with_file(args[0], line) if kind == "status" and line else line))
     if command == "status":
         return statuses(args)
@@ -185,13 +188,20 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
         from .structured import read_file
 
         schema = read_file(options["--schema"])
+    offset = 0
+    if "--wait" in options:
+        from .notes import offset_now
+
+        offset = offset_now(args[0])  # the notes of the wait start before the send: none is missed
     input_id = client.send(args[0], text, options.get("--cwd"), options.get("--model"), adapter, agent,
                            policy(options, rules), schema, unattended(options))
     if "--print-id" in options:
         emit(input_id)
     if "--wait" not in options:
         return 0
-    return outcome(client.wait(args[0], input_id, wait_timeout))
+    from .notes import Notes
+
+    return outcome(client.wait(args[0], input_id, wait_timeout, Notes(args[0], offset, say)))
 
 
 def fixed(adapter: Optional[str], agent: Optional[str], fixed_adapter: Optional[str],

@@ -18,6 +18,8 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 
+    from .notes import Notes
+
 
 class NoRuntime(Exception):
     """Nobody is listening on the session's socket."""
@@ -151,7 +153,8 @@ def reply(file: str, request_id: str, answer: str) -> None:
             raise StateError("%s is already %s" % (request_id, state))
 
 
-def wait(file: str, input_id: Optional[str], timeout: Optional[float]) -> Tuple[str, str]:
+def wait(file: str, input_id: Optional[str], timeout: Optional[float],
+         notes: Optional[Notes] = None) -> Tuple[str, str]:
     """(what happened, the line to print): the outcome of `input_id` (its
     result's status and line, or `request` and the pending request line of its
     run), or without an id `status` and the status line once the conversation
@@ -159,7 +162,9 @@ def wait(file: str, input_id: Optional[str], timeout: Optional[float]) -> Tuple[
     seconds passed first.
 
     A live runtime answers when the line is written; without one the
-    lost-runtime rule settles everything open, and the answer is in the file."""
+    lost-runtime rule settles everything open, and the answer is in the file.
+    With `notes`, the harness's warnings and retries written meanwhile are
+    said as they come (notes.py), and once more when the answer is there."""
     if input_id == "":
         raise UsageError("an empty INPUT_ID names no input: leave it out to wait for the conversation")
     addr = resolve(file)
@@ -168,9 +173,11 @@ def wait(file: str, input_id: Optional[str], timeout: Optional[float]) -> Tuple[
     pause = 0.01
     while True:
         try:
-            kind, line = _watch(addr, input_id, until)
+            kind, line = _watch(addr, input_id, until, notes)
         except NoRuntime:
             kind, line = _wait_stopped(addr, input_id, until)
+        if notes is not None:
+            notes.look()  # what came while the answer was on its way: said before it is printed
         if kind == "done":
             found = _result_in_file(addr, input_id or "")
             if found is not None:
@@ -331,14 +338,18 @@ def _wait_stopped(addr: Address, input_id: Optional[str], until: Optional[float]
         raise
 
 
-def _watch(addr: Address, input_id: Optional[str], until: Optional[float]) -> Tuple[str, str]:
+def _watch(addr: Address, input_id: Optional[str], until: Optional[float],
+           notes: Optional[Notes] = None) -> Tuple[str, str]:
     """Ask the runtime to answer once there is something to say; NoRuntime if
-    there is none or it went away meanwhile (the caller then recovers or asks again)."""
+    there is none or it went away meanwhile (the caller then recovers or asks again).
+    With `notes`, the event file is looked at every notes.LOOK seconds until the answer comes."""
     try:
         conn = _open_watch(addr, input_id, until)
     except ipc.Timeout:
         return "timeout", ""
     try:
+        if notes is not None:
+            _look_while_waiting(conn, until, notes)
         conn.settimeout(None if until is None else max(0.001, until - time.monotonic()))
         data = ipc.read_all(conn)
     except ipc.Timeout:
@@ -348,6 +359,20 @@ def _watch(addr: Address, input_id: Optional[str], until: Optional[float]) -> Tu
     finally:
         conn.close()
     return _watch_answer(data)
+
+
+def _look_while_waiting(conn: Any, until: Optional[float], notes: Notes) -> None:
+    """Until the runtime's answer starts to arrive (or `until`), look at the
+    event file for notes between waits of notes.LOOK seconds on the socket."""
+    import select
+
+    from .notes import LOOK
+
+    while True:
+        notes.look()
+        step = LOOK if until is None else min(LOOK, until - time.monotonic())
+        if step <= 0 or select.select([conn], [], [], step)[0]:
+            return
 
 
 # EMFILE, ENFILE: out of descriptors, which is not "no runtime"

@@ -3,8 +3,10 @@ REAL codex (`app-server`) and the REAL claude (`claude -p` stream-json), each
 pointed at the loopback mock model server its own real tests use (no login,
 no network).
 
-Every test runs once per harness.  Skipped when a binary is missing, failed
-instead under HARNESSCTL_REQUIRE_REAL=1.  Nothing here sleeps: the CLI itself
+Every test runs once per harness, but those of the notes of a retrying
+harness, each retrying its own way (codex pointed at a closed port, Claude
+answered a 500).  Skipped when a binary is missing, failed instead under
+HARNESSCTL_REQUIRE_REAL=1.  Nothing here sleeps: the CLI itself
 blocks until the answer (or a pending request) is there; every command has a
 generous subprocess timeout so a hang fails instead of blocking CI.
 """
@@ -13,14 +15,17 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
+import socket
 import subprocess
 import sys
+import time
 from typing import Any, Callable, Dict, List
 
 import pytest
 
-from cliutil import ROOT, events, runtime_pids
+from cliutil import ROOT, events, run, runtime_pids
 from schemacheck import check_event
 
 from claudecode_support import mock_messages as mm
@@ -180,3 +185,79 @@ def test_send_wait_stops_at_a_pending_approval_and_wait_after_the_reply_gives_th
     assert input_id in result["input_ids"] and result["output"] == final, h.explain(waited)
     assert result in h.events("result")
     assert os.path.exists(os.path.join(h.work, "approved.txt"))  # the allowed command ran
+
+
+def closed_port() -> int:
+    """A loopback port where nothing listens: bound to get it, then closed."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stderr_lines_until(proc: subprocess.Popen, needle: bytes, timeout: float) -> List[bytes]:
+    """`proc`'s stderr lines up to the first that holds `needle` (it may take
+    long: the condition is waited for, with `timeout` only as a guard)."""
+    fd = proc.stderr.fileno()
+    data = b""
+    deadline = time.monotonic() + timeout
+    while needle not in data or not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        assert left > 0 and select.select([fd], [], [], left)[0], "no %r on stderr; so far %r" % (needle, data)
+        chunk = os.read(fd, 4096)
+        assert chunk, "stderr closed; so far %r" % data
+        data += chunk
+    return data.splitlines()
+
+
+def test_codex_send_wait_says_on_stderr_that_codex_retries_while_stdout_stays_empty(workdir):
+    """Issue 25: codex with no network retries on its own; the waiting send
+    says so on stderr (one line) and prints nothing on stdout but the result."""
+    with real_session(workdir) as (session, mock):
+        session.configure(base_url="http://127.0.0.1:%d/v1" % closed_port())
+        config = os.path.join(session.codex_home, "config.toml")
+        with open(config, encoding="utf-8") as f:
+            text = f.read()
+        with open(config, "w", encoding="utf-8") as f:  # codex's stream retries on (they are the ones it reports)
+            f.write(text.replace("stream_max_retries = 0", "stream_max_retries = 9"))
+        waiting = subprocess.Popen(
+            [sys.executable, "-m", "harnessctl", "send", session.path, "Say hello.", "--adapter", "codex",
+             "--cwd", session.cwd, "--wait", "--timeout", str(COMMAND_TIMEOUT * 3)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=session.env, cwd=ROOT)
+        try:
+            notes = stderr_lines_until(waiting, b"codex is retrying", COMMAND_TIMEOUT)
+            assert not select.select([waiting.stdout], [], [], 0)[0]  # nothing on stdout while it waits
+            assert session.events("result") == []
+            assert run("cancel", session.path, env=session.env).returncode == 0
+            out, err = waiting.communicate(timeout=COMMAND_TIMEOUT)
+        finally:
+            if waiting.poll() is None:
+                waiting.kill()
+                waiting.wait()
+        assert waiting.returncode == 8, err
+        (line,) = out.decode().splitlines()
+        assert json.loads(line)["status"] == "cancelled"
+        retry = [note for note in notes if b"codex is retrying" in note]
+        assert len(retry) == 1 and b"Reconnecting" in retry[0], notes
+        assert retry[0].endswith(b"; see harnessctl log " + session.path.encode()), notes
+        assert all(note.startswith(b"harnessctl: codex ") for note in notes + err.splitlines()), (notes, err)
+
+
+def test_claude_send_wait_says_its_api_retry_on_stderr_and_prints_only_the_result(workdir):
+    """Claude retries a 500 once (CLAUDE_CODE_MAX_RETRIES=1), then answers:
+    the retry is one note on stderr, stdout the result line alone."""
+    binary = real_claude()
+    with mm.MockMessages() as mock:
+        session = ClaudeSession(str(workdir), mock, binary)
+        session.env["CLAUDE_CODE_MAX_RETRIES"] = "1"
+        mock.script(mm.reply(status=500, error_message="boom"), mm.reply(mm.text("Recovered.")))
+        h = claude_harness(session)
+        try:
+            proc = h.send("hello", "--wait")
+        finally:
+            for pid in runtime_pids(session.path):
+                os.kill(pid, signal.SIGKILL)
+    (line,) = stdout_lines(h, proc, 0, 1)
+    assert json.loads(line)["output"] == "Recovered.", h.explain(proc)
+    (note,) = proc.stderr.decode().splitlines()
+    assert note.startswith("harnessctl: claudecode is retrying: API request failed (HTTP 500"), h.explain(proc)
+    assert note.endswith("; see harnessctl log %s" % session.path), h.explain(proc)

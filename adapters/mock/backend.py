@@ -21,7 +21,7 @@ class MockBackend(ChildBackend):
     KEY = "ev"
     HANDLERS = {"ready": "_on_ready", "received": "_on_received", "delta": "_on_delta", "request": "_on_request",
                 "message": "_on_message", "done": "_on_done", "tool": "_on_tool", "edit": "_on_edit",
-                "plan": "_on_plan", "usage": "_on_usage"}
+                "plan": "_on_plan", "usage": "_on_usage", "warning": "_on_warning"}
 
     def start(self) -> None:
         self.runs: Dict[int, str] = {}  # stand-in turn number -> our run id
@@ -103,6 +103,9 @@ class MockBackend(ChildBackend):
     def _on_usage(self, event: Dict[str, Any]) -> None:
         self.activity.usage(self._run(event), input_tokens=event.get("input_tokens"),
                             output_tokens=event.get("output_tokens"))
+
+    def _on_warning(self, event: Dict[str, Any]) -> None:
+        self.activity.warning(self._run(event), event["message"], event.get("source"))
 
     def _on_message(self, event: Dict[str, Any]) -> None:
         self.host.message(self._run(event), self._message_id(event), event["text"])

@@ -9,6 +9,7 @@ stdout: {"ev": "ready", "resumed_turns"} | {"ev": "received", "id", "turn", "del
         | {"ev": "tool", "turn", "id", "command", "exit_code", "declined"}
         | {"ev": "edit", "turn", "id", "path", "declined"} | {"ev": "plan", "turn", "steps": [[text, status]]}
         | {"ev": "usage", "turn", "input_tokens", "output_tokens"}
+        | {"ev": "warning", "turn", "source", "message"}
         | {"ev": "done", "turn", "status", "inputs", "output", "error", "usage", statistics}
 
 Usage: standin.py TRANSCRIPT [MODE]   (a JSONL file of finished turns, resumed on
@@ -64,7 +65,8 @@ def steps_of(input_id, text):
                 continue
             except ValueError:
                 pass
-        if name in ("/permission", "/question", "/fail", "/tool", "/edit", "/plan", "/json", "/usage"):
+        if name in ("/permission", "/question", "/fail", "/tool", "/edit", "/plan", "/json", "/usage",
+                    "/warning"):
             steps.append((name[1:], arg))
         elif line.strip() == "/crash":
             steps.append(("crash", ""))
@@ -207,6 +209,9 @@ class StandIn:
                 turn.answer = arg
             elif kind == "usage":
                 self.spend(turn, arg)
+            elif kind == "warning":  # `/warning SOURCE TEXT`: a harness warning, e.g. a retry (source api_retry)
+                source, _, message = arg.partition(" ")
+                emit(ev="warning", turn=turn.number, source=source or None, message=message)
             elif kind == "fail":
                 self.finish("failed", error=arg)
                 return
