@@ -60,11 +60,9 @@ def setup(tmp_path_factory):
     if subprocess.run([sys.executable, "-m", "venv", "--help"], stdout=subprocess.DEVNULL).returncode != 0:
         pytest.skip("python3 -m venv is not available")
     top = tmp_path_factory.mktemp("install")
-    checkout, home, folder = top / "harnessctl", top / "home", top / "recipes"
+    checkout, home, folder = copy_checkout(top), top / "home", top / "recipes"
     home.mkdir()
     folder.mkdir()
-    shutil.copytree(ROOT, str(checkout), ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "build",
-                                                                          "dist", "*.egg-info"))
     script, _ = newcomer_script(str(folder))
     try:
         ran = subprocess.run(["bash", "-e", "-c", script], cwd=str(checkout), env=newcomer_env(str(home)),
@@ -73,6 +71,14 @@ def setup(tmp_path_factory):
         kill_all_under(str(home))
     assert ran.returncode == 0, (script, ran.stdout.decode()[-2000:], ran.stderr.decode()[-2000:])
     return checkout / ".venv", ran.stdout.decode(), home, folder
+
+
+def copy_checkout(parent):
+    """A copy of the repository to install from (pip builds in the source tree) as parent/harnessctl."""
+    checkout = parent / "harnessctl"
+    shutil.copytree(ROOT, str(checkout), ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "build",
+                                                                          "dist", "*.egg-info"))
+    return checkout
 
 
 @pytest.fixture(scope="module")
@@ -163,6 +169,41 @@ def test_installed_command_exits_4_for_a_file_no_send_created(venv, workdir):
     assert missing.returncode == 4 and missing.stderr.startswith(b"harnessctl: ")
 
 
+def imported(argv, cwd):
+    """The modules a command imports, in Python's own words (PYTHONPROFILEIMPORTTIME on stderr)."""
+    env = dict(outside_env(), PYTHONPROFILEIMPORTTIME="1")
+    proc = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.returncode == 0, proc.stderr
+    return {line.rsplit("|", 1)[1].strip() for line in proc.stderr.decode().splitlines()
+            if line.startswith("import time:") and "imported package" not in line}
+
+
+def test_installed_command_imports_nothing_that_running_the_package_does_not(venv, workdir):
+    """The launcher pip installs (bin/harnessctl) adds no import of its own: the script pip generates for
+    a [project.scripts] entry point imports `re` (with enum and functools, slower than a whole `status`)."""
+    path = str(workdir / "demo.jsonl")
+    subprocess.run([str(venv / "bin" / "harnessctl"), "send", path, "hello", "--adapter", "mock"],
+                   env=outside_env(), check=True)
+    wait_results(path, 1)
+    command = imported([str(venv / "bin" / "harnessctl"), "status", path], str(workdir))
+    module = imported([str(venv / "bin" / "python"), "-m", "harnessctl", "status", path], str(workdir))
+    assert "harnessctl.cli" in command and "re" not in module
+    assert command <= module, sorted(command - module)
+
+
+def test_installed_command_imports_nothing_from_its_own_directory(venv, workdir):
+    """Python puts a script's directory first on sys.path; the launcher takes it off, so a bin/ holding
+    a .py file of a module's name cannot stand in for it (and a big bin/ is not listed at start-up)."""
+    decoy = venv / "bin" / "__future__.py"  # the first module harnessctl imports that start-up has not
+    decoy.write_text("raise SystemExit('imported from bin/')\n")
+    try:
+        version = subprocess.run([str(venv / "bin" / "harnessctl"), "--version"], env=outside_env(),
+                                 cwd=str(workdir), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    finally:
+        decoy.unlink()
+    assert version.returncode == 0 and version.stdout.startswith(b"harnessctl "), version.stderr
+
+
 def test_venv_python_runs_the_module_from_any_directory(venv):
     version = subprocess.run([str(venv / "bin" / "python"), "-m", "harnessctl", "--version"], env=outside_env(),
                              cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -201,9 +242,7 @@ def test_adapters_install_under_harnessctl_with_every_file_and_no_top_level_adap
 @pytest.fixture(scope="module")
 def development(tmp_path_factory):
     """The README's Development install (editable, with the test extra) in a copy of the checkout."""
-    checkout = tmp_path_factory.mktemp("development") / "harnessctl"
-    shutil.copytree(ROOT, str(checkout), ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "build",
-                                                                          "dist", "*.egg-info"))
+    checkout = copy_checkout(tmp_path_factory.mktemp("development"))
     (code,) = [line for line in readme.block_after("## Development").splitlines() if "pip install" in line]
     home = checkout.parent / "home"
     home.mkdir()
@@ -236,3 +275,41 @@ def test_module_outside_the_repository_needs_the_install(workdir):
     if proc.returncode == 0:
         pytest.skip("harnessctl is installed for %s itself" % sys.executable)
     assert proc.returncode == 1 and b"No module named harnessctl" in proc.stderr
+
+
+def pip_install(python, *args, env=None):
+    """`python -m pip install --no-deps ARGS` (harnessctl has none; setuptools comes from the index)."""
+    return subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+                           *args], env=env or outside_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=600)
+
+
+def test_user_install_command_runs(tmp_path):
+    """`pip install --user` puts the command in ~/.local/bin (here PYTHONUSERBASE) for the base interpreter."""
+    python = os.path.join(sys.base_prefix, "bin", "python3")  # a venv's pip refuses --user
+    env = dict(outside_env(), PYTHONUSERBASE=str(tmp_path / "user"))
+    if subprocess.run([python, "-m", "pip", "--version"], stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL).returncode != 0:
+        pytest.skip("%s has no pip" % python)
+    installed = pip_install(python, "--user", str(copy_checkout(tmp_path)), env=env)
+    if b"externally-managed-environment" in installed.stderr:
+        pytest.skip("%s is externally managed (PEP 668)" % python)
+    assert installed.returncode == 0, installed.stderr.decode()[-2000:]
+    version = subprocess.run([str(tmp_path / "user" / "bin" / "harnessctl"), "--version"], env=env, cwd="/",
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert version.returncode == 0 and version.stdout.startswith(b"harnessctl "), version.stderr
+
+
+def test_pipx_install_command_runs(tmp_path):
+    """pipx exposes the launcher (a script of the distribution, as an entry point's would be) on its PATH."""
+    pipx = shutil.which("pipx")
+    if pipx is None:
+        pytest.skip("pipx is not installed")
+    env = dict(outside_env(), PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "bin"),
+               PIPX_MAN_DIR=str(tmp_path / "man"))
+    installed = subprocess.run([pipx, "install", str(copy_checkout(tmp_path))], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=600)
+    assert installed.returncode == 0, installed.stderr.decode()[-2000:]
+    version = subprocess.run([str(tmp_path / "bin" / "harnessctl"), "--version"], env=env, cwd="/",
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert version.returncode == 0 and version.stdout.startswith(b"harnessctl "), version.stderr
