@@ -342,16 +342,16 @@ def _watch(addr: Address, input_id: Optional[str], until: Optional[float],
            notes: Optional[Notes] = None) -> Tuple[str, str]:
     """Ask the runtime to answer once there is something to say; NoRuntime if
     there is none or it went away meanwhile (the caller then recovers or asks again).
-    With `notes`, the event file is looked at every notes.LOOK seconds until the answer comes."""
+    With `notes`, the runtime nudges the watch when it writes a harness warning (_read_with_notes)."""
     try:
-        conn = _open_watch(addr, input_id, until)
+        conn = _open_watch(addr, input_id, until, notes is not None)
     except ipc.Timeout:
         return "timeout", ""
     try:
-        if notes is not None:
-            _look_while_waiting(conn, until, notes)
+        data = b"" if notes is None else _read_with_notes(conn, until, notes)
         conn.settimeout(None if until is None else max(0.001, until - time.monotonic()))
-        data = ipc.read_all(conn)
+        if notes is None or data:
+            data += ipc.read_all(conn)
     except ipc.Timeout:
         return "timeout", ""
     except OSError:
@@ -361,28 +361,39 @@ def _watch(addr: Address, input_id: Optional[str], until: Optional[float],
     return _watch_answer(data)
 
 
-def _look_while_waiting(conn: Any, until: Optional[float], notes: Notes) -> None:
-    """Until the runtime's answer starts to arrive (or `until`), look at the
-    event file for notes between waits of notes.LOOK seconds on the socket."""
+def _read_with_notes(conn: Any, until: Optional[float], notes: Notes) -> bytes:
+    """The first bytes of the runtime's answer (b"": it hung up).  Before it,
+    each NUDGE (the runtime wrote a harness warning) makes `notes` read the
+    file's new lines, and a note held back by its interval is said when due;
+    nothing is read while nothing is written.  ipc.Timeout once `until` passed."""
     import select
 
-    from .notes import LOOK
-
+    notes.look()
     while True:
+        left = None if until is None else until - time.monotonic()
+        if left is not None and left <= 0:
+            raise ipc.Timeout()
+        due = notes.wake_in()
+        step = left if due is None else due if left is None else min(due, left)
+        if not select.select([conn], [], [], step)[0]:
+            notes.due()
+            continue
+        chunk = conn.recv(65536)
+        start = chunk.lstrip(ipc.NUDGE)
+        if start or not chunk:
+            return start
         notes.look()
-        step = LOOK if until is None else min(LOOK, until - time.monotonic())
-        if step <= 0 or select.select([conn], [], [], step)[0]:
-            return
 
 
 # EMFILE, ENFILE: out of descriptors, which is not "no runtime"
 OUT_OF_DESCRIPTORS = (24, 23)
 
 
-def _open_watch(addr: Address, input_id: Optional[str], until: Optional[float]) -> Any:
+def _open_watch(addr: Address, input_id: Optional[str], until: Optional[float], nudged: bool = False) -> Any:
     """A connection to the runtime with the `wait` request sent: its answer
-    comes once there is something to say (_watch_answer reads it).  NoRuntime
-    if nobody listens; ipc.Timeout if the request could not be sent in time."""
+    comes once there is something to say (_watch_answer reads it), after a
+    NUDGE byte per harness warning if `nudged`.  NoRuntime if nobody listens;
+    ipc.Timeout if the request could not be sent in time."""
     patience = timeout_seconds() if until is None else max(0.001, min(timeout_seconds(), until - time.monotonic()))
     try:
         conn = ipc.connect(addr.socket, patience)
@@ -394,7 +405,7 @@ def _open_watch(addr: Address, input_id: Optional[str], until: Optional[float]) 
                                    % (addr.path, e.strerror)) from None
         raise NoRuntime() from None
     try:
-        ipc.send_all(conn, ipc.encode_fields(["wait", input_id or ""]))
+        ipc.send_all(conn, ipc.encode_fields(["wait", input_id or ""] + (["notes"] if nudged else [])))
     except ipc.Timeout:
         conn.close()
         raise

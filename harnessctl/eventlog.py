@@ -71,6 +71,7 @@ class EventLog:
         self.seq = last_seq
         self._logs: List[Dict[str, Any]] = []
         self.dropped_logs = 0
+        self.warned = False  # a harness's `warning` log line was written since take_warned()
 
     def close(self) -> None:
         self.flush_logs()
@@ -141,6 +142,12 @@ class EventLog:
             self.dropped_logs += len(logs)
             return
         self.seq = seq
+        self.warned = self.warned or any(event.get("kind") == "warning" for event in logs)
+
+    def take_warned(self) -> bool:
+        """Whether a `warning` log line was written since the last call (a waiter's note, notes.py)."""
+        warned, self.warned = self.warned, False
+        return warned
 
     def _notice_foreign_writes(self) -> None:
         """Record, once, that another process appended to or cut the file we

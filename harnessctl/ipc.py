@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
 MAX_MESSAGE = 64 * 1024 * 1024
 RETRY = "retry"
+# Sent to a `wait ID notes` watch, before its answer, each time the harness's warning is written:
+# the waiter then reads the file's new lines for its stderr note (notes.py).  No answer starts with it.
+NUDGE = b"~"
 Timeout = _socket.timeout  # TimeoutError from Python 3.10 on; a distinct OSError on 3.9
 
 

@@ -14,8 +14,9 @@ warning) per command, and at most one note every INTERVAL seconds: a note
 held back by the interval is said once it has passed, if the command still
 waits.  stdout is never written: it holds the answer only.
 
-Only the event file is read (from where the wait began), never the runtime:
-a note costs the wait nothing it would not do anyway, and a file that cannot
+The lines are read from the event file (from where the wait began), and only
+when the runtime nudges the waiter because it wrote a warning (watches.py):
+a wait with nothing to say reads nothing and costs no CPU.  A file that cannot
 be read just gives no note.
 """
 
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from .address import Address
 
 INTERVAL = 10.0  # seconds: at most one note this often
-LOOK = 1.0  # seconds between looks at the event file while waiting
 WIDTH = 200  # characters of the harness's message kept
 RETRY_SOURCES = ("error", "api_retry")  # a `warning`'s sources that mean "retrying": codex, Claude Code
 CHUNK = 1024 * 1024
@@ -73,6 +73,12 @@ class Notes:
         if kind not in self.said:
             message = event.get("message")
             self.pending[kind] = message if isinstance(message, str) and message.strip() else "(no message)"
+
+    def wake_in(self) -> Optional[float]:
+        """Seconds until a note held back by INTERVAL is due; None when none waits."""
+        if not self.pending:
+            return None
+        return 0.0 if self.last is None else max(0.0, INTERVAL - (self.clock() - self.last))
 
     def due(self) -> None:
         """Say the first pending note if the interval since the last one passed."""

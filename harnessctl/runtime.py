@@ -114,6 +114,8 @@ class Runtime:
         if events:
             self.watches.written(events)
             self.hooks.written(events)
+        if self.writer.events.take_warned():
+            self.watches.warned()
 
     def _is_idle(self) -> bool:
         return not (self.conv.is_busy() or self.sends.pending() or self.supervisor.state == STARTING
@@ -149,7 +151,7 @@ class Runtime:
         """Fields as ipc.py encodes them: send TEXT CWD MODEL ADAPTER AGENT MODE RULES SCHEMA ON_REQUEST
         ON_RESULT MAX_TOKENS MAX_COST_USD | status | cancel |
         reply ID ANSWER |
-        wait INPUT_ID (empty: the conversation)."""
+        wait INPUT_ID (empty: the conversation) [notes]."""
         op = request[0]
         if self.writer.events.replaced():
             waiter.retry()  # a new runtime serves the file now at the path (or refuses a foreign one)
@@ -175,8 +177,8 @@ class Runtime:
             elif op == "reply" and len(request) == 3:
                 self.replies.reply(request[1], request[2])
                 waiter.ok()
-            elif op == "wait" and len(request) == 2:
-                self.watches.add(request[1] or None, waiter)
+            elif op == "wait" and len(request) in (2, 3):
+                self.watches.add(request[1] or None, waiter, request[2:] == ["notes"])
             else:
                 waiter.fail(HarnessctlError("malformed request %r" % op))
         except HarnessctlError as e:

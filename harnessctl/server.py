@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import select
+import socket
 import threading
 import time
 
@@ -50,6 +51,15 @@ class Waiter:
     def wait(self) -> bytes:
         self._done.wait()
         return self.response
+
+    def nudge(self) -> None:
+        """One NUDGE byte to a waiting command, now, before its answer; dropped if
+        its socket buffer is full (the command is not reading: the answer still comes)."""
+        if not self._done.is_set():
+            try:
+                self.conn.send(ipc.NUDGE, socket.MSG_DONTWAIT)
+            except OSError:
+                pass
 
     def hung_up(self) -> bool:
         """True once the command closed its end (Ctrl-C, --timeout): it
