@@ -124,6 +124,7 @@ options:
                   fails the run (error_class schema).  codex, claudecode and mock; exit 2 elsewhere
   --print-id      print the accepted input_id on one line
   --wait          then wait for the result that covers the input; print it as one JSON line
+                  (a harness that warns or retries meanwhile gets one line on stderr)
   --timeout S     with --wait: stop waiting after S seconds (default: no limit)
 A later send may omit --cwd, --model, --adapter, --agent, the policy and the hooks; a different
 value exits 2.
@@ -146,6 +147,8 @@ Without INPUT_ID: wait until the conversation is not running or cancelling
 With --any: the same for many sessions at once: print the status line (with
 "file") of the first one that is not running or cancelling (of those that are
 already, the first given).  A FILE that is not a session exits at once.
+While it waits, a harness warning or retry is said on stderr (once per kind,
+at most every 10 s); stdout holds the answer only.
 
 arguments:
   FILE            the event file (with --any: one or more)
