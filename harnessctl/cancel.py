@@ -16,11 +16,13 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Dict
 
+    from .runtime import Runtime
+
 GRACE = 15.0  # seconds a harness gets to end a cancelled run before it is stopped (HARNESSCTL_CANCEL_GRACE)
 
 
 class Cancel:
-    def __init__(self, runtime: Any, grace: float) -> None:
+    def __init__(self, runtime: Runtime, grace: float) -> None:
         """`runtime` provides conv, sends, supervisor, host, writer, spending,
         loop and debug."""
         self._runtime = runtime

@@ -13,9 +13,11 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Dict, Optional, Tuple
 
+    from .runtime import Runtime
+
 
 class Replies:
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: Runtime) -> None:
         """`runtime` provides conv, binding, addr, supervisor, host, writer,
         loop and debug."""
         self._runtime = runtime

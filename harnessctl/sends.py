@@ -18,13 +18,15 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Deque, Dict, Optional, Tuple
 
+    from .runtime import Runtime
+
     from .backend import Input
     from .errors import HarnessctlError
     from .server import Waiter
 
 
 class Sends:
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: Runtime) -> None:
         """`runtime` provides conv, binding, addr, supervisor, host, cancel,
         loop, timeout, stopping, start_harness and debug."""
         self._runtime = runtime

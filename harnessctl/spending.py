@@ -15,9 +15,11 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Dict, Optional, Tuple
 
+    from .runtime import Runtime
+
 
 class Spending:
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: Runtime) -> None:
         """`runtime` provides conv, binding (replaced by `rebind`), addr, loop,
         cancel and debug."""
         self._runtime = runtime

@@ -162,13 +162,18 @@ def test_a_mention_without_docs_is_bare_and_a_link_to_docs_protocol_md_is_not():
     assert bare_protocol_mentions("the contract: [PROTOCOL.md](docs/PROTOCOL.md#2-the-commands)") == []
 
 
-@pytest.mark.parametrize("document", link_documents())
-def test_every_relative_link_resolves_to_a_file_in_the_repository(document):
+def page(document):
+    """(path, text) of a document of the repository; skips when this checkout lacks it."""
     path = os.path.join(ROOT, document)
     if not os.path.exists(path):
         pytest.skip("%s is not in this checkout" % document)
     with open(path, encoding="utf-8") as f:
-        text = f.read()
+        return path, f.read()
+
+
+@pytest.mark.parametrize("document", link_documents())
+def test_every_relative_link_resolves_to_a_file_in_the_repository(document):
+    path, text = page(document)
     broken = []
     for target in markdown_links(text):
         file_part = target.split("#", 1)[0]
@@ -197,11 +202,7 @@ def test_a_slug_is_githubs_anchor_for_the_heading():
 
 @pytest.mark.parametrize("document", link_documents())
 def test_every_anchor_names_a_heading_of_the_page_it_points_at(document):
-    path = os.path.join(ROOT, document)
-    if not os.path.exists(path):
-        pytest.skip("%s is not in this checkout" % document)
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    path, text = page(document)
     broken = []
     for target in re.findall(LINK, CODE_SPAN.sub("", FENCE.sub("", text))):
         file_part, hash_mark, anchor = target.partition("#")
