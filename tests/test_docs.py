@@ -208,10 +208,10 @@ def test_every_anchor_names_a_heading_of_the_page_it_points_at(document):
         file_part, hash_mark, anchor = target.partition("#")
         if not hash_mark or re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target) or not (file_part or anchor):
             continue
-        page = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path
-        if not page.endswith(".md") or not os.path.isfile(page):
+        target_page = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path
+        if not target_page.endswith(".md") or not os.path.isfile(target_page):
             continue  # a missing file is the test above's
-        with open(page, encoding="utf-8") as f:
+        with open(target_page, encoding="utf-8") as f:
             if anchor not in set(slugs(f.read())):
                 broken.append(target)
     assert not broken, "%s links to headings that do not exist: %s" % (document, broken)
