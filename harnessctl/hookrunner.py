@@ -13,7 +13,6 @@ and never lands in the hook's argv or environment."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import deque
 
@@ -178,7 +177,9 @@ class Hooks:
 
         from .pidfile import kill_group
 
-        prepare = _preparer()  # what it imports is imported here: never between fork and exec
+        from .proc import preparer
+
+        prepare = preparer(session=True)  # its own session: its process group is killed at its timeout
 
         runtime = self._runtime
         command = runtime.binding[job.key]
@@ -214,25 +215,3 @@ class Hooks:
             return (what, {"exit_code": code})
         runtime.debug("the %s hook for %s succeeded" % (job.name, job.about()))
         return None
-
-
-def _preparer() -> Any:
-    """What runs in a hook between fork and exec: a session of its own (its
-    process group is killed at its timeout), killed with the runtime (a hook
-    that hangs outlives no kill -9 of it), the caller's descriptor limit, and
-    default signal dispositions with none blocked (proc.reset_signals)."""
-    import resource
-    import signal
-
-    from . import proc
-
-    libc, nofile, ignored, reset_signals = proc.LIBC, proc.CHILD_NOFILE, proc.ignored_signals(), proc.reset_signals
-
-    def prepare() -> None:
-        os.setsid()
-        libc.prctl(proc.PR_SET_PDEATHSIG, signal.SIGKILL)
-        if nofile is not None:
-            resource.setrlimit(resource.RLIMIT_NOFILE, nofile)
-        reset_signals(ignored)
-
-    return prepare

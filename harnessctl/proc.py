@@ -41,31 +41,31 @@ LIBC = ctypes.CDLL(None)  # loaded in the parent: nothing may be imported betwee
 CHILD_NOFILE: Optional[Tuple[int, int]] = None
 
 
-def _prepare_child(ignored: Sequence[int]) -> None:
-    """Runs in the child between fork and exec."""
-    os.setpgid(0, 0)
-    LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if CHILD_NOFILE is not None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, CHILD_NOFILE)
-    reset_signals(ignored)
+def preparer(session: bool = False) -> Callable[[], None]:
+    """What runs in a child of the runtime (a harness, or a hook with
+    `session`) between fork and exec: a process group (or session) of its own,
+    death with the runtime, the caller's descriptor limit, and every signal's
+    default disposition with none blocked.  An ignored disposition and the mask
+    survive exec, so the signals the runtime ignores (its own SIGINT, SIGHUP,
+    SIGPIPE, SIGXFSZ, and any the send that spawned it ignored) are read here,
+    in the parent, and the child only resets them; caught ones need nothing."""
+    catchable = set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
+    ignored = [sig for sig in catchable if signal.getsignal(sig) == signal.SIG_IGN]
+    nofile = CHILD_NOFILE
 
+    def prepare() -> None:
+        if session:
+            os.setsid()
+        else:
+            os.setpgid(0, 0)
+        LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, nofile)
+        for sig in ignored:
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
 
-def ignored_signals() -> List[int]:
-    """The catchable signals this process ignores: the runtime's own (SIGINT,
-    SIGHUP, SIGPIPE, SIGXFSZ) and any the send that spawned it ignored.  An
-    ignored disposition survives exec: a child resets these (reset_signals).
-    Read in the parent, so that the child between fork and exec does little."""
-    uncatchable = (signal.SIGKILL, signal.SIGSTOP)
-    return [sig for sig in signal.valid_signals() if sig not in uncatchable and signal.getsignal(sig) == signal.SIG_IGN]
-
-
-def reset_signals(ignored: Sequence[int]) -> None:
-    """In a child between fork and exec: `ignored` back to their defaults, and
-    no signal blocked (the mask, inherited from whoever started the runtime,
-    survives exec too).  Caught ones need nothing: exec resets them."""
-    for sig in ignored:
-        signal.signal(sig, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+    return prepare
 
 
 # The longest line a harness may write: a longer one (an agent streaming
@@ -89,7 +89,6 @@ class Process(Child):
     ) -> None:
         """`stderr(data)` takes what the harness writes to its stderr (the
         runtime log); `on_overlong(size)` hears of a discarded line, in order with the others."""
-        ignored = ignored_signals()
         self._popen = subprocess.Popen(
             list(argv),
             stdin=subprocess.PIPE,
@@ -98,7 +97,7 @@ class Process(Child):
             cwd=cwd,
             env=env,
             close_fds=True,
-            preexec_fn=lambda: _prepare_child(ignored),
+            preexec_fn=preparer(),
         )
         self.pid = self._popen.pid
         self._write_lock = threading.Lock()
