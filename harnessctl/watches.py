@@ -33,17 +33,15 @@ class Watches:
         self.conv = conv
         self.writer = writer
         self.status = status  # the status report, as `status` prints it
-        self.open: List[Tuple[Optional[str], Waiter]] = []  # (input id, or None: the conversation)
-        self.nudged: List[Waiter] = []  # the open watches that asked to hear of the harness's warnings
+        # (input id, or None: the conversation; its waiter; whether it asked to hear of the harness's warnings)
+        self.open: List[Tuple[Optional[str], Waiter, bool]] = []
         self.recent: Dict[str, Dict[str, Any]] = {}  # input id -> its result
 
     def add(self, input_id: Optional[str], waiter: Waiter, nudge: bool = False) -> None:
         """Hold a `wait`; with `nudge`, it hears of each harness warning written meanwhile (Waiter.nudge)."""
         answer = self._answer(input_id, {})
         if answer is None:
-            self.open.append((input_id, waiter))
-            if nudge:
-                self.nudged.append(waiter)
+            self.open.append((input_id, waiter, nudge))
         else:
             waiter.ok(answer)
 
@@ -52,19 +50,19 @@ class Watches:
         results = {i: e for e in events if e["type"] == "result" for i in e.get("input_ids") or ()}
         self._remember(results)
         still = []
-        for input_id, waiter in self.open:
-            answer = self._answer(input_id, results)
+        for watch in self.open:
+            answer = self._answer(watch[0], results)
             if answer is None:
-                still.append((input_id, waiter))
+                still.append(watch)
             else:
-                waiter.ok(answer)
+                watch[1].ok(answer)
         self.open = still
-        self._forget_nudged()
 
     def warned(self) -> None:
         """A harness warning is in the file: nudge the watches that asked to hear of it."""
-        for waiter in self.nudged:
-            waiter.nudge()
+        for _, waiter, nudge in self.open:
+            if nudge:
+                waiter.nudge()
 
     def drop_hung_up(self) -> None:
         """Forget waiters whose command went away, so a script that waits with
@@ -72,19 +70,12 @@ class Watches:
         for watch in [w for w in self.open if w[1].hung_up()]:
             self.open.remove(watch)
             watch[1].reply(b"")
-        self._forget_nudged()
 
     def retry_all(self) -> None:
         """The runtime stops with these open: each command recovers from the file."""
-        for _, waiter in self.open:
+        for _, waiter, _ in self.open:
             waiter.retry()
         self.open = []
-        self.nudged = []
-
-    def _forget_nudged(self) -> None:
-        if self.nudged:
-            waiting = {id(waiter) for _, waiter in self.open}
-            self.nudged = [waiter for waiter in self.nudged if id(waiter) in waiting]
 
     def _answer(self, input_id: Optional[str], results: Dict[str, Dict[str, Any]]) -> Optional[str]:
         """What the waiter is told now, or None while it must wait."""
