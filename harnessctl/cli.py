@@ -188,20 +188,18 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
         from .structured import read_file
 
         schema = read_file(options["--schema"])
-    offset = 0
+    notes = None
     if "--wait" in options:
-        from .notes import offset_now
+        from .notes import Notes, offset_now
 
-        offset = offset_now(args[0])  # the notes of the wait start before the send: none is missed
+        notes = Notes(args[0], offset_now(args[0]), say)  # from before the send: no note is missed
     input_id = client.send(args[0], text, options.get("--cwd"), options.get("--model"), adapter, agent,
                            policy(options, rules), schema, unattended(options))
     if "--print-id" in options:
         emit(input_id)
-    if "--wait" not in options:
+    if notes is None:
         return 0
-    from .notes import Notes
-
-    return outcome(client.wait(args[0], input_id, wait_timeout, Notes(args[0], offset, say)))
+    return outcome(client.wait(args[0], input_id, wait_timeout, notes))
 
 
 def fixed(adapter: Optional[str], agent: Optional[str], fixed_adapter: Optional[str],
