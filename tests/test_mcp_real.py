@@ -16,7 +16,7 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
 
@@ -94,6 +94,26 @@ def claude_results(body: Dict[str, Any]) -> List[str]:
     return [r for m in users for r in tool_results({"messages": [m]})]
 
 
+def layout(workdir: Any, name: str) -> Tuple[str, str, str]:
+    """(the folder the MCP server may use, the sub-agent's workspace in it, its event file NAME there)."""
+    agents, work = str(workdir / "agents"), str(workdir / "agents" / "work")
+    os.makedirs(work)
+    return agents, work, os.path.join(agents, name)
+
+
+def run_claude(claude: str, prompt: str, entry: Dict[str, Any], workdir: Any, base_url: str,
+               timeout: float) -> subprocess.CompletedProcess:
+    """`claude -p PROMPT` on the mock at BASE_URL, with harnessctl's MCP server (ENTRY: command, args,
+    env) in an --mcp-config file and its tools allowed."""
+    config = str(workdir / "mcp.json")
+    with open(config, "w") as f:
+        json.dump({"mcpServers": {"harnessctl": entry}}, f)
+    return subprocess.run([claude, "-p", prompt, "--mcp-config", config, "--strict-mcp-config",
+                           "--allowedTools", "mcp__harnessctl__*", "--output-format", "json"],
+                          env=claude_env(str(workdir), base_url), cwd=str(workdir),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+
+
 def claude_step(step: Any) -> Any:
     def make(body: Dict[str, Any]) -> Dict[str, Any]:
         name, arguments = step(claude_results(body)) if callable(step) else step
@@ -103,18 +123,10 @@ def claude_step(step: Any) -> Any:
 
 def test_claude_code_drives_a_sub_agent_through_harnessctl_mcp(workdir):
     claude = real_binary("HARNESSCTL_TEST_CLAUDE_BIN", "claude")
-    agents, work = str(workdir / "agents"), str(workdir / "agents" / "work")
-    os.makedirs(work)
-    file = os.path.join(agents, "sub.jsonl")
-    config = str(workdir / "mcp.json")
-    with open(config, "w") as f:
-        json.dump({"mcpServers": {"harnessctl": server(agents)}}, f)
+    agents, work, file = layout(workdir, "sub.jsonl")
     with StepMock() as mock:
         mock.script(*[claude_step(step) for step in steps(file, work)], reply(text("The sub-agent is done.")))
-        proc = subprocess.run([claude, "-p", "Run the sub-agent.", "--mcp-config", config, "--strict-mcp-config",
-                               "--allowedTools", "mcp__harnessctl__*", "--output-format", "json"],
-                              env=claude_env(str(workdir), mock.base_url), cwd=str(workdir),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=180)
+        proc = run_claude(claude, "Run the sub-agent.", server(agents), workdir, mock.base_url, 180)
         assert proc.returncode == 0, proc.stderr.decode()[-2000:]
         assert json.loads(proc.stdout)["result"] == "The sub-agent is done."
         bodies = mock.bodies()
@@ -147,6 +159,15 @@ def codex_results(request: Dict[str, Any]) -> List[str]:
     return [outputs[key].partition("Output:\n")[2] for key in sorted(outputs, key=lambda k: int(k.split("_")[1]))]
 
 
+def run_codex(codex: str, prompt: str, workdir: Any, base_url: str, top: str,
+              timeout: float) -> subprocess.CompletedProcess:
+    """`codex exec PROMPT` on the mock at BASE_URL, TOP (harnessctl's MCP server table) in its config."""
+    env = cli_env()
+    env.update(write_codex_home(str(workdir / "codex_home"), base_url, top=top))
+    return subprocess.run([codex, "exec", "--skip-git-repo-check", prompt], env=env, cwd=str(workdir),
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+
+
 def codex_step(index: int, step: Any) -> Callable[[Dict[str, Any]], Dict[str, Any]]:
     """codex offers an MCP server's tools as one namespace, mcp__SERVER (as recorded)."""
     def make(request: Dict[str, Any]) -> Dict[str, Any]:
@@ -157,9 +178,7 @@ def codex_step(index: int, step: Any) -> Callable[[Dict[str, Any]], Dict[str, An
 
 def test_codex_drives_a_sub_agent_through_harnessctl_mcp(workdir):
     codex = real_binary("HARNESSCTL_TEST_CODEX_BIN", "codex")
-    agents, work = str(workdir / "agents"), str(workdir / "agents" / "work")
-    os.makedirs(work)
-    file = os.path.join(agents, "sub.jsonl")
+    agents, work, file = layout(workdir, "sub.jsonl")
     entry = server(agents)
     top = ('[mcp_servers.harnessctl]\ncommand = %s\nargs = %s\nenv = { PYTHONPATH = %s }\n'
            'default_tools_approval_mode = "approve"\n'  # else codex asks, and `exec` with approval never refuses
@@ -168,11 +187,7 @@ def test_codex_drives_a_sub_agent_through_harnessctl_mcp(workdir):
     try:
         mock.add(*[codex_step(i + 1, step) for i, step in enumerate(steps(file, work))])
         mock.add(codex_text("The sub-agent is done."))
-        env = cli_env()
-        env.update(write_codex_home(str(workdir / "codex_home"), mock.base_url, top=top))
-        proc = subprocess.run([codex, "exec", "--skip-git-repo-check", "Run the sub-agent."], env=env,
-                              cwd=str(workdir), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, timeout=180)
+        proc = run_codex(codex, "Run the sub-agent.", workdir, mock.base_url, top, 180)
         assert proc.returncode == 0, proc.stderr.decode()[-2000:]
         assert "The sub-agent is done." in proc.stdout.decode()
         tools = [t for t in mock.requests[0]["body"]["tools"] if t.get("name") == "mcp__harnessctl"]
@@ -219,9 +234,7 @@ def check_real_sub_session(file: str, cwd: str, results: List[str], output: str)
 def test_claude_code_drives_a_real_codex_through_harnessctl_mcp(workdir):
     claude = real_binary("HARNESSCTL_TEST_CLAUDE_BIN", "claude")
     codex = real_binary("HARNESSCTL_TEST_CODEX_BIN", "codex")
-    agents, work = str(workdir / "agents"), str(workdir / "agents" / "work")
-    os.makedirs(work)
-    file = os.path.join(agents, "codex.jsonl")
+    agents, work, file = layout(workdir, "codex.jsonl")
     sub = MockResponses().start()
     try:
         sub.add(function_call("exec_command", {"cmd": "touch approved.txt", "sandbox_permissions": "require_escalated",
@@ -231,15 +244,9 @@ def test_claude_code_drives_a_real_codex_through_harnessctl_mcp(workdir):
         entry["env"].update(write_codex_home(str(workdir / "codex_home"), sub.base_url,
                                              approval_policy="on-request", sandbox_mode="read-only"))
         entry["env"].update(HARNESSCTL_CODEX_BIN=codex, HARNESSCTL_IDLE_TIMEOUT="20", HARNESSCTL_TIMEOUT="60")
-        config = str(workdir / "mcp.json")
-        with open(config, "w") as f:
-            json.dump({"mcpServers": {"harnessctl": entry}}, f)
         with StepMock() as mock:
             mock.script(*[claude_step(step) for step in real_steps(file, work, "codex")], reply(text("Codex is done.")))
-            proc = subprocess.run([claude, "-p", "Run codex.", "--mcp-config", config, "--strict-mcp-config",
-                                   "--allowedTools", "mcp__harnessctl__*", "--output-format", "json"],
-                                  env=claude_env(str(workdir), mock.base_url), cwd=str(workdir),
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=240)
+            proc = run_claude(claude, "Run codex.", entry, workdir, mock.base_url, 240)
             assert proc.returncode == 0, proc.stderr.decode()[-2000:]
             results = claude_results(mock.bodies()[-1])
         assert "SECOND: then say done" in json.dumps(sub.requests[-1]["body"]["input"])  # the steer reached codex
@@ -251,9 +258,7 @@ def test_claude_code_drives_a_real_codex_through_harnessctl_mcp(workdir):
 def test_codex_drives_a_real_claude_code_through_harnessctl_mcp(workdir):
     claude = real_binary("HARNESSCTL_TEST_CLAUDE_BIN", "claude")
     codex = real_binary("HARNESSCTL_TEST_CODEX_BIN", "codex")
-    agents, work = str(workdir / "agents"), str(workdir / "agents" / "work")
-    os.makedirs(work)
-    file = os.path.join(agents, "claude.jsonl")
+    agents, work, file = layout(workdir, "claude.jsonl")
     mock = StepResponses().start()
     try:
         with MockMessages() as sub:
@@ -267,11 +272,7 @@ def test_codex_drives_a_real_claude_code_through_harnessctl_mcp(workdir):
                       ", ".join("%s = %s" % (k, json.dumps(v)) for k, v in env.items())))
             mock.add(*[codex_step(i + 1, step) for i, step in enumerate(real_steps(file, work, "claudecode"))])
             mock.add(codex_text("Claude is done."))
-            codex_env = cli_env()
-            codex_env.update(write_codex_home(str(workdir / "codex_home"), mock.base_url, top=top))
-            proc = subprocess.run([codex, "exec", "--skip-git-repo-check", "Run Claude."], env=codex_env,
-                                  cwd=str(workdir), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, timeout=240)
+            proc = run_codex(codex, "Run Claude.", workdir, mock.base_url, top, 240)
             assert proc.returncode == 0, proc.stderr.decode()[-2000:]
             assert "Claude is done." in proc.stdout.decode()
             results = codex_results(mock.requests[-1])
