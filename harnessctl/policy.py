@@ -178,23 +178,43 @@ def matches(rule: str, verb: str, request: Dict[str, Any], cwd: str, own: Tuple[
 
 def _subjects(request: Dict[str, Any], cwd: str) -> List[str]:
     """What a pattern is matched against: the command line, `server.tool`, or
-    the paths (relative to the bound cwd when inside it)."""
+    each path both as written and where it really is (relative to the cwd when
+    inside it), so an allow must match both spellings and a deny either
+    (`gh/x` with `gh -> .github` is also `.github/x`)."""
     for key in ("command", "mcp_tool"):
         if isinstance(request.get(key), str) and request[key]:
             return [request[key]]
-    return [_relative(p, cwd) for p in request.get("paths") or () if isinstance(p, str)]
+    paths = [p for p in request.get("paths") or () if isinstance(p, str)]
+    return list(dict.fromkeys([_relative(p, cwd) for p in paths] + [_written(p, cwd) for p in paths]))
+
+
+def _written(path: str, cwd: str) -> str:
+    """The path as the request spells it, `..` collapsed, relative to the cwd
+    when it says inside."""
+    full = os.path.normpath(os.path.join(cwd, path))
+    return os.path.relpath(full, cwd) if _under(full, cwd) else full
+
+
+def real(path: str, cwd: str) -> str:
+    """Where `path` really is: joined to the cwd and resolved component by
+    component, each symlink before the `..` after it (`src/link/../x` with
+    `link -> /etc` is `/x`), a missing tail kept as written.  A name with a
+    NUL names no file: it is only tidied, and never counts as inside."""
+    full = os.path.join(cwd, path)
+    return os.path.normpath(full) if "\0" in full else os.path.realpath(full)
 
 
 def _is_own(path: str, cwd: str, own: Tuple[str, ...]) -> bool:
-    full = os.path.normpath(os.path.join(cwd, path))
-    return any(_under(full, mine) or _under(os.path.realpath(full), mine) for mine in own)
+    """Whether `path` really is one of the session's own files (or lies in its
+    sidecar), however it is spelt."""
+    where = real(path, cwd)
+    return any(_under(where, os.path.realpath(mine)) for mine in own)
 
 
 def _inside(path: str, cwd: str) -> bool:
-    """Whether `path` lies inside `cwd`, as written and once its symlinks are
-    resolved (`src/link/x` with `link -> /etc` is outside)."""
-    full = os.path.normpath(os.path.join(cwd, path))
-    return _under(full, cwd) and _under(os.path.realpath(full), cwd)
+    """Whether `path` really lies inside the real cwd: a symlink anywhere on
+    the way (`src/link/x`, `src/link/../x`) counts where it leads."""
+    return "\0" not in path and _under(real(path, cwd), os.path.realpath(cwd))
 
 
 def _under(full: str, cwd: str) -> bool:
@@ -202,6 +222,7 @@ def _under(full: str, cwd: str) -> bool:
 
 
 def _relative(path: str, cwd: str) -> str:
-    """The path a pattern sees: relative to the cwd as written, else absolute."""
-    full = os.path.normpath(os.path.join(cwd, path))
-    return os.path.relpath(full, cwd) if _under(full, cwd) else full
+    """The path a pattern sees: where it really is, relative to the real cwd
+    when inside it (`gh/x` with `gh -> .github` is `.github/x`), else absolute."""
+    where, root = real(path, cwd), os.path.realpath(cwd)
+    return os.path.relpath(where, root) if _under(where, root) else where

@@ -697,8 +697,8 @@ def test_gemini_tool_calls_start_from_the_permission_request_and_a_denied_one_en
 
 
 def test_a_command_given_as_a_list_of_commands_is_their_chain():
-    assert wire.command_line({"commands": ["touch asked.txt"]}, "run_commands: touch asked.txt") == "touch asked.txt"
-    assert wire.command_line({"commands": ["make", "make test"]}, "t") == "make && make test"  # cline 3.0.65
+    assert wire.command_line({"commands": ["touch asked.txt"]}) == "touch asked.txt"
+    assert wire.command_line({"commands": ["make", "make test"]}) == "make && make test"  # cline 3.0.65
 
 
 def test_two_options_of_one_kind_are_named_by_the_agents_words_and_no_reject_option_adds_deny():
@@ -957,10 +957,20 @@ def test_a_recorded_claude_command_request_carries_its_command_but_no_paths(tmp_
     assert "paths" not in details  # claude names the file a command may touch: that is no file change
 
 
-def test_a_recorded_gemini_command_request_takes_its_command_from_the_title(tmp_path):
+def test_a_recorded_gemini_command_request_names_no_command_since_only_its_title_says_it(tmp_path):
     details = recorded_request(tmp_path, "gemini__d_permission", "default")
-    assert (details["tool"], details["name"], details["command"]) == ("command", "run_shell_command",
-                                                                      "touch rejected.txt")
+    assert (details["tool"], details["name"]) == ("command", "run_shell_command") and "command" not in details
+
+
+def test_a_call_labelled_edit_that_carries_a_command_is_a_command(tmp_path):
+    details = asked(tmp_path, {"toolCallId": "t", "kind": "edit", "title": "Edit notes.txt",
+                               "rawInput": {"command": "rm -rf ~"}, "locations": [{"path": CWD + "/notes.txt"}]})
+    assert (details["tool"], details["command"]) == ("command", "rm -rf ~") and "paths" not in details
+
+
+def test_a_title_is_never_taken_for_a_command(tmp_path):
+    details = asked(tmp_path, {"toolCallId": "t", "kind": "execute", "title": "pytest -q"})
+    assert details["tool"] == "command" and "command" not in details
 
 
 def test_a_recorded_gemini_write_request_carries_its_path(tmp_path):

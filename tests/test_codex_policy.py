@@ -6,6 +6,7 @@ the subject fields of every kind of approval."""
 
 from __future__ import annotations
 
+import os
 import json
 
 import pytest
@@ -215,5 +216,15 @@ def test_edit_asks_for_a_change_to_the_event_file_or_its_sidecar_inside_the_cwd(
     (tmp_path / "work" / "events.jsonl.d").mkdir(parents=True)
     _, wire = started(tmp_path, host, "edit", sidecar=str(tmp_path / "work" / "events.jsonl.d"))  # inside the cwd
     file_change(wire, [{"path": str(tmp_path / "work" / name), "kind": {"type": "add"}, "diff": "x\n"}])
+    assert only_request(host)["tool"] == "file_change"
+    assert wire.replies() == []
+
+
+def test_edit_asks_for_a_file_change_through_a_symlink_that_leaves_the_cwd(tmp_path, host):
+    backend, wire = started(tmp_path, host, "edit")
+    (tmp_path / "outside" / "deep").mkdir(parents=True)
+    os.makedirs(backend.config.cwd + "/src", exist_ok=True)
+    os.symlink(str(tmp_path / "outside" / "deep"), backend.config.cwd + "/src/link")
+    file_change(wire, [{"path": backend.config.cwd + "/src/link/../x.py", "kind": {"type": "add"}, "diff": "x\n"}])
     assert only_request(host)["tool"] == "file_change"
     assert wire.replies() == []

@@ -353,3 +353,56 @@ def test_with_rules_the_mode_full_allows_a_change_outside_the_cwd_too(efile, wor
     send(efile, "/permission file_change:/var/tmp/x", "--cwd", str(workdir), "--mode", "full", "--deny", "command:rm *")
     wait_results(efile, 1)
     assert (replied(efile)["req-1"]["answer"], replied(efile)["req-1"]["by"]) == ("allow", "mode")
+
+
+# -- paths are judged where they really are --------------------------------------------------------
+
+
+def test_a_symlink_before_dot_dot_is_followed_before_the_dot_dot(tmp_path):
+    """`src/link/../x.py` with `src/link -> ../outside` is `outside/x.py`, not `src/x.py`."""
+    cwd = tmp_path / "repo"
+    (cwd / "src").mkdir(parents=True)
+    (tmp_path / "outside" / "deep").mkdir(parents=True)
+    (cwd / "src" / "link").symlink_to(tmp_path / "outside" / "deep")
+    request = {"kind": "permission", "tool": "file_change", "paths": ["src/link/../x.py"], "options": ["allow", "deny"]}
+    assert policy.decide({"cwd": str(cwd), "mode": "edit", "rules": [["deny", "command:rm *"]]}, request) is None
+
+
+def test_the_mode_edit_parks_an_edit_through_a_symlink_out_of_the_cwd(efile, workdir, tmp_path_factory):
+    (workdir / "src").mkdir()
+    (workdir / "src" / "link").symlink_to(tmp_path_factory.mktemp("outside"))
+    send(efile, "/permission file_change:src/link/../x.py", "--cwd", str(workdir), "--mode", "edit",
+         "--deny", "command:rm *")
+    wait_for(lambda: status(efile)["state"] == "awaiting_reply", what="the edit out of the cwd parks")
+
+
+def test_the_sessions_own_files_are_recognised_through_a_symlink_and_dot_dot(efile, workdir):
+    path = os.path.join(os.path.realpath(str(workdir)), "s.jsonl")
+    (workdir / "src").mkdir()
+    (workdir / "elsewhere").mkdir()
+    (workdir / "src" / "link2").symlink_to(workdir / "elsewhere")  # written: src/s.jsonl.d/...; really: s.jsonl.d/...
+    send(path, "/permission file_change:src/link2/../s.jsonl.d/binding.json", "--cwd", str(workdir),
+         "--mode", "full", "--deny", "command:rm *")
+    wait_for(lambda: status(path)["state"] == "awaiting_reply", what="the change to the sidecar parks")
+
+
+def test_a_deny_on_a_folder_holds_for_a_symlink_alias_of_it(efile, workdir):
+    (workdir / ".github").mkdir()
+    (workdir / "gh").symlink_to(".github")
+    send(efile, "/permission file_change:gh/workflows/ci.yml", "--cwd", str(workdir), "--mode", "edit",
+         "--deny", "file_change:.github/*", "--deny", "*")
+    wait_results(efile, 1)
+    assert (replied(efile)["req-1"]["answer"], replied(efile)["req-1"]["rule"]) == ("deny", "file_change:.github/*")
+
+
+def test_an_allow_of_an_alias_does_not_allow_where_it_leads(tmp_path):
+    request = {"kind": "permission", "tool": "file_change", "paths": ["gh/ci.yml"]}
+    (tmp_path / ".github").mkdir()
+    (tmp_path / "gh").symlink_to(".github")
+    assert not policy.matches("file_change:gh/*", "allow", request, str(tmp_path))
+    assert policy.matches("file_change:.github/*", "deny", request, str(tmp_path))
+
+
+def test_a_path_with_a_nul_is_never_inside_the_cwd():
+    request = {"kind": "permission", "tool": "file_change", "paths": ["a\0b"], "options": ["allow", "deny"]}
+    assert policy.decide({"cwd": "/repo", "mode": "edit", "rules": [["deny", "command:rm *"]]}, request) is None

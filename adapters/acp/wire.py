@@ -306,11 +306,18 @@ def option_words(label: Any, base: str) -> str:
 def permission_subject(kind: str, name: Optional[str], title: str, raw_input: Any, content: Any,
                        locations: Any) -> Dict[str, Any]:
     """What a permission request is about, for the rules (activity.permission_subject):
-    a command's line, the paths an edit touches, an MCP tool's server.tool."""
+    a command's line, the paths an edit touches, an MCP tool's server.tool.  The
+    call decides, not its label: one that carries a command is a command
+    whatever its `kind` says, and a title is never taken for a command (the
+    agent's model writes it), so a call with nothing else is matched only by
+    rules without a pattern."""
     from harnessctl.activity import permission_subject as subject
 
-    return subject(kind, name, command_line(raw_input, title) if kind == "command" else None,
-                   touched_paths(locations, content, raw_input) if kind == "file_change" else None, mcp_tool(name))
+    command = command_line(raw_input)
+    if command is not None:
+        return subject("command", name, command)
+    return subject(kind, name, None, touched_paths(locations, content, raw_input) if kind == "file_change" else None,
+                   mcp_tool(name))
 
 
 def tool_cwd(update: Dict[str, Any]) -> Optional[str]:
@@ -329,25 +336,23 @@ def inside(root: str, path: str) -> bool:
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def command_line(raw_input: Any, title: str) -> Optional[str]:
+def command_line(raw_input: Any) -> Optional[str]:
     """rawInput.command (codex-acp, claude-agent-acp; an argv list is joined, a
     shell's -c/-lc wrapper removed) or rawInput.commands (cline, chained with
-    &&), else the title: gemini sends no rawInput, and its title is the
-    command line."""
+    &&); None when the call carries neither (gemini names its command only in
+    the title)."""
     import shlex
 
     raw = as_object(raw_input)
     command = raw.get("command")
     commands = raw.get("commands")  # cline's run_commands: a list of command lines
     if command is None and isinstance(commands, list) and commands and all(isinstance(c, str) for c in commands):
-        return " && ".join(commands)  # more than one is a chain: no patterned allow matches it
+        return " && ".join(commands)  # every one of them must be allowed
     if isinstance(command, list) and command and all(isinstance(word, str) for word in command):
         if len(command) == 3 and os.path.basename(command[0]) in SHELLS and command[1] in ("-c", "-lc"):
             return command[2]
         return shlex.join(command)
-    if isinstance(command, str) and command:
-        return command
-    return title or None
+    return command if isinstance(command, str) and command else None
 
 
 def touched_paths(locations: Any, content: Any, raw_input: Any) -> List[str]:

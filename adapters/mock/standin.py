@@ -311,8 +311,9 @@ def tool_command(arg):
 
 
 def inside(path, cwd):
-    full = os.path.normpath(os.path.join(cwd, path))
-    return full.startswith(cwd.rstrip("/") + "/")
+    """Where the path really is, symlinks followed before `..`, as a harness's own edit mode should judge it."""
+    full = os.path.realpath(os.path.join(cwd, path)) if "\0" not in path else "\0"
+    return full.startswith(os.path.realpath(cwd).rstrip("/") + "/")
 
 
 def private_file(path, flags, mode):
