@@ -206,6 +206,9 @@ def unified_diff(path: str, old: Optional[str], new: Optional[str]) -> str:
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
+SHELLS = ("sh", "bash", "zsh", "dash")  # an argv [SHELL, -c/-lc, LINE] runs LINE
+
+
 def permission_subject(tool: str, name: Optional[str] = None, command: Optional[str] = None,
                        paths: Optional[List[str]] = None, mcp_tool: Optional[str] = None) -> Dict[str, Any]:
     """The fields of a permission request that `--allow`/`--deny` rules match
@@ -219,6 +222,17 @@ def permission_subject(tool: str, name: Optional[str] = None, command: Optional[
     _check("tool kind", tool, TOOL_KINDS)
     return _present(tool=tool, name=name, command=command,
                     paths=[str(p) for p in paths] if paths else None, mcp_tool=mcp_tool)
+
+
+def argv_line(argv: List[str]) -> str:
+    """The command line an argv runs, for `permission_subject(command=...)`:
+    `[SHELL, -c|-lc, LINE]` is LINE (the policy parses it), anything else the
+    words quoted so that the policy's parser reads back exactly these words."""
+    import shlex  # only when an adapter has an argv
+
+    if len(argv) == 3 and argv[0].rpartition("/")[2] in SHELLS and argv[1] in ("-c", "-lc"):
+        return argv[2]
+    return shlex.join(argv)
 
 
 def _check(what: str, value: str, allowed: Tuple[str, ...]) -> None:

@@ -32,7 +32,6 @@ RPC_CLASSES = {-32000: "auth_required", -32002: "resource_not_found", -32600: "i
                -32700: "parse_error"}
 PLAN_STATUSES = ("pending", "in_progress", "completed")
 MCP_PREFIX = "mcp__"  # claude-agent-acp names an MCP tool mcp__SERVER__TOOL (Claude Code's spelling)
-SHELLS = ("sh", "bash", "zsh")  # a command given as [SHELL, -c/-lc, LINE] is LINE
 PATH_KEYS = ("file_path", "path", "notebook_path")  # rawInput keys naming the file an edit tool changes
 CWD_KEYS = ("cwd", "workdir", "working_directory", "workingDirectory")  # rawInput keys naming where a tool runs
 
@@ -341,7 +340,7 @@ def command_line(raw_input: Any) -> Optional[str]:
     shell's -c/-lc wrapper removed) or rawInput.commands (cline, chained with
     &&); None when the call carries neither (gemini names its command only in
     the title)."""
-    import shlex
+    from harnessctl.activity import argv_line
 
     raw = as_object(raw_input)
     command = raw.get("command")
@@ -349,9 +348,7 @@ def command_line(raw_input: Any) -> Optional[str]:
     if command is None and isinstance(commands, list) and commands and all(isinstance(c, str) for c in commands):
         return " && ".join(commands)  # every one of them must be allowed
     if isinstance(command, list) and command and all(isinstance(word, str) for word in command):
-        if len(command) == 3 and os.path.basename(command[0]) in SHELLS and command[1] in ("-c", "-lc"):
-            return command[2]
-        return shlex.join(command)
+        return argv_line(command)
     return command if isinstance(command, str) and command else None
 
 

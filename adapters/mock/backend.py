@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
 from harnessctl import private
-from harnessctl.activity import permission_subject, unified_diff
+from harnessctl.activity import argv_line, permission_subject, unified_diff
 from harnessctl.backend import Input
 from harnessctl.childbackend import ChildBackend
 
@@ -120,13 +121,27 @@ class MockBackend(ChildBackend):
                          error=event.get("error"))
 
 
+def _command(subject: Optional[str]) -> Optional[str]:
+    """A command subject as written, or given as JSON: a string (a line with
+    a newline in it) or an argv (`["bash","-lc","make"]`), as harnesses send them."""
+    if subject and subject[0] in "[\"":
+        try:
+            value = json.loads(subject)
+        except ValueError:
+            return subject
+        if isinstance(value, list) and value and all(isinstance(word, str) for word in value):
+            return argv_line(value)
+        return value if isinstance(value, str) else subject
+    return subject
+
+
 def _subject(tool: Optional[str], subject: Optional[str]) -> Dict[str, Any]:
     """What a permission is about (`/permission KIND:SUBJECT`): a command line,
     `server.tool` of an MCP call, or a path."""
     if not tool:
         return {}
     if tool == "command":
-        return permission_subject(tool, command=subject)
+        return permission_subject(tool, command=_command(subject))
     if tool == "mcp":
         return permission_subject(tool, mcp_tool=subject)
     return permission_subject(tool, paths=[subject] if subject else None)
