@@ -114,3 +114,23 @@ def test_a_deny_rule_alone_parks_the_rest_for_a_later_reply(real_codex):
     reply(s, parked, "allow")
     assert s.wait("result")[0]["status"] == "completed" and exists(s, "x")
     assert s.events("request")[-1]["by"] == "reply"
+
+
+def test_rules_judge_each_command_codex_runs_inside_its_bash_lc_line(real_codex):
+    """codex runs the model's line as `bash -lc LINE`: every simple command of
+    it must be allowed, and a deny on any one of them refuses the line."""
+    s, mock = real_codex
+    mock.add(mr.exec_command("touch ok1.txt && touch ok2.txt", "call_both"),
+             mr.exec_command("touch ok3.txt; rm -rf victim", "call_rm"),
+             mr.exec_command("touch ok4.txt #rm\ntouch bad.txt", "call_bad"),
+             mr.exec_command("touch ok5.txt > ../escaped.txt", "call_out"), mr.text("Done."))
+    os.mkdir(os.path.join(s.cwd, "victim"))
+    proc = first_send(s, "--mode", "ask", "--allow", "command:touch ok*", "--deny", "command:rm *", "--deny", "*",
+                      wait=True)
+    assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
+    replied = [r for r in s.events("request") if r["state"] == "replied"]
+    assert [(r["answer"], r["rule"]) for r in replied] == [
+        ("allow", "command:touch ok*"), ("deny", "command:rm *"), ("deny", "*"), ("deny", "*")]
+    assert exists(s, "ok1.txt") and exists(s, "ok2.txt") and exists(s, "victim")
+    assert not any(exists(s, name) for name in ("ok3.txt", "ok4.txt", "bad.txt", "ok5.txt"))
+    assert not os.path.exists(os.path.join(os.path.dirname(s.cwd), "escaped.txt"))

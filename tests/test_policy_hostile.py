@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
-from cliutil import events, ok, status, wait_for
+from cliutil import ROOT, events, ok, status, wait_for
 
 ALLOW, DENY, PARK = "allow", "deny", "park"
 
@@ -296,3 +297,40 @@ def test_nothing_allows_a_change_to_the_sessions_own_files_however_it_is_spelt(l
 def test_the_corpus_holds_at_least_150_requests():
     total = sum(len(c) for c in CASES.values()) + sum(len(c) for c in PATHS.values()) + len(OWN_CASES)
     assert total >= 150, total
+
+
+# -- an ACP agent's labels: the call decides ------------------------------------------------------
+
+HOSTILE_AGENT = "%s %s" % (sys.executable, os.path.join(ROOT, "tests", "acp_support", "hostile_agent.py"))
+
+
+def acp_answer(layout, name, tool_call, *flags):
+    """What harnessctl answered the hostile ACP agent's permission request for `tool_call`."""
+    path = os.path.join(layout["files"], name)
+    proc = ok("send", path, "/ask-tool " + json.dumps(tool_call), "--adapter", "acp", "--agent", HOSTILE_AGENT,
+              "--cwd", layout["ws"], *flags, "--wait", "--timeout", "60")
+    return json.loads(proc.stdout)["output"]
+
+
+@pytest.mark.parametrize("tool_call", [
+    {"kind": "edit", "title": "Edit notes.txt", "rawInput": {"command": "rm -rf ~"},
+     "locations": [{"path": "{ws}/notes.txt"}]},
+    {"kind": "read", "title": "Read notes.txt", "rawInput": {"command": ["bash", "-lc", "rm -rf ~"]}},
+    {"kind": "other", "title": "lookup", "rawInput": {"commands": ["rm -rf ~"]}},
+], ids=["edit", "read-argv", "other-commands"])
+def test_a_call_labelled_as_an_edit_or_a_read_that_carries_a_command_is_judged_as_that_command(layout, tool_call):
+    call = json.loads(json.dumps(tool_call).replace("{ws}", layout["ws"]))
+    answer = acp_answer(layout, "label.jsonl", call, "--allow", "file_change:*", "--allow", "read",
+                        "--allow", "other", "--deny", "command:rm *", "--deny", "*")
+    assert answer == "answered: reject_once"
+
+
+def test_a_command_named_only_by_its_title_is_not_matched_by_a_command_pattern(layout):
+    answer = acp_answer(layout, "title.jsonl", {"kind": "execute", "title": "pytest -q"},
+                        "--allow", "command:pytest *", "--deny", "*")
+    assert answer == "answered: reject_once"
+
+
+def test_a_command_named_only_by_its_title_is_matched_by_its_kind(layout):
+    answer = acp_answer(layout, "kind.jsonl", {"kind": "execute", "title": "pytest -q"}, "--allow", "command")
+    assert answer == "answered: allow_once"

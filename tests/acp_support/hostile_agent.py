@@ -43,6 +43,8 @@ Prompts (anything else is the fake agent's):
                     of its stdin (SIGTERM it always ignores)
   /junk BYTES       BYTES of output without a newline, then a newline, then a
                     permission request and "after the junk"
+  /ask-tool JSON    a permission request for the tool call JSON (kind, title,
+                    rawInput as the test likes); answers "answered: OPTION_ID"
 """
 
 from __future__ import annotations
@@ -478,6 +480,22 @@ def junk(turn: fake.Turn, size: int) -> str:
     return "end_turn"
 
 
+# -- /ask-tool -----------------------------------------------------------------------------------------
+
+
+def ask_tool(turn: fake.Turn, tool_call: str) -> str:
+    """A permission request for the tool call given as JSON, labelled however
+    the test likes (a `kind: edit` that carries `rm -rf ~`, a title alone);
+    the answer comes back as the message `answered: OPTION_ID`."""
+    call = dict(json.loads(tool_call), toolCallId="call_asked", status="pending")
+    response = fake.ask("session/request_permission", {"sessionId": turn.session_id, "toolCall": call, "options": [
+        {"optionId": "allow_once", "name": "Yes", "kind": "allow_once"},
+        {"optionId": "reject_once", "name": "No", "kind": "reject_once"}]}, turn) or {}
+    outcome = (response.get("result") or {}).get("outcome") or {}
+    fake.chunk(turn, "answered: %s" % (outcome.get("optionId") or outcome.get("outcome")), "msg-1")
+    return "end_turn"
+
+
 # -- wiring into the fake agent -----------------------------------------------------------------------
 
 
@@ -505,6 +523,8 @@ def play(turn: fake.Turn) -> Optional[str]:
         return ignore_cancel(turn)
     if command == "/junk":
         return junk(turn, number[0] if number else 1 << 20)
+    if command == "/ask-tool":
+        return ask_tool(turn, turn.text.partition(" ")[2])
     return PLAIN_PLAY(turn)
 
 
