@@ -9,11 +9,12 @@ and gemini-cli 0.61.0 (`gemini --acp`) against loopback model mocks."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
 
-from harnessctl import trusted
+from harnessctl import beneath, trusted
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -452,26 +453,28 @@ def cost(update: Dict[str, Any]) -> Optional[float]:
 MAX_READ = 16 * 1024 * 1024
 
 
-def confined(cwd: str, path: Any) -> str:
-    """The real path of `path` when it lies inside the real `cwd` and is none
-    of harnessctl's own files (trusted.refuse_agent_access: the event file, a
-    sidecar, the state directory); raises PermissionError otherwise (and
-    ValueError for a path that is not absolute)."""
-    if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:
+def confined(cwd: str, path: Any) -> Tuple[str, List[str], str]:
+    """(the real cwd, the components of `path` below it, its real path) when
+    `path` lies inside the cwd and is none of harnessctl's own files
+    (trusted.refuse_agent_access: the event file, a sidecar, the state
+    directory); raises PermissionError otherwise (and ValueError for a path
+    that is not absolute).  The path is split, never resolved: the open that
+    follows walks it from a descriptor of the cwd and follows no symlink
+    (harnessctl.beneath), so no swap after this check can take it elsewhere."""
+    if not isinstance(path, str):
         raise ValueError("path must be an absolute path")
-    real = os.path.realpath(path)
-    if not inside(cwd, real):
-        raise PermissionError("%s is outside the session's working directory %s" % (path, cwd))
+    root, names = beneath.split(cwd, path)
+    real = os.path.join(root, *names)
     trusted.refuse_agent_access(real)
-    return real
+    return root, names, real
 
 
 def read_text(cwd: str, sidecar: str, params: Dict[str, Any]) -> Dict[str, Any]:
     """fs/read_text_file: `line` (1-based) and `limit` honoured; a missing file
     reads as empty text (gemini fails a write of a new file otherwise: REPORT §6)."""
-    real = confined(cwd, params.get("path"))
+    root, names, real = confined(cwd, params.get("path"))
     try:
-        fd = _open_regular(real, os.O_RDONLY, sidecar)
+        fd = _open_regular(root, names, real, os.O_RDONLY, sidecar)
     except FileNotFoundError:
         return {"content": ""}
     with os.fdopen(fd, "rb") as f:
@@ -489,26 +492,32 @@ def read_text(cwd: str, sidecar: str, params: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def write_text(cwd: str, sidecar: str, params: Dict[str, Any]) -> Dict[str, Any]:
-    """fs/write_text_file: creates missing parent folders inside the cwd."""
-    real = confined(cwd, params.get("path"))
+    """fs/write_text_file: creates missing parent folders inside the cwd; the
+    file is truncated only once it has passed every check."""
+    root, names, real = confined(cwd, params.get("path"))
     content = params.get("content")
     if not isinstance(content, str):
         raise ValueError("content must be a string")
     data = content.encode("utf-8")  # a lone surrogate: ValueError, before anything is touched
-    os.makedirs(os.path.dirname(real), exist_ok=True)
-    with os.fdopen(_open_regular(real, os.O_WRONLY | os.O_CREAT, sidecar), "wb") as f:
+    with os.fdopen(_open_regular(root, names, real, os.O_WRONLY | os.O_CREAT, sidecar, make_dirs=True), "wb") as f:
         f.truncate()
         f.write(data)
     return {}
 
 
-def _open_regular(real: str, flags: int, sidecar: str) -> int:
-    """os.open that never blocks (a FIFO would stop the runtime's only thread)
-    and never follows a symlink swapped in after `confined`; anything but a
-    regular file is refused.  A hard link reaches past every path check, so a
-    file with other names is never written (it may be a sidecar's, or lie
-    outside the cwd) and never read when it is this session's own."""
-    fd = os.open(real, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+def _open_regular(root: str, names: List[str], real: str, flags: int, sidecar: str, make_dirs: bool = False) -> int:
+    """The file, opened beneath the cwd's descriptor (harnessctl.beneath: no
+    symlink followed, and never blocking: a FIFO would stop the runtime's only
+    thread); anything but a regular file is refused, judged by fstat of what
+    was opened.  A hard link reaches past every path check, so a file with
+    other names is never written (it may be a sidecar's, or lie outside the
+    cwd) and never read when it is this session's own."""
+    try:
+        fd = beneath.open_file(root, names, flags, 0o666, make_dirs)
+    except OSError as e:
+        if e.errno not in (errno.EISDIR, errno.ENXIO):  # ENXIO: a FIFO or socket nobody reads
+            raise
+        raise PermissionError("%s is not a regular file" % real) from None
     st = os.fstat(fd)
     refusal = None
     if not stat.S_ISREG(st.st_mode):

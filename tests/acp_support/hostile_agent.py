@@ -45,6 +45,12 @@ Prompts (anything else is the fake agent's):
                     permission request and "after the junk"
   /ask-tool JSON    a permission request for the tool call JSON (kind, title,
                     rawInput as the test likes); answers "answered: OPTION_ID"
+  /race SECONDS OUTSIDE
+                    flip the folder `flip` of its cwd between a directory and a
+                    symlink to OUTSIDE (flipper.py) while writing flip/target.txt
+                    and flip/deep/new.txt and reading flip/secret.txt through the
+                    client for SECONDS; answers a JSON object: the distinct contents read,
+                    how many requests were answered and refused, and the flips
 """
 
 from __future__ import annotations
@@ -496,6 +502,30 @@ def ask_tool(turn: fake.Turn, tool_call: str) -> str:
     return "end_turn"
 
 
+# -- /race: a folder of the cwd swapped for a symlink while the client file system uses it -------
+
+
+def race(turn: fake.Turn, seconds: str, outside: str) -> str:
+    flipper = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                             "flipper.py"), "flip", outside, seconds],
+                               stdout=subprocess.PIPE)
+    reads, answered, refused = set(), 0, 0
+    while flipper.poll() is None:
+        for method, name in (("fs/write_text_file", "target.txt"), ("fs/write_text_file", "deep/new.txt"),
+                             ("fs/read_text_file", "secret.txt")):
+            params = {"path": os.path.join(os.getcwd(), "flip", name), "sessionId": turn.session_id}
+            response = fake.ask(method, dict(params, content="inside")) or {}
+            if "error" in response:
+                refused += 1
+            else:
+                answered += 1
+                reads.add((response.get("result") or {}).get("content"))
+    flips = int(flipper.communicate()[0])
+    fake.chunk(turn, json.dumps({"reads": sorted(r for r in reads if r is not None), "answered": answered,
+                                 "refused": refused, "flips": flips}), "msg-1")
+    return "end_turn"
+
+
 # -- wiring into the fake agent -----------------------------------------------------------------------
 
 
@@ -521,6 +551,8 @@ def play(turn: fake.Turn) -> Optional[str]:
         return flood(turn, *(number + [10000, 1000])[:2], stop=args[2] if len(args) > 2 else None)
     if command == "/ignore-cancel":
         return ignore_cancel(turn)
+    if command == "/race" and len(args) == 2:
+        return race(turn, args[0], args[1])
     if command == "/junk":
         return junk(turn, number[0] if number else 1 << 20)
     if command == "/ask-tool":
