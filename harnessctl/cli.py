@@ -218,12 +218,11 @@ def unattended(options: Dict[str, str]) -> Dict[str, Any]:
     """The hooks (--on-request, --on-result) and limits (--max-tokens,
     --max-cost-usd) a send binds, by binding key; only those it gives."""
     found: Dict[str, Any] = {}
-    from .hooks import KEYS, argv
+    from .hooks import KEYS, resolve
 
     for key, (flag, _) in KEYS.items():
         if flag in options:
-            argv(options[flag], flag)
-            found[key] = options[flag]
+            found[key] = resolve(options[flag], flag)
     if "--max-tokens" in options or "--max-cost-usd" in options:
         from . import budget
 

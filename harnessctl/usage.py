@@ -116,7 +116,8 @@ options:
   --on-request CMD  a hook of a new FILE: run CMD (split like a shell would, run without one)
                   whenever a request is parked for a reply, with its line on stdin, HARNESSCTL_FILE
                   and HARNESSCTL_EVENT=request in its environment, in the cwd; it never delays the
-                  run, and is killed after HARNESSCTL_HOOK_TIMEOUT (default: HARNESSCTL_ON_REQUEST)
+                  run, and is killed after HARNESSCTL_HOOK_TIMEOUT (default: HARNESSCTL_ON_REQUEST);
+                  its program (and script) is recorded by absolute path, and refused inside the cwd
   --on-result CMD   the same whenever a run ends, with its result line, HARNESSCTL_EVENT=result
                   (default: HARNESSCTL_ON_RESULT)
   --schema FILE   a JSON Schema the run's final answer must fit (this send only, starting a run):
