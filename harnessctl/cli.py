@@ -150,7 +150,7 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
         from .mcp import serve
 
         return serve([root for verb, root in rules if verb == "root"], "--allow-agent-commands" in options,
-                     fixed_adapter, fixed_agent)
+                     fixed_adapter, fixed_agent, options.get("--max-mode", "ask"), "--allow-rules" in options)
     from . import client
 
     if command == "send":
@@ -389,9 +389,9 @@ POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, sys.maxsize), "canc
                "log": (1, 1), "agents": (0, 0), "mcp": (0, 0)}  # wait --any: 1 to any number (parse)
 OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--agent", "--timeout", "--mode", "--policy", "--allow",
                     "--deny", "--schema", "--on-request", "--on-result", "--max-tokens", "--max-cost-usd"),
-           "wait": ("--timeout",), "log": ("--since", "--runs"), "mcp": ("--root",)}
+           "wait": ("--timeout",), "log": ("--since", "--runs"), "mcp": ("--root", "--max-mode")}
 FLAGS = {"send": ("--print-id", "--wait"), "wait": ("--any",), "log": ("--follow", "--json", "--diff"),
-         "agents": ("--json",), "mcp": ("--allow-agent-commands",)}
+         "agents": ("--json",), "mcp": ("--allow-agent-commands", "--allow-rules")}
 # repeatable, and their order matters: kept apart, in order, as (allow|deny|root, VALUE) "rules"
 RULES = ("--allow", "--deny", "--root")
 

@@ -31,6 +31,7 @@ PROGRESS_EVERY = 2.0  # seconds between progress notifications of a waiting call
 SLICE = 0.5  # a wait asks the runtime in slices this long, so a cancelled call ends within one
 ROOTS_PATIENCE = 10.0  # seconds a client gets to answer roots/list
 YEAR = 365 * 86400.0
+MODES = ("ask", "edit", "full")  # --mode, from least to most the agent may do without asking
 INSTRUCTIONS = ("harnessctl drives coding agents (codex, claude, ACP agents, a mock) in sessions, each an event "
                 "file. send starts or steers a run; wait/status show its result or a request that needs a reply; "
                 "reply answers it; cancel stops it; log shows the transcript. Paths must lie under the allowed "
@@ -38,16 +39,20 @@ INSTRUCTIONS = ("harnessctl drives coding agents (codex, claude, ACP agents, a m
 
 
 def serve(roots: List[str], allow_agent_commands: bool, fixed_adapter: Optional[str] = None,
-          fixed_agent: Optional[str] = None) -> int:
+          fixed_agent: Optional[str] = None, max_mode: str = "ask", allow_rules: bool = False) -> int:
     """Run the server until stdin ends; 0.  A per-adapter package fixes the
-    adapter (and agent) of its sends, as its `send` does."""
+    adapter (and agent) of its sends, as its `send` does.  `max_mode` and
+    `allow_rules` are what the operator lets a call grant a new file."""
     for root in roots:
         if not os.path.isdir(root):
             raise UsageError("--root %s: not a directory" % root)
+    if max_mode not in MODES:
+        raise UsageError("--max-mode must be one of %s (got %r)" % (", ".join(MODES), max_mode))
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever prints by mistake lands on stderr, never amid the JSON-RPC lines
     sys.stdout = sys.stderr
-    server = Server([os.path.realpath(root) for root in roots], allow_agent_commands, out, (fixed_adapter, fixed_agent))
+    server = Server([os.path.realpath(root) for root in roots], allow_agent_commands, out, (fixed_adapter, fixed_agent),
+                    max_mode, allow_rules)
     server.run(sys.stdin.buffer)
     return 0
 
@@ -57,7 +62,8 @@ class Server:
     the answers to the requests the server sent it (roots/list)."""
 
     def __init__(self, roots: List[str], allow_agent_commands: bool, out: BinaryIO,
-                 fixed: Tuple[Optional[str], Optional[str]] = (None, None)) -> None:
+                 fixed: Tuple[Optional[str], Optional[str]] = (None, None), max_mode: str = "ask",
+                 allow_rules: bool = False) -> None:
         self.fixed_roots = roots
         self.allow_agent_commands = allow_agent_commands
         self.out = out
@@ -71,6 +77,8 @@ class Server:
         self.closing = threading.Event()  # stdin ended: every wait ends
         self.threads: List[threading.Thread] = []
         self.fixed = fixed  # a per-adapter package's adapter and agent
+        self.max_mode = max_mode  # the most a call may bind a new file to (--max-mode)
+        self.allow_rules = allow_rules  # a call may bind allow rules (--allow-rules); deny rules always
 
     def run(self, reader: BinaryIO) -> None:
         """Serve until stdin ends; then the waits end (unanswered: the client
@@ -302,6 +310,27 @@ class Call:
                              "(start it with --allow-agent-commands to allow that)"
                              % (agent, " of the %s adapter (%s)" % (name, ", ".join(sorted(presets)))
                                 if presets else ""))
+
+    def check_grant(self, file: str, mode: Optional[str], rules: List[Tuple[str, str]]) -> None:
+        """A call that binds a new file may grant its agent no more than the
+        operator let this server grant: a mode up to --max-mode, allow rules
+        only with --allow-rules.  A bound file keeps its policy (a different
+        one is refused as from the command line), so a call on one is not
+        held to the cap."""
+        allows = any(verb == "allow" for verb, _ in rules)
+        if mode is None and not allows:
+            return
+        from .address import read_binding, resolve
+
+        if read_binding(resolve(file)) is not None:
+            return
+        server = self.server
+        if mode is not None and MODES.index(mode) > MODES.index(server.max_mode):
+            raise UsageError("mode %s is more than this server may grant (--max-mode %s): its operator starts it "
+                             "with --max-mode %s to allow that" % (mode, server.max_mode, mode))
+        if allows and not server.allow_rules:
+            raise UsageError("allow rules are refused: this server was started without --allow-rules "
+                             "(deny rules are always accepted)")
 
     def wait(self, file: str, input_id: Optional[str], timeout: Optional[float]) -> Optional[Tuple[str, str]]:
         """client.wait, asked in slices: between them a progress notification

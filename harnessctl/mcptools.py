@@ -108,6 +108,7 @@ def send(args: Dict[str, Any], call: Call) -> Result:
     rules = [(verb, rule) for verb, rule in args.get("rules", [])]
     if any(verb not in ("allow", "deny") for verb, _ in rules):
         raise UsageError('a rule is ["allow" or "deny", "KIND[:GLOB]"]')
+    call.check_grant(file, args.get("mode"), rules)
     options = {"--mode": args["mode"]} if "mode" in args else {}
     options.update({"--max-tokens": str(args["max_tokens"])} if "max_tokens" in args else {})
     options.update({"--max-cost-usd": repr(float(args["max_cost_usd"]))} if "max_cost_usd" in args else {})

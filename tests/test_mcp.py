@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from cliutil import ROOT, cli_env, events, matching, wait_for, wait_results
+from cliutil import ROOT, cli_env, events, matching, ok, run, wait_for, wait_results
 
 
 class Client:
@@ -383,15 +383,12 @@ def test_a_per_adapter_packages_mcp_sends_with_its_own_adapter(workdir, tmp_path
 
 
 def test_mcp_help_describes_the_command():
-    from cliutil import ok
-
     text = ok("mcp", "--help").stdout.decode()
     assert "harnessctl mcp" in text and "--root DIR" in text and "--allow-agent-commands" in text
+    assert "--max-mode MODE" in text and "--allow-rules" in text
 
 
 def test_a_root_that_is_not_a_directory_is_exit_2(workdir):
-    from cliutil import run
-
     proc = run("mcp", "--root", str(workdir / "missing"))
     assert proc.returncode == 2 and b"not a directory" in proc.stderr and proc.stdout == b""
 
@@ -399,3 +396,66 @@ def test_a_root_that_is_not_a_directory_is_exit_2(workdir):
 def test_events_show_the_sub_session_as_usual(mcp, efile):
     mcp.tool("send", file=efile, text="hello", adapter="mock", wait=True)
     assert [e["type"] for e in events(efile) if e["type"] in ("accepted", "result")] == ["accepted", "result"]
+
+
+# -- what a call may grant a new file ---------------------------------------------------
+
+
+def bound(efile):
+    return json.load(open(efile + ".d/binding.json"))
+
+
+def test_a_mode_beyond_max_mode_is_a_tool_error_naming_the_flag(mcp, efile):
+    for mode in ("edit", "full"):
+        result = mcp.tool("send", file=efile, text="hi", adapter="mock", mode=mode)
+        assert result["isError"] is True and result["structuredContent"]["exit_code"] == 2
+        assert "--max-mode ask" in result["structuredContent"]["error"]
+    assert not os.path.exists(efile)
+    structured(mcp.tool("send", file=efile, text="hi", adapter="mock", mode="ask"))
+    assert bound(efile)["mode"] == "ask"
+
+
+def test_max_mode_full_lets_a_call_bind_full(workdir, efile):
+    client = Client("--root", str(workdir), "--max-mode", "full", cwd=str(workdir))
+    client.initialize()
+    structured(client.tool("send", file=efile, text="hi", adapter="mock", mode="full"))
+    assert bound(efile)["mode"] == "full"
+    client.close()
+
+
+def test_max_mode_edit_refuses_full_and_allows_edit(workdir, efile):
+    client = Client("--root", str(workdir), "--max-mode", "edit", cwd=str(workdir))
+    client.initialize()
+    refused = client.tool("send", file=efile, text="hi", adapter="mock", mode="full")
+    assert refused["isError"] is True and "--max-mode edit" in refused["structuredContent"]["error"]
+    structured(client.tool("send", file=efile, text="hi", adapter="mock", mode="edit"))
+    client.close()
+
+
+def test_allow_rules_are_refused_without_allow_rules_and_deny_rules_accepted(mcp, workdir, efile):
+    result = mcp.tool("send", file=efile, text="hi", adapter="mock", rules=[["deny", "command:rm*"], ["allow", "*"]])
+    assert result["isError"] is True and result["structuredContent"]["exit_code"] == 2
+    assert "--allow-rules" in result["structuredContent"]["error"] and not os.path.exists(efile)
+    structured(mcp.tool("send", file=efile, text="hi", adapter="mock", rules=[["deny", "command:rm*"]]))
+    assert bound(efile)["rules"] == [["deny", "command:rm*"]]
+
+
+def test_allow_rules_are_accepted_with_allow_rules(workdir, efile):
+    client = Client("--root", str(workdir), "--allow-rules", cwd=str(workdir))
+    client.initialize()
+    structured(client.tool("send", file=efile, text="hi", adapter="mock", rules=[["allow", "command:ls*"]]))
+    assert bound(efile)["rules"] == [["allow", "command:ls*"]]
+    client.close()
+
+
+def test_a_call_on_a_file_bound_already_is_not_held_to_the_cap(mcp, efile):
+    ok("send", efile, "hi", "--adapter", "mock", "--mode", "full", "--allow", "command:ls*", "--wait")
+    structured(mcp.tool("send", file=efile, text="again", wait=True))
+    structured(mcp.tool("send", file=efile, text="restated", mode="full", rules=[["allow", "command:ls*"]]))
+    other = mcp.tool("send", file=efile, text="other", mode="edit")
+    assert other["isError"] is True and "mode is bound" in other["structuredContent"]["error"]
+
+
+def test_a_max_mode_that_is_not_a_mode_is_exit_2():
+    proc = run("mcp", "--max-mode", "yolo")
+    assert proc.returncode == 2 and b"--max-mode must be one of ask, edit, full" in proc.stderr and proc.stdout == b""
