@@ -3,7 +3,9 @@ section 21), for agents that take their tools from an MCP client.
 
 JSON-RPC 2.0, one message per line.  The main thread reads stdin; each
 tools/call runs in a thread of its own (a long wait never holds up a
-status), and every line to stdout goes through one lock.  stdout carries
+status), at most MAX_CALLS at once (one more is answered busy: a client
+must not be able to make the server run out of threads and exit), and
+every line to stdout goes through one lock.  stdout carries
 nothing else: the server moves fd 1 to stderr's file before anything can
 print.  What the tools do is mcptools.py's; here are the lifecycle, the
 roots a path must lie under, progress while waiting, and cancellation."""
@@ -17,7 +19,7 @@ import threading
 import time
 
 from . import __version__, jsonfile
-from .errors import HarnessctlError, UsageError
+from .errors import HarnessctlError, UnavailableError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -30,6 +32,7 @@ MAX_LINE = 16 * 1024 * 1024  # bytes of one message: a send's text (4 MiB) and s
 PROGRESS_EVERY = 2.0  # seconds between progress notifications of a waiting call
 SLICE = 0.5  # a wait asks the runtime in slices this long, so a cancelled call ends within one
 ROOTS_PATIENCE = 10.0  # seconds a client gets to answer roots/list
+MAX_CALLS = 16  # tool calls running at once (a thread each); one more is answered "busy" at once
 YEAR = 365 * 86400.0
 MODES = ("ask", "edit", "full")  # --mode, from least to most the agent may do without asking
 INSTRUCTIONS = ("harnessctl drives coding agents (codex, claude, ACP agents, a mock) in sessions, each an event "
@@ -76,6 +79,7 @@ class Server:
         self.asked = 0
         self.closing = threading.Event()  # stdin ended: every wait ends
         self.threads: List[threading.Thread] = []
+        self.running = 0  # tool calls whose thread started and has not ended (at most MAX_CALLS)
         self.fixed = fixed  # a per-adapter package's adapter and agent
         self.max_mode = max_mode  # the most a call may bind a new file to (--max-mode)
         self.allow_rules = allow_rules  # a call may bind allow rules (--allow-rules); deny rules always
@@ -183,12 +187,23 @@ class Server:
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         cancelled = threading.Event()
         with self.state:
-            self.calls[json.dumps(ident)] = cancelled
+            full = self.running >= MAX_CALLS
+            if not full:
+                self.running += 1
+                self.calls[json.dumps(ident)] = cancelled
+        if full:
+            self.respond(ident, busy("%d tool calls are running, as many as it runs at once" % MAX_CALLS))
+            return
         call = Call(self, cancelled, token)
         thread = threading.Thread(target=self.finish_call, args=(ident, name, arguments, call), daemon=True)
+        try:
+            thread.start()
+        except RuntimeError as e:  # no thread to be had (ulimit -u): this call is refused, the server lives on
+            self.ended(ident)
+            self.respond(ident, busy("it cannot start a thread for the call (%s)" % e))
+            return
         with self.state:
             self.threads = [t for t in self.threads if t.is_alive()] + [thread]
-        thread.start()
 
     def finish_call(self, ident: Any, name: str, arguments: Dict[str, Any], call: Call) -> None:
         """Run the tool and answer, unless the client cancelled the call (it
@@ -212,10 +227,15 @@ class Server:
             result = tool_error("internal error: %s: %s (set HARNESSCTL_DEBUG=1 for a traceback on stderr)"
                                 % (type(e).__name__, e), 1)
         finally:
-            with self.state:
-                self.calls.pop(json.dumps(ident), None)
+            self.ended(ident)
         if result is not None and not call.cancelled.is_set():
             self.respond(ident, result)
+
+    def ended(self, ident: Any) -> None:
+        """A call's thread is done (or never started): its slot is free."""
+        with self.state:
+            self.calls.pop(json.dumps(ident), None)
+            self.running -= 1
 
     # -- roots --------------------------------------------------------------------
 
@@ -366,6 +386,13 @@ def tool_error(message: str, code: int) -> Dict[str, Any]:
     """A tool's failure: the CLI's one-line message and exit code."""
     return {"content": [{"type": "text", "text": "harnessctl: %s (exit %d)" % (message, code)}],
             "structuredContent": {"error": message, "exit_code": code}, "isError": True}
+
+
+def busy(why: str) -> Dict[str, Any]:
+    """The answer to a call the server runs no thread for: nothing was done;
+    exit 5 (unavailable), as a runtime that holds no more waits answers."""
+    return tool_error("the server is busy: %s; nothing was done, retry when a call has ended" % why,
+                      UnavailableError.exit_code)
 
 
 def lines(reader: BinaryIO) -> Iterator[Optional[bytes]]:

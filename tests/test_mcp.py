@@ -459,3 +459,47 @@ def test_a_call_on_a_file_bound_already_is_not_held_to_the_cap(mcp, efile):
 def test_a_max_mode_that_is_not_a_mode_is_exit_2():
     proc = run("mcp", "--max-mode", "yolo")
     assert proc.returncode == 2 and b"--max-mode must be one of ask, edit, full" in proc.stderr and proc.stdout == b""
+
+
+# -- bounded threads ----------------------------------------------------------------------
+
+
+def test_calls_beyond_the_cap_are_answered_busy_and_the_server_keeps_serving(mcp, efile):
+    from harnessctl.mcp import MAX_CALLS
+
+    sent = structured(mcp.tool("send", file=efile, text="/sleep 60", adapter="mock"))
+    waits = [mcp.start("tools/call", {"name": "wait", "arguments": {"file": efile, "input_id": sent["input_id"]}})
+             for _ in range(MAX_CALLS + 4)]
+    refused = [mcp.answer(ident)["result"] for ident in waits[MAX_CALLS:]]
+    for result in refused:
+        assert result["isError"] is True and result["structuredContent"]["exit_code"] == 5
+        assert "the server is busy" in result["structuredContent"]["error"] and "retry" in result["content"][0]["text"]
+    assert mcp.request("ping", {})["result"] == {}
+    assert all(m.get("id") not in waits[:MAX_CALLS] for m in mcp.drain())  # those still wait
+    mcp.notify("notifications/cancelled", {"requestId": waits[0]})
+
+    def status_served():
+        result = mcp.tool("status", files=[efile])
+        return not result["isError"] and result["structuredContent"]["statuses"][0]
+    assert wait_for(status_served, 30, "a free slot")["state"] == "running"
+    structured(mcp.tool("cancel", file=efile))
+    assert structured(mcp.answer(waits[1])["result"])["outcome"] == "cancelled"
+
+
+def test_a_call_with_no_thread_to_be_had_is_answered_busy(monkeypatch):
+    import io
+
+    from harnessctl import mcp as server_module
+
+    out = io.BytesIO()
+    server = server_module.Server([], False, out)
+
+    def no_thread(self):
+        raise RuntimeError("can't start new thread")
+    monkeypatch.setattr(server_module.threading.Thread, "start", no_thread)
+    server.receive(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "status", '
+                   b'"arguments": {"files": ["x"]}}}')
+    answer = json.loads(out.getvalue())
+    assert answer["id"] == 1 and answer["result"]["isError"] is True
+    assert "can't start new thread" in answer["result"]["structuredContent"]["error"]
+    assert server.running == 0 and server.calls == {}
