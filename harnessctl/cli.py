@@ -273,8 +273,10 @@ def with_file(file: str, line: str) -> str:
 
 def error_line(file: str, message: str, code: int) -> str:
     """The line of a file that is not a session: the message a command on it
-    alone prints (without `harnessctl: `), and its exit code."""
-    return '{"file":%s,"error":%s,"exit_code":%d}' % (json_string(file), json_string(message.replace("\n", " ")),
+    alone prints (without `harnessctl: `, made inert as it is: visible.py), and its exit code."""
+    from .visible import shown
+
+    return '{"file":%s,"error":%s,"exit_code":%d}' % (json_string(file), json_string(shown(message.replace("\n", " "))),
                                                      code)
 
 

@@ -20,6 +20,7 @@ import time
 
 from . import __version__, jsonfile
 from .errors import HarnessctlError, UnavailableError, UsageError
+from .visible import shown
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -142,7 +143,7 @@ class Server:
         elif method == "tools/call":
             self.start_call(ident, params)
         else:
-            self.error(ident, METHOD_NOT_FOUND, "method not found: %s" % method)
+            self.error(ident, METHOD_NOT_FOUND, "method not found: %s" % shown(method))
 
     def notified(self, method: str, params: Dict[str, Any]) -> None:
         """notifications/cancelled ends a call's wait; a changed list of roots
@@ -178,7 +179,7 @@ class Server:
 
         name, arguments = params.get("name"), params.get("arguments", {})
         if name not in SCHEMAS:
-            self.error(ident, INVALID_PARAMS, "unknown tool: %s (tools: %s)" % (name, ", ".join(SCHEMAS)))
+            self.error(ident, INVALID_PARAMS, "unknown tool: %s (tools: %s)" % (shown(str(name)), ", ".join(SCHEMAS)))
             return
         if not isinstance(arguments, dict):
             self.error(ident, INVALID_PARAMS, "invalid params: arguments must be an object")
@@ -277,6 +278,7 @@ class Server:
         """`path` resolved (symlinks and all), if it lies under an allowed root."""
         if not path:
             raise UsageError("%s must not be empty" % what)
+        check_path(path, what)
         real = os.path.realpath(path)
         roots = self.roots()
         if not any(real == root or real.startswith(root.rstrip("/") + "/") for root in roots):
@@ -382,8 +384,22 @@ class Call:
         return None
 
 
+def check_path(path: str, what: str) -> None:
+    """A path names bytes: a NUL, or a lone surrogate that is not one of the
+    bytes a path that is not UTF-8 is written with (\\udc80-\\udcff, as a
+    status line writes it), names none.  Exit 2 for this path alone."""
+    if "\0" in path:
+        raise UsageError("%s %s is not a path: it holds a NUL character" % (what, path))
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        raise UsageError("%s %s is not a path: it holds a lone surrogate that names no byte" % (what, path)) from None
+
+
 def tool_error(message: str, code: int) -> Dict[str, Any]:
-    """A tool's failure: the CLI's one-line message and exit code."""
+    """A tool's failure: the CLI's one-line message and exit code, with the
+    caller's text in it made inert as the CLI's stderr line is (visible.py)."""
+    message = shown(message)
     return {"content": [{"type": "text", "text": "harnessctl: %s (exit %d)" % (message, code)}],
             "structuredContent": {"error": message, "exit_code": code}, "isError": True}
 

@@ -503,3 +503,59 @@ def test_a_call_with_no_thread_to_be_had_is_answered_busy(monkeypatch):
     assert answer["id"] == 1 and answer["result"]["isError"] is True
     assert "can't start new thread" in answer["result"]["structuredContent"]["error"]
     assert server.running == 0 and server.calls == {}
+
+
+# -- input hygiene --------------------------------------------------------------------------
+
+
+def test_a_path_with_a_nul_or_a_lone_surrogate_fails_only_itself_in_status(mcp, workdir, efile):
+    mcp.tool("send", file=efile, text="hi", adapter="mock", wait=True)
+    nul, surrogate = str(workdir / "a\x00b.jsonl"), str(workdir / "a\ud800b.jsonl")
+    found = structured(mcp.tool("status", files=[nul, efile, surrogate]))["statuses"]
+    assert [line["file"] for line in found] == [nul, efile, surrogate]
+    assert found[0]["exit_code"] == 2 and "holds a NUL character" in found[0]["error"]
+    assert found[1]["state"] == "idle"
+    assert found[2]["exit_code"] == 2 and "lone surrogate" in found[2]["error"]
+    assert "\x00" not in found[0]["error"] and "\ud800" not in found[2]["error"]  # shown escaped
+
+
+@pytest.mark.parametrize("arguments", [{"file": "x\x00.jsonl"}, {"file": "x\udbff.jsonl"},
+                                       {"file": "ok.jsonl", "cwd": "\ud800"}], ids=["nul", "surrogate", "cwd"])
+def test_a_send_to_a_path_that_names_no_bytes_is_a_tool_error_exit_2(mcp, workdir, arguments):
+    arguments = dict(arguments, file=str(workdir / arguments["file"]), text="hi", adapter="mock")
+    result = mcp.request("tools/call", {"name": "send", "arguments": arguments})["result"]
+    assert result["isError"] is True and result["structuredContent"]["exit_code"] == 2, result
+    assert "is not a path" in result["structuredContent"]["error"]
+    assert os.listdir(str(workdir)) == []
+
+
+@pytest.mark.parametrize("name, value", [("model", "m\x00"), ("model", "m\ud800"), ("text", "hi\udfff"),
+                                         ("rules", [["deny", "command:\x00"]])])
+def test_a_string_argument_with_a_nul_or_a_lone_surrogate_is_a_tool_error(mcp, efile, name, value):
+    arguments = {"file": efile, "text": "hi", "adapter": "mock", name: value}
+    result = mcp.request("tools/call", {"name": "send", "arguments": arguments})["result"]
+    assert result["isError"] is True and result["structuredContent"]["exit_code"] == 2, result
+    assert not os.path.exists(efile)
+
+
+def test_a_path_that_is_not_utf8_as_status_writes_it_still_names_its_file(mcp, workdir):
+    path = os.fsencode(str(workdir)) + b"/caf\xe9.jsonl"
+    ok("send", os.fsdecode(path), "hi", "--adapter", "mock", "--wait")
+    found = structured(mcp.tool("status", files=[os.fsdecode(path)]))["statuses"][0]
+    assert found["state"] == "idle" and found["file"] == os.fsdecode(path)
+
+
+def test_a_tool_error_shows_the_callers_control_characters_escaped(mcp, efile):
+    mcp.tool("send", file=efile, text="hi", adapter="mock", wait=True)
+    result = mcp.tool("reply", file=efile, request_id="r\x1b]0;T\x07", answer="allow")
+    assert result["isError"] is True and result["structuredContent"]["exit_code"] == 3
+    error = result["structuredContent"]["error"]
+    assert "\x1b" not in error and "\x07" not in error and "r\\x1b]0;T\\x07" in error
+    assert "\x1b" not in result["content"][0]["text"]
+
+
+def test_an_unknown_tool_or_method_name_is_shown_escaped(mcp):
+    tool = mcp.request("tools/call", {"name": "rm\x1b[2J", "arguments": {}})["error"]
+    method = mcp.request("evil\x1b]0;T\x07", {})["error"]
+    assert "\x1b" not in tool["message"] and "rm\\x1b[2J" in tool["message"]
+    assert "\x1b" not in method["message"] and "\x07" not in method["message"]
