@@ -559,3 +559,11 @@ def test_an_unknown_tool_or_method_name_is_shown_escaped(mcp):
     method = mcp.request("evil\x1b]0;T\x07", {})["error"]
     assert "\x1b" not in tool["message"] and "rm\\x1b[2J" in tool["message"]
     assert "\x1b" not in method["message"] and "\x07" not in method["message"]
+
+
+def test_the_status_tool_shows_that_a_hook_is_bound_never_its_command_line(mcp, efile):
+    ok("send", efile, "hi", "--adapter", "mock", "--wait",
+       "--on-result", "sh -c 'cat >/dev/null' -- 'Authorization: Bearer s3cret'")
+    result = mcp.tool("status", files=[efile])
+    assert structured(result)["statuses"][0]["on_result"] is True
+    assert "s3cret" not in json.dumps(result)
