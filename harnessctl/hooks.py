@@ -46,10 +46,10 @@ def argv(command: str, name: str) -> List[str]:
 
 def resolve(command: str, name: str) -> str:
     """`command` with its program, and an interpreter's script, as absolute
-    paths in real folders (the rest of its words as given, quoted again); exit 2 when
-    either is not found, or the program is not executable.  Resolved by the
-    sender, against its own directory and PATH: never later, in the bound
-    cwd, where the agent could put a file of that name."""
+    paths in real folders (the rest of its words as given, quoted again);
+    exit 2 when either is not found, or the program is not executable.
+    Resolved by the sender, against its own directory and PATH: never later,
+    in the bound cwd, where the agent could put a file of that name."""
     import shlex
 
     words = argv(command, name)
@@ -75,8 +75,8 @@ def check_reach(command: str, cwd: str, name: str) -> None:
 
 
 def _program(word: str, name: str) -> str:
-    """A program's absolute real path: a word with a `/` from the current
-    directory, another one found on PATH (as a shell finds it)."""
+    """A program's absolute path (_real_file): a word with a `/` from the
+    current directory, another one found on PATH (as a shell finds it)."""
     if "/" in word:
         return _real_file(word, "%s: the program %r" % (name, word), executable=True)
     import shutil
