@@ -146,6 +146,8 @@ def check_binding(bound: Dict[str, Any], wanted: Dict[str, Any]) -> None:
     for key in ("adapter", "cwd", "model", "agent", "mode", "rules", "on_request", "on_result"):
         if wanted.get(key) is not None and wanted[key] != bound.get(key):
             value = bound.get(key)
+            if key in ("on_request", "on_result") and value is not None:
+                value = "a hook (its command line is not shown: it may hold a secret)"
             if key == "rules" and value is not None:
                 value = ", ".join("--%s %s" % (verb, rule) for verb, rule in value)
             raise UsageError("%s is bound to this event path: %s (new workspace = new file)"

@@ -20,10 +20,15 @@ KEYS = ("max_tokens", "max_cost_usd")
 CLASS = "budget"  # the error_class of a run the budget ended
 
 
+MAX_TOKEN_DIGITS = 18  # a budget below 10^18 tokens fits any reader's 64-bit integer
+
+
 def tokens(value: str) -> int:
-    """--max-tokens: a whole number of tokens > 0."""
-    if not value.isdigit() or int(value) <= 0:
-        raise UsageError("--max-tokens must be a whole number of tokens > 0, got %r" % value)
+    """--max-tokens: a whole number of tokens > 0 (ASCII digits, fewer than
+    19 of them: Python refuses to read more than 4300)."""
+    if not (value.isascii() and value.isdigit()) or len(value.lstrip("0")) > MAX_TOKEN_DIGITS or int(value) <= 0:
+        shown = value if len(value) <= 40 else "%s... (%d characters)" % (value[:20], len(value))
+        raise UsageError("--max-tokens must be a whole number of tokens, 1 to 10^18 - 1, got %r" % shown)
     return int(value)
 
 

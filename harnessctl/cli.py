@@ -150,7 +150,7 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
         from .mcp import serve
 
         return serve([root for verb, root in rules if verb == "root"], "--allow-agent-commands" in options,
-                     fixed_adapter, fixed_agent)
+                     fixed_adapter, fixed_agent, options.get("--max-mode", "ask"), "--allow-rules" in options)
     from . import client
 
     if command == "send":
@@ -218,12 +218,11 @@ def unattended(options: Dict[str, str]) -> Dict[str, Any]:
     """The hooks (--on-request, --on-result) and limits (--max-tokens,
     --max-cost-usd) a send binds, by binding key; only those it gives."""
     found: Dict[str, Any] = {}
-    from .hooks import KEYS, argv
+    from .hooks import KEYS, resolve
 
     for key, (flag, _) in KEYS.items():
         if flag in options:
-            argv(options[flag], flag)
-            found[key] = options[flag]
+            found[key] = resolve(options[flag], flag)
     if "--max-tokens" in options or "--max-cost-usd" in options:
         from . import budget
 
@@ -274,8 +273,10 @@ def with_file(file: str, line: str) -> str:
 
 def error_line(file: str, message: str, code: int) -> str:
     """The line of a file that is not a session: the message a command on it
-    alone prints (without `harnessctl: `), and its exit code."""
-    return '{"file":%s,"error":%s,"exit_code":%d}' % (json_string(file), json_string(message.replace("\n", " ")),
+    alone prints (without `harnessctl: `, made inert as it is: visible.py), and its exit code."""
+    from .visible import shown
+
+    return '{"file":%s,"error":%s,"exit_code":%d}' % (json_string(file), json_string(shown(message.replace("\n", " "))),
                                                      code)
 
 
@@ -390,9 +391,9 @@ POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, sys.maxsize), "canc
                "log": (1, 1), "agents": (0, 0), "mcp": (0, 0)}  # wait --any: 1 to any number (parse)
 OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--agent", "--timeout", "--mode", "--policy", "--allow",
                     "--deny", "--schema", "--on-request", "--on-result", "--max-tokens", "--max-cost-usd"),
-           "wait": ("--timeout",), "log": ("--since", "--runs"), "mcp": ("--root",)}
+           "wait": ("--timeout",), "log": ("--since", "--runs"), "mcp": ("--root", "--max-mode")}
 FLAGS = {"send": ("--print-id", "--wait"), "wait": ("--any",), "log": ("--follow", "--json", "--diff"),
-         "agents": ("--json",), "mcp": ("--allow-agent-commands",)}
+         "agents": ("--json",), "mcp": ("--allow-agent-commands", "--allow-rules")}
 # repeatable, and their order matters: kept apart, in order, as (allow|deny|root, VALUE) "rules"
 RULES = ("--allow", "--deny", "--root")
 

@@ -479,13 +479,14 @@ def _new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:
         binding["mode"] = mode
     if wanted["rules"] is not None:
         binding["rules"] = wanted["rules"]
-    from .hooks import KEYS, argv
+    from .hooks import KEYS, check_reach, resolve
 
     for key, (flag, variable) in KEYS.items():
         command = wanted[key] or os.environ.get(variable) or None
         if command is not None:
-            argv(command, flag if wanted[key] else variable)
-            binding[key] = command
+            name = flag if wanted[key] else variable
+            binding[key] = resolve(command, name)  # a flag's is already: this resolves the variable's
+            check_reach(binding[key], binding["cwd"], name)
     for key in ("max_tokens", "max_cost_usd"):
         if wanted[key] is not None:
             binding[key] = wanted[key]

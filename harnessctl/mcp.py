@@ -3,7 +3,9 @@ section 21), for agents that take their tools from an MCP client.
 
 JSON-RPC 2.0, one message per line.  The main thread reads stdin; each
 tools/call runs in a thread of its own (a long wait never holds up a
-status), and every line to stdout goes through one lock.  stdout carries
+status), at most MAX_CALLS at once (one more is answered busy: a client
+must not be able to make the server run out of threads and exit), and
+every line to stdout goes through one lock.  stdout carries
 nothing else: the server moves fd 1 to stderr's file before anything can
 print.  What the tools do is mcptools.py's; here are the lifecycle, the
 roots a path must lie under, progress while waiting, and cancellation."""
@@ -17,7 +19,8 @@ import threading
 import time
 
 from . import __version__, jsonfile
-from .errors import HarnessctlError, UsageError
+from .errors import HarnessctlError, UnavailableError, UsageError
+from .visible import shown
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -30,7 +33,9 @@ MAX_LINE = 16 * 1024 * 1024  # bytes of one message: a send's text (4 MiB) and s
 PROGRESS_EVERY = 2.0  # seconds between progress notifications of a waiting call
 SLICE = 0.5  # a wait asks the runtime in slices this long, so a cancelled call ends within one
 ROOTS_PATIENCE = 10.0  # seconds a client gets to answer roots/list
+MAX_CALLS = 16  # tool calls running at once (a thread each); one more is answered "busy" at once
 YEAR = 365 * 86400.0
+MODES = ("ask", "edit", "full")  # --mode, from least to most the agent may do without asking
 INSTRUCTIONS = ("harnessctl drives coding agents (codex, claude, ACP agents, a mock) in sessions, each an event "
                 "file. send starts or steers a run; wait/status show its result or a request that needs a reply; "
                 "reply answers it; cancel stops it; log shows the transcript. Paths must lie under the allowed "
@@ -38,16 +43,20 @@ INSTRUCTIONS = ("harnessctl drives coding agents (codex, claude, ACP agents, a m
 
 
 def serve(roots: List[str], allow_agent_commands: bool, fixed_adapter: Optional[str] = None,
-          fixed_agent: Optional[str] = None) -> int:
+          fixed_agent: Optional[str] = None, max_mode: str = "ask", allow_rules: bool = False) -> int:
     """Run the server until stdin ends; 0.  A per-adapter package fixes the
-    adapter (and agent) of its sends, as its `send` does."""
+    adapter (and agent) of its sends, as its `send` does.  `max_mode` and
+    `allow_rules` are what the operator lets a call grant a new file."""
     for root in roots:
         if not os.path.isdir(root):
             raise UsageError("--root %s: not a directory" % root)
+    if max_mode not in MODES:
+        raise UsageError("--max-mode must be one of %s (got %r)" % (", ".join(MODES), max_mode))
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever prints by mistake lands on stderr, never amid the JSON-RPC lines
     sys.stdout = sys.stderr
-    server = Server([os.path.realpath(root) for root in roots], allow_agent_commands, out, (fixed_adapter, fixed_agent))
+    server = Server([os.path.realpath(root) for root in roots], allow_agent_commands, out, (fixed_adapter, fixed_agent),
+                    max_mode, allow_rules)
     server.run(sys.stdin.buffer)
     return 0
 
@@ -57,7 +66,8 @@ class Server:
     the answers to the requests the server sent it (roots/list)."""
 
     def __init__(self, roots: List[str], allow_agent_commands: bool, out: BinaryIO,
-                 fixed: Tuple[Optional[str], Optional[str]] = (None, None)) -> None:
+                 fixed: Tuple[Optional[str], Optional[str]] = (None, None), max_mode: str = "ask",
+                 allow_rules: bool = False) -> None:
         self.fixed_roots = roots
         self.allow_agent_commands = allow_agent_commands
         self.out = out
@@ -70,7 +80,10 @@ class Server:
         self.asked = 0
         self.closing = threading.Event()  # stdin ended: every wait ends
         self.threads: List[threading.Thread] = []
+        self.running = 0  # tool calls whose thread started and has not ended (at most MAX_CALLS)
         self.fixed = fixed  # a per-adapter package's adapter and agent
+        self.max_mode = max_mode  # the most a call may bind a new file to (--max-mode)
+        self.allow_rules = allow_rules  # a call may bind allow rules (--allow-rules); deny rules always
 
     def run(self, reader: BinaryIO) -> None:
         """Serve until stdin ends; then the waits end (unanswered: the client
@@ -130,7 +143,7 @@ class Server:
         elif method == "tools/call":
             self.start_call(ident, params)
         else:
-            self.error(ident, METHOD_NOT_FOUND, "method not found: %s" % method)
+            self.error(ident, METHOD_NOT_FOUND, "method not found: %s" % shown(method))
 
     def notified(self, method: str, params: Dict[str, Any]) -> None:
         """notifications/cancelled ends a call's wait; a changed list of roots
@@ -166,7 +179,7 @@ class Server:
 
         name, arguments = params.get("name"), params.get("arguments", {})
         if name not in SCHEMAS:
-            self.error(ident, INVALID_PARAMS, "unknown tool: %s (tools: %s)" % (name, ", ".join(SCHEMAS)))
+            self.error(ident, INVALID_PARAMS, "unknown tool: %s (tools: %s)" % (shown(str(name)), ", ".join(SCHEMAS)))
             return
         if not isinstance(arguments, dict):
             self.error(ident, INVALID_PARAMS, "invalid params: arguments must be an object")
@@ -175,12 +188,23 @@ class Server:
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         cancelled = threading.Event()
         with self.state:
-            self.calls[json.dumps(ident)] = cancelled
+            full = self.running >= MAX_CALLS
+            if not full:
+                self.running += 1
+                self.calls[json.dumps(ident)] = cancelled
+        if full:
+            self.respond(ident, busy("%d tool calls are running, as many as it runs at once" % MAX_CALLS))
+            return
         call = Call(self, cancelled, token)
         thread = threading.Thread(target=self.finish_call, args=(ident, name, arguments, call), daemon=True)
+        try:
+            thread.start()
+        except RuntimeError as e:  # no thread to be had (ulimit -u): this call is refused, the server lives on
+            self.ended(ident)
+            self.respond(ident, busy("it cannot start a thread for the call (%s)" % e))
+            return
         with self.state:
             self.threads = [t for t in self.threads if t.is_alive()] + [thread]
-        thread.start()
 
     def finish_call(self, ident: Any, name: str, arguments: Dict[str, Any], call: Call) -> None:
         """Run the tool and answer, unless the client cancelled the call (it
@@ -204,10 +228,15 @@ class Server:
             result = tool_error("internal error: %s: %s (set HARNESSCTL_DEBUG=1 for a traceback on stderr)"
                                 % (type(e).__name__, e), 1)
         finally:
-            with self.state:
-                self.calls.pop(json.dumps(ident), None)
+            self.ended(ident)
         if result is not None and not call.cancelled.is_set():
             self.respond(ident, result)
+
+    def ended(self, ident: Any) -> None:
+        """A call's thread is done (or never started): its slot is free."""
+        with self.state:
+            self.calls.pop(json.dumps(ident), None)
+            self.running -= 1
 
     # -- roots --------------------------------------------------------------------
 
@@ -249,6 +278,7 @@ class Server:
         """`path` resolved (symlinks and all), if it lies under an allowed root."""
         if not path:
             raise UsageError("%s must not be empty" % what)
+        check_path(path, what)
         real = os.path.realpath(path)
         roots = self.roots()
         if not any(real == root or real.startswith(root.rstrip("/") + "/") for root in roots):
@@ -303,6 +333,27 @@ class Call:
                              % (agent, " of the %s adapter (%s)" % (name, ", ".join(sorted(presets)))
                                 if presets else ""))
 
+    def check_grant(self, file: str, mode: Optional[str], rules: List[Tuple[str, str]]) -> None:
+        """A call that binds a new file may grant its agent no more than the
+        operator let this server grant: a mode up to --max-mode, allow rules
+        only with --allow-rules.  A bound file keeps its policy (a different
+        one is refused as from the command line), so a call on one is not
+        held to the cap."""
+        allows = any(verb == "allow" for verb, _ in rules)
+        if mode is None and not allows:
+            return
+        from .address import read_binding, resolve
+
+        if read_binding(resolve(file)) is not None:
+            return
+        server = self.server
+        if mode is not None and MODES.index(mode) > MODES.index(server.max_mode):
+            raise UsageError("mode %s is more than this server may grant (--max-mode %s): its operator starts it "
+                             "with --max-mode %s to allow that" % (mode, server.max_mode, mode))
+        if allows and not server.allow_rules:
+            raise UsageError("allow rules are refused: this server was started without --allow-rules "
+                             "(deny rules are always accepted)")
+
     def wait(self, file: str, input_id: Optional[str], timeout: Optional[float]) -> Optional[Tuple[str, str]]:
         """client.wait, asked in slices: between them a progress notification
         every PROGRESS_EVERY seconds (when the call has a progress token), and
@@ -333,10 +384,31 @@ class Call:
         return None
 
 
+def check_path(path: str, what: str) -> None:
+    """A path names bytes: a NUL, or a lone surrogate that is not one of the
+    bytes a path that is not UTF-8 is written with (\\udc80-\\udcff, as a
+    status line writes it), names none.  Exit 2 for this path alone."""
+    if "\0" in path:
+        raise UsageError("%s %s is not a path: it holds a NUL character" % (what, path))
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        raise UsageError("%s %s is not a path: it holds a lone surrogate that names no byte" % (what, path)) from None
+
+
 def tool_error(message: str, code: int) -> Dict[str, Any]:
-    """A tool's failure: the CLI's one-line message and exit code."""
+    """A tool's failure: the CLI's one-line message and exit code, with the
+    caller's text in it made inert as the CLI's stderr line is (visible.py)."""
+    message = shown(message)
     return {"content": [{"type": "text", "text": "harnessctl: %s (exit %d)" % (message, code)}],
             "structuredContent": {"error": message, "exit_code": code}, "isError": True}
+
+
+def busy(why: str) -> Dict[str, Any]:
+    """The answer to a call the server runs no thread for: nothing was done;
+    exit 5 (unavailable), as a runtime that holds no more waits answers."""
+    return tool_error("the server is busy: %s; nothing was done, retry when a call has ended" % why,
+                      UnavailableError.exit_code)
 
 
 def lines(reader: BinaryIO) -> Iterator[Optional[bytes]]:

@@ -87,6 +87,7 @@ def listing() -> List[Dict[str, Any]]:
 def call(name: str, arguments: Dict[str, Any], call: Call) -> Result:
     """Run tool `name`; UsageError for arguments its schema refuses."""
     check(SCHEMAS[name]["inputSchema"], arguments, "arguments")
+    check_text(arguments)
     return HANDLERS[name](arguments, call)
 
 
@@ -108,6 +109,7 @@ def send(args: Dict[str, Any], call: Call) -> Result:
     rules = [(verb, rule) for verb, rule in args.get("rules", [])]
     if any(verb not in ("allow", "deny") for verb, _ in rules):
         raise UsageError('a rule is ["allow" or "deny", "KIND[:GLOB]"]')
+    call.check_grant(file, args.get("mode"), rules)
     options = {"--mode": args["mode"]} if "mode" in args else {}
     options.update({"--max-tokens": str(args["max_tokens"])} if "max_tokens" in args else {})
     options.update({"--max-cost-usd": repr(float(args["max_cost_usd"]))} if "max_cost_usd" in args else {})
@@ -201,6 +203,30 @@ def _json(structured: Dict[str, Any]) -> Result:
 
 
 # -- arguments ---------------------------------------------------------------------
+
+PATHS = ("file", "files", "cwd")  # checked path by path (mcp.check_path): one bad path fails only itself
+
+
+def check_text(arguments: Dict[str, Any]) -> None:
+    """Every string of the arguments but the paths must be UTF-8 text (a lone
+    surrogate is none: it could not reach the runtime, the harness or the
+    event file), and hold no NUL (it would end an argv word), but in a schema,
+    which travels as JSON.  Walked without recursion: any depth JSON allows."""
+    stack = [(name, value, name != "schema") for name, value in arguments.items() if name not in PATHS]
+    while stack:
+        where, value, no_nul = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(("%s key" % where, key, no_nul) for key in value)
+            stack.extend(("%s.%s" % (where, key), item, no_nul) for key, item in value.items())
+        elif isinstance(value, list):
+            stack.extend(("%s[%d]" % (where, index), item, no_nul) for index, item in enumerate(value))
+        elif isinstance(value, str):
+            if no_nul and "\0" in value:
+                raise UsageError("%s holds a NUL character" % where)
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise UsageError("%s is not valid UTF-8: it holds a lone surrogate" % where) from None
 
 TYPES: Dict[str, Any] = {"string": str, "object": dict, "array": list, "boolean": bool, "number": (int, float),
                          "integer": int}

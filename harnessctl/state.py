@@ -442,7 +442,10 @@ def status_report(
         report["rules"] = binding["rules"]
     totals = totals_after(conv, None, None)
     report["totals"] = dict(totals, tokens=totals["tokens"] + running_tokens)
-    for key in ("max_tokens", "max_cost_usd", "on_request", "on_result"):
+    for key in ("max_tokens", "max_cost_usd"):
         if binding.get(key) is not None:
             report[key] = binding[key]
+    for key in ("on_request", "on_result"):
+        if binding.get(key) is not None:
+            report[key] = True  # that a hook is bound, never its command line: it may hold a secret (a token)
     return report

@@ -21,7 +21,8 @@ SYNOPSIS = {
     "cancel": "harnessctl cancel FILE",
     "log": "harnessctl log    FILE [--follow] [--since SEQ | --runs N] [--json] [--diff]",
     "agents": "harnessctl agents [--json]",
-    "mcp": "harnessctl mcp    [--root DIR]... [--allow-agent-commands]",
+    "mcp": "harnessctl mcp    [--root DIR]... [--allow-agent-commands] [--max-mode ask|edit|full]\n"
+           "                  [--allow-rules]",
 }
 
 OVERVIEW = """\
@@ -116,7 +117,8 @@ options:
   --on-request CMD  a hook of a new FILE: run CMD (split like a shell would, run without one)
                   whenever a request is parked for a reply, with its line on stdin, HARNESSCTL_FILE
                   and HARNESSCTL_EVENT=request in its environment, in the cwd; it never delays the
-                  run, and is killed after HARNESSCTL_HOOK_TIMEOUT (default: HARNESSCTL_ON_REQUEST)
+                  run, and is killed after HARNESSCTL_HOOK_TIMEOUT (default: HARNESSCTL_ON_REQUEST);
+                  its program (and script) is recorded by absolute path, and refused inside the cwd
   --on-result CMD   the same whenever a run ends, with its result line, HARNESSCTL_EVENT=result
                   (default: HARNESSCTL_ON_RESULT)
   --schema FILE   a JSON Schema the run's final answer must fit (this send only, starting a run):
@@ -267,7 +269,9 @@ on, when the client cancels it.
 
 Every event file and cwd must lie (symlinks resolved) under an allowed root:
 the --root directories, else the roots the client lists, else the current
-directory.  An agent must be a preset name (harnessctl agents).
+directory.  An agent must be a preset name (harnessctl agents).  A send
+that binds a new file gets at most --max-mode and no allow rule unless
+--allow-rules: the model cannot grant its sub-agent more than you did.
 
   claude mcp add harnessctl -- harnessctl mcp --root ~/agents
 
@@ -275,12 +279,14 @@ options:
   --root DIR      a directory the tools may use, its subdirectories too (repeatable)
   --allow-agent-commands
                   let a send name an agent command line, not only a preset
+  --max-mode MODE the most a send may bind a new file to: ask, edit or full (default: ask)
+  --allow-rules   let a send bind allow rules (deny rules are always accepted)
 
 knobs: HARNESSCTL_ADAPTER (none), HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_DEBUG
 
 exit codes:
   0   stdin ended
-  2   usage error (a --root that is not a directory)""",
+  2   usage error (a --root that is not a directory, a --max-mode that is not a mode)""",
 }
 
 

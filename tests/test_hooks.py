@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import sys
 
@@ -69,7 +70,8 @@ def test_the_hooks_default_to_the_variables_for_a_new_file(efile, workdir):
     ok("reply", efile, "req-1", "allow")
     assert {r["event"] for r in wait_records(out, 2)} == {"request", "result"}
     binding = json.load(open(efile + ".d/binding.json"))
-    assert binding["on_request"] == binding["on_result"] == command
+    assert binding["on_request"] == binding["on_result"]
+    assert shlex.split(binding["on_result"])[2:] == shlex.split(command)[2:]
 
 
 def test_a_hook_that_hangs_is_killed_with_its_process_group_and_logged(efile, workdir):
@@ -116,12 +118,20 @@ def test_a_hook_that_succeeds_leaves_no_line_in_the_file(efile, workdir):
     assert not matching(efile, "log", kind="diagnostic")
 
 
-def test_a_hook_command_that_does_not_exist_is_logged(efile, workdir):
-    missing = str(workdir / "no-such-hook")
-    ok("send", efile, "hi", "--adapter", "mock", "--on-result", missing + " --flag", "--wait")
-    note = wait_matching(efile, "log", kind="diagnostic", hook="on_result")[0]
-    assert "could not be started" in note["message"] and missing in note["message"]
+def test_a_hook_program_removed_after_the_first_send_is_logged(efile, workdir):
+    gone_later = program(workdir / "bin", "gone-later", "cat >/dev/null")
+    ok("send", efile, "hi", "--adapter", "mock", "--on-result", gone_later + " --flag", "--wait")
+    os.unlink(gone_later)
     ok("send", efile, "again", "--wait")
+    note = wait_matching(efile, "log", kind="diagnostic", hook="on_result")[0]
+    assert "could not be started" in note["message"] and gone_later in note["message"]
+    ok("send", efile, "third", "--wait")
+
+
+def test_a_hook_program_that_does_not_exist_is_refused_by_the_first_send(efile, workdir):
+    proc = run("send", efile, "hi", "--adapter", "mock", "--on-result", str(workdir / "no-such-hook") + " --flag")
+    assert proc.returncode == 2 and b"is not a file" in proc.stderr and proc.stderr.count(b"\n") == 1
+    assert not os.path.exists(efile)
 
 
 def test_at_most_four_hooks_run_at_once_and_the_others_wait(efile, workdir):
@@ -260,3 +270,94 @@ def test_a_binding_edited_under_a_live_runtime_to_add_a_hook_never_runs_it(efile
     proc = run("send", efile, "third", "--wait")  # a new runtime would read it: refused
     assert proc.returncode == 2 and b"harnessctl has no record of it" in proc.stderr, proc.stderr
     assert records(out) == []
+
+
+# -- hooks outside the agent's reach ------------------------------------------------------
+
+
+def program(folder, name, body):
+    """An executable shell script `name` in `folder`: its path."""
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    path.write_text("#!/bin/sh\n%s\n" % body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_hook_program_inside_the_cwd_is_refused_with_exit_2(efile, workdir):
+    project = workdir / "project"
+    program(project, "notify.sh", "cat >/dev/null")
+    proc = run("send", efile, "hi", "--adapter", "mock", "--on-result", "./notify.sh", cwd=str(project))
+    assert proc.returncode == 2 and proc.stderr.count(b"\n") == 1, proc.stderr
+    assert b"notify.sh lies inside the bound cwd" in proc.stderr and b"the agent can rewrite it" in proc.stderr
+    assert not os.path.exists(efile)
+
+
+def test_a_hook_program_outside_the_cwd_is_recorded_absolute_and_runs(efile, workdir):
+    project = workdir / "project"
+    project.mkdir()
+    path = program(workdir / "bin", "notify", 'cat > "$1"')
+    got = workdir / "got.json"
+    ok("send", efile, "hi", "--adapter", "mock", "--cwd", str(project), "--on-result", "bin/notify %s" % got,
+       "--wait", cwd=str(workdir))
+    binding = json.load(open(efile + ".d/binding.json"))
+    assert binding["on_result"] == "%s %s" % (os.path.realpath(path), got)
+    wait_for(lambda: got.exists() and got.read_text().endswith("\n"), what="the hook's output")
+    assert json.loads(got.read_text())["type"] == "result"
+
+
+def test_an_interpreters_script_inside_the_cwd_is_refused(efile, workdir):
+    project = workdir / "project"
+    project.mkdir()
+    (project / "hook.py").write_text("import sys; sys.stdin.read()\n")
+    proc = run("send", efile, "hi", "--adapter", "mock", "--on-result", "python3 hook.py", cwd=str(project))
+    assert proc.returncode == 2 and b"script" in proc.stderr and b"hook.py lies inside the bound cwd" in proc.stderr
+    assert not os.path.exists(efile)
+
+
+def test_an_interpreters_script_outside_the_cwd_is_recorded_absolute(efile, workdir):
+    project = workdir / "project"
+    project.mkdir()
+    (workdir / "hook.py").write_text("import sys; sys.stdin.read()\n")
+    ok("send", efile, "hi", "--adapter", "mock", "--cwd", str(project), "--on-result", "python3 -u hook.py x",
+       cwd=str(workdir))
+    words = shlex.split(json.load(open(efile + ".d/binding.json"))["on_result"])
+    assert os.path.isabs(words[0]) and os.path.basename(words[0]) == "python3"
+    assert words[1:] == ["-u", os.path.realpath(str(workdir / "hook.py")), "x"]
+
+
+def test_a_hook_program_found_on_path_is_recorded_absolute(efile, workdir):
+    path = program(workdir / "bin", "my-notify", "cat >/dev/null")
+    env = cli_env(PATH="%s:%s" % (workdir / "bin", os.environ["PATH"]))
+    ok("send", efile, "hi", "--adapter", "mock", "--on-result", "my-notify --quiet", env=env)
+    assert json.load(open(efile + ".d/binding.json"))["on_result"] == os.path.realpath(path) + " --quiet"
+
+
+def test_a_symlink_in_the_cwd_to_a_program_outside_is_refused(efile, workdir):
+    project = workdir / "project"
+    project.mkdir()
+    os.symlink(program(workdir / "bin", "notify", "cat >/dev/null"), str(project / "notify"))
+    proc = run("send", efile, "hi", "--adapter", "mock", "--on-result", "./notify", cwd=str(project))
+    assert proc.returncode == 2 and b"inside the bound cwd" in proc.stderr  # the agent could point it elsewhere
+
+
+def test_a_hook_from_the_variable_inside_the_cwd_is_refused(efile, workdir):
+    project = workdir / "project"
+    path = program(project, "notify.sh", "cat >/dev/null")
+    proc = run("send", efile, "hi", "--adapter", "mock", "--cwd", str(project),
+               env=cli_env(HARNESSCTL_ON_RESULT=path))
+    assert proc.returncode == 2 and b"HARNESSCTL_ON_RESULT: refusing the hook" in proc.stderr
+
+
+def test_status_shows_that_a_hook_is_bound_never_its_command_line(efile, workdir):
+    secret = "sh -c 'cat >/dev/null' -- 'Authorization: Bearer s3cret'"
+    ok("send", efile, "hi", "--adapter", "mock", "--on-result", secret, "--wait",
+       env=cli_env(HARNESSCTL_IDLE_TIMEOUT="0.3"))
+    line = ok("status", efile).stdout
+    assert json.loads(line)["on_result"] is True and "on_request" not in json.loads(line)
+    assert b"s3cret" not in line
+    wait_for(lambda: not runtime_pids(efile), what="idle exit")
+    stopped = ok("status", efile).stdout  # from the snapshot
+    assert json.loads(stopped)["on_result"] is True and b"s3cret" not in stopped
+    refused = run("send", efile, "again", "--on-result", "sh -c 'echo other'")
+    assert refused.returncode == 2 and b"on_result is bound" in refused.stderr and b"s3cret" not in refused.stderr

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from cliutil import ROOT, cli_env, events, matching, wait_for, wait_results
+from cliutil import ROOT, cli_env, events, matching, ok, run, wait_for, wait_results
 
 
 class Client:
@@ -383,15 +383,12 @@ def test_a_per_adapter_packages_mcp_sends_with_its_own_adapter(workdir, tmp_path
 
 
 def test_mcp_help_describes_the_command():
-    from cliutil import ok
-
     text = ok("mcp", "--help").stdout.decode()
     assert "harnessctl mcp" in text and "--root DIR" in text and "--allow-agent-commands" in text
+    assert "--max-mode MODE" in text and "--allow-rules" in text
 
 
 def test_a_root_that_is_not_a_directory_is_exit_2(workdir):
-    from cliutil import run
-
     proc = run("mcp", "--root", str(workdir / "missing"))
     assert proc.returncode == 2 and b"not a directory" in proc.stderr and proc.stdout == b""
 
@@ -399,3 +396,174 @@ def test_a_root_that_is_not_a_directory_is_exit_2(workdir):
 def test_events_show_the_sub_session_as_usual(mcp, efile):
     mcp.tool("send", file=efile, text="hello", adapter="mock", wait=True)
     assert [e["type"] for e in events(efile) if e["type"] in ("accepted", "result")] == ["accepted", "result"]
+
+
+# -- what a call may grant a new file ---------------------------------------------------
+
+
+def bound(efile):
+    return json.load(open(efile + ".d/binding.json"))
+
+
+def test_a_mode_beyond_max_mode_is_a_tool_error_naming_the_flag(mcp, efile):
+    for mode in ("edit", "full"):
+        result = mcp.tool("send", file=efile, text="hi", adapter="mock", mode=mode)
+        assert result["isError"] is True and result["structuredContent"]["exit_code"] == 2
+        assert "--max-mode ask" in result["structuredContent"]["error"]
+    assert not os.path.exists(efile)
+    structured(mcp.tool("send", file=efile, text="hi", adapter="mock", mode="ask"))
+    assert bound(efile)["mode"] == "ask"
+
+
+def test_max_mode_full_lets_a_call_bind_full(workdir, efile):
+    client = Client("--root", str(workdir), "--max-mode", "full", cwd=str(workdir))
+    client.initialize()
+    structured(client.tool("send", file=efile, text="hi", adapter="mock", mode="full"))
+    assert bound(efile)["mode"] == "full"
+    client.close()
+
+
+def test_max_mode_edit_refuses_full_and_allows_edit(workdir, efile):
+    client = Client("--root", str(workdir), "--max-mode", "edit", cwd=str(workdir))
+    client.initialize()
+    refused = client.tool("send", file=efile, text="hi", adapter="mock", mode="full")
+    assert refused["isError"] is True and "--max-mode edit" in refused["structuredContent"]["error"]
+    structured(client.tool("send", file=efile, text="hi", adapter="mock", mode="edit"))
+    client.close()
+
+
+def test_allow_rules_are_refused_without_allow_rules_and_deny_rules_accepted(mcp, workdir, efile):
+    result = mcp.tool("send", file=efile, text="hi", adapter="mock", rules=[["deny", "command:rm*"], ["allow", "*"]])
+    assert result["isError"] is True and result["structuredContent"]["exit_code"] == 2
+    assert "--allow-rules" in result["structuredContent"]["error"] and not os.path.exists(efile)
+    structured(mcp.tool("send", file=efile, text="hi", adapter="mock", rules=[["deny", "command:rm*"]]))
+    assert bound(efile)["rules"] == [["deny", "command:rm*"]]
+
+
+def test_allow_rules_are_accepted_with_allow_rules(workdir, efile):
+    client = Client("--root", str(workdir), "--allow-rules", cwd=str(workdir))
+    client.initialize()
+    structured(client.tool("send", file=efile, text="hi", adapter="mock", rules=[["allow", "command:ls*"]]))
+    assert bound(efile)["rules"] == [["allow", "command:ls*"]]
+    client.close()
+
+
+def test_a_call_on_a_file_bound_already_is_not_held_to_the_cap(mcp, efile):
+    ok("send", efile, "hi", "--adapter", "mock", "--mode", "full", "--allow", "command:ls*", "--wait")
+    structured(mcp.tool("send", file=efile, text="again", wait=True))
+    structured(mcp.tool("send", file=efile, text="restated", mode="full", rules=[["allow", "command:ls*"]]))
+    other = mcp.tool("send", file=efile, text="other", mode="edit")
+    assert other["isError"] is True and "mode is bound" in other["structuredContent"]["error"]
+
+
+def test_a_max_mode_that_is_not_a_mode_is_exit_2():
+    proc = run("mcp", "--max-mode", "yolo")
+    assert proc.returncode == 2 and b"--max-mode must be one of ask, edit, full" in proc.stderr and proc.stdout == b""
+
+
+# -- bounded threads ----------------------------------------------------------------------
+
+
+def test_calls_beyond_the_cap_are_answered_busy_and_the_server_keeps_serving(mcp, efile):
+    from harnessctl.mcp import MAX_CALLS
+
+    sent = structured(mcp.tool("send", file=efile, text="/sleep 60", adapter="mock"))
+    waits = [mcp.start("tools/call", {"name": "wait", "arguments": {"file": efile, "input_id": sent["input_id"]}})
+             for _ in range(MAX_CALLS + 4)]
+    refused = [mcp.answer(ident)["result"] for ident in waits[MAX_CALLS:]]
+    for result in refused:
+        assert result["isError"] is True and result["structuredContent"]["exit_code"] == 5
+        assert "the server is busy" in result["structuredContent"]["error"] and "retry" in result["content"][0]["text"]
+    assert mcp.request("ping", {})["result"] == {}
+    assert all(m.get("id") not in waits[:MAX_CALLS] for m in mcp.drain())  # those still wait
+    mcp.notify("notifications/cancelled", {"requestId": waits[0]})
+
+    def status_served():
+        result = mcp.tool("status", files=[efile])
+        return not result["isError"] and result["structuredContent"]["statuses"][0]
+    assert wait_for(status_served, 30, "a free slot")["state"] == "running"
+    structured(mcp.tool("cancel", file=efile))
+    assert structured(mcp.answer(waits[1])["result"])["outcome"] == "cancelled"
+
+
+def test_a_call_with_no_thread_to_be_had_is_answered_busy(monkeypatch):
+    import io
+
+    from harnessctl import mcp as server_module
+
+    out = io.BytesIO()
+    server = server_module.Server([], False, out)
+
+    def no_thread(self):
+        raise RuntimeError("can't start new thread")
+    monkeypatch.setattr(server_module.threading.Thread, "start", no_thread)
+    server.receive(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "status", '
+                   b'"arguments": {"files": ["x"]}}}')
+    answer = json.loads(out.getvalue())
+    assert answer["id"] == 1 and answer["result"]["isError"] is True
+    assert "can't start new thread" in answer["result"]["structuredContent"]["error"]
+    assert server.running == 0 and server.calls == {}
+
+
+# -- input hygiene --------------------------------------------------------------------------
+
+
+def test_a_path_with_a_nul_or_a_lone_surrogate_fails_only_itself_in_status(mcp, workdir, efile):
+    mcp.tool("send", file=efile, text="hi", adapter="mock", wait=True)
+    nul, surrogate = str(workdir / "a\x00b.jsonl"), str(workdir / "a\ud800b.jsonl")
+    found = structured(mcp.tool("status", files=[nul, efile, surrogate]))["statuses"]
+    assert [line["file"] for line in found] == [nul, efile, surrogate]
+    assert found[0]["exit_code"] == 2 and "holds a NUL character" in found[0]["error"]
+    assert found[1]["state"] == "idle"
+    assert found[2]["exit_code"] == 2 and "lone surrogate" in found[2]["error"]
+    assert "\x00" not in found[0]["error"] and "\ud800" not in found[2]["error"]  # shown escaped
+
+
+@pytest.mark.parametrize("arguments", [{"file": "x\x00.jsonl"}, {"file": "x\udbff.jsonl"},
+                                       {"file": "ok.jsonl", "cwd": "\ud800"}], ids=["nul", "surrogate", "cwd"])
+def test_a_send_to_a_path_that_names_no_bytes_is_a_tool_error_exit_2(mcp, workdir, arguments):
+    arguments = dict(arguments, file=str(workdir / arguments["file"]), text="hi", adapter="mock")
+    result = mcp.request("tools/call", {"name": "send", "arguments": arguments})["result"]
+    assert result["isError"] is True and result["structuredContent"]["exit_code"] == 2, result
+    assert "is not a path" in result["structuredContent"]["error"]
+    assert os.listdir(str(workdir)) == []
+
+
+@pytest.mark.parametrize("name, value", [("model", "m\x00"), ("model", "m\ud800"), ("text", "hi\udfff"),
+                                         ("rules", [["deny", "command:\x00"]])])
+def test_a_string_argument_with_a_nul_or_a_lone_surrogate_is_a_tool_error(mcp, efile, name, value):
+    arguments = {"file": efile, "text": "hi", "adapter": "mock", name: value}
+    result = mcp.request("tools/call", {"name": "send", "arguments": arguments})["result"]
+    assert result["isError"] is True and result["structuredContent"]["exit_code"] == 2, result
+    assert not os.path.exists(efile)
+
+
+def test_a_path_that_is_not_utf8_as_status_writes_it_still_names_its_file(mcp, workdir):
+    path = os.fsencode(str(workdir)) + b"/caf\xe9.jsonl"
+    ok("send", os.fsdecode(path), "hi", "--adapter", "mock", "--wait")
+    found = structured(mcp.tool("status", files=[os.fsdecode(path)]))["statuses"][0]
+    assert found["state"] == "idle" and found["file"] == os.fsdecode(path)
+
+
+def test_a_tool_error_shows_the_callers_control_characters_escaped(mcp, efile):
+    mcp.tool("send", file=efile, text="hi", adapter="mock", wait=True)
+    result = mcp.tool("reply", file=efile, request_id="r\x1b]0;T\x07", answer="allow")
+    assert result["isError"] is True and result["structuredContent"]["exit_code"] == 3
+    error = result["structuredContent"]["error"]
+    assert "\x1b" not in error and "\x07" not in error and "r\\x1b]0;T\\x07" in error
+    assert "\x1b" not in result["content"][0]["text"]
+
+
+def test_an_unknown_tool_or_method_name_is_shown_escaped(mcp):
+    tool = mcp.request("tools/call", {"name": "rm\x1b[2J", "arguments": {}})["error"]
+    method = mcp.request("evil\x1b]0;T\x07", {})["error"]
+    assert "\x1b" not in tool["message"] and "rm\\x1b[2J" in tool["message"]
+    assert "\x1b" not in method["message"] and "\x07" not in method["message"]
+
+
+def test_the_status_tool_shows_that_a_hook_is_bound_never_its_command_line(mcp, efile):
+    ok("send", efile, "hi", "--adapter", "mock", "--wait",
+       "--on-result", "sh -c 'cat >/dev/null' -- 'Authorization: Bearer s3cret'")
+    result = mcp.tool("status", files=[efile])
+    assert structured(result)["statuses"][0]["on_result"] is True
+    assert "s3cret" not in json.dumps(result)
