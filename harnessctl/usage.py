@@ -20,6 +20,7 @@ SYNOPSIS = {
     "reply": "harnessctl reply  FILE REQUEST_ID [ANSWER]",
     "cancel": "harnessctl cancel FILE",
     "log": "harnessctl log    FILE [--follow] [--since SEQ | --runs N] [--json] [--diff]",
+    "rebind": "harnessctl rebind FILE [--accept FINGERPRINT]",
     "agents": "harnessctl agents [--json]",
     "mcp": "harnessctl mcp    [--root DIR]... [--allow-agent-commands]",
 }
@@ -31,6 +32,7 @@ usage: {send}
        {reply}
        {cancel}
        {log}
+       {rebind}
        {agents}
        {mcp}
        harnessctl COMMAND --help | --help | --version
@@ -239,6 +241,28 @@ exit codes:
   2   usage or input error (bad flags, FILE is not an event file)
   4   FILE does not exist (no send created it)
   130 --follow ended by Ctrl-C (or the output was interrupted)""",
+    "rebind": """\
+usage: {synopsis}
+
+Get back a session whose binding.json is refused or gone, policy (mode,
+rules, hooks, limits) included.  When the state directory
+(~/.local/state/harnessctl of your passwd home, or HARNESSCTL_STATE_DIR)
+holds a record of FILE, the recorded binding is written back.  When it holds
+none (it was deleted or is another one, the session was copied), binding.json
+is printed with its fingerprint and recorded only with --accept: read it
+first, it decides what runs.
+
+arguments:
+  FILE            the event file
+
+options:
+  --accept FINGERPRINT
+                  record binding.json as it is now, if it still has this fingerprint
+
+exit codes:
+  0   restored, recorded, or shown (the line on stderr says which)
+  2   usage error, a fingerprint that does not match, nothing to rebind
+  4   FILE does not exist""",
     "agents": """\
 usage: {synopsis}
 
