@@ -123,7 +123,7 @@ def record(path: str, binding: Dict[str, Any]) -> None:
     st = _stat(path)
     current = latest(path)
     same = current is not None and canonical(current["binding"]) == canonical(binding)
-    if same and st is not None and (current or {}).get("dev") == st.st_dev and (current or {}).get("ino") == st.st_ino:
+    if same and _names_file(current or {}, path, st):
         return
     generation = 1 if current is None else current["generation"] + (0 if same else 1)
     text = json.dumps({"path": path, "dev": st.st_dev if st else None, "ino": st.st_ino if st else None,
@@ -150,12 +150,16 @@ def check(path: str, binding: Dict[str, Any], shown: str) -> None:
         raise refusal(path, shown, None)
     if canonical(current["binding"]) != canonical(binding):
         raise refusal(path, shown, current["generation"])
-    st = _stat(path)
-    if st is not None and (current.get("dev"), current.get("ino")) != (st.st_dev, st.st_ino):
+    if not _names_file(current, path, _stat(path)):
         try:
-            record(path, binding)  # found by its path: the file was replaced, or its device renumbered
+            record(path, binding)  # moved (found by its inode), or replaced or renumbered (found by its path)
         except UsageError:
             pass
+
+
+def _names_file(found: Dict[str, Any], path: str, st: Optional[os.stat_result]) -> bool:
+    """Whether a record names the file `path` is now (and `st`, if it exists)."""
+    return found.get("path") == path and (st is None or (found.get("dev"), found.get("ino")) == (st.st_dev, st.st_ino))
 
 
 def _old_record_exists(binding: Dict[str, Any]) -> bool:

@@ -248,16 +248,18 @@ Get back a session whose binding.json is refused or gone, policy (mode,
 rules, hooks, limits) included.  When the state directory
 (~/.local/state/harnessctl of your passwd home, or HARNESSCTL_STATE_DIR)
 holds a record of FILE, the recorded binding is written back.  When it holds
-none (it was deleted or is another one, the session was copied), binding.json
-is printed with its fingerprint and recorded only with --accept: read it
-first, it decides what runs.
+none under this name (it was deleted or is another one, the session was
+copied, or moved without its sidecar), the binding found is printed with its
+fingerprint and taken only with --accept: read it first, it decides what runs.
 
 arguments:
   FILE            the event file
 
 options:
   --accept FINGERPRINT
-                  record binding.json as it is now, if it still has this fingerprint
+                  take the binding shown, if it still has this fingerprint
+
+knobs: HARNESSCTL_STATE_DIR, HARNESSCTL_DEBUG
 
 exit codes:
   0   restored, recorded, or shown (the line on stderr says which)

@@ -211,3 +211,15 @@ def test_a_new_files_sidecar_holding_a_foreign_directory_is_refused(workdir):
     proc = run("send", path, "hi", "--adapter", "mock", env=state_env(workdir / "state"))
     assert proc.returncode == 2 and b"holds a directory planted" in proc.stderr, proc.stderr
     assert os.path.isdir(path + ".d/planted")
+
+
+def test_a_session_moved_with_its_sidecar_is_recorded_under_its_new_name(workdir):
+    a, b, state = str(workdir / "a.jsonl"), str(workdir / "b.jsonl"), workdir / "state"
+    original = bound(a, state, *POLICY)
+    os.rename(a, b)
+    os.rename(a + ".d", b + ".d")
+    ok("send", b, "again", "--wait", env=state_env(state))
+    wait_for(lambda: not runtime_pids(b), what="idle exit")
+    os.unlink(b + ".d/binding.json")
+    assert b"restored" in ok("rebind", b, env=state_env(state)).stderr  # no --accept: it is this name's record
+    assert binding_of(b) == original
