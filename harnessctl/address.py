@@ -225,7 +225,19 @@ def make_sidecar(addr: Address) -> Tuple[bool, Optional[Tuple[int, int]]]:
 
 def read_binding(addr: Address) -> Optional[Dict[str, Any]]:
     """The adapter/cwd/model bound to this file, or None before the first send.
-    A binding harnessctl did not write is refused (exit 2): it decides what runs."""
+    A binding that is not the latest recorded for this file is refused (exit
+    2, trusted.check): it decides what runs."""
+    binding = parse_binding(addr)
+    if binding is not None:
+        from . import trusted
+
+        trusted.check(addr.path, binding, addr.binding)
+    return binding
+
+
+def parse_binding(addr: Address) -> Optional[Dict[str, Any]]:
+    """binding.json as written, checked for its shape only (not trusted yet);
+    None when there is none."""
     import json
 
     from . import private
@@ -244,13 +256,24 @@ def read_binding(addr: Address) -> Optional[Dict[str, Any]]:
             and isinstance(binding.get("cwd"), str) and isinstance(binding.get("model"), (str, type(None)))
             and isinstance(binding.get("agent"), (str, type(None))) and _valid_policy(binding)
             and _valid_unattended(binding)):
-        raise UsageError("unreadable binding %s (not JSON with adapter, cwd and model): remove it and send "
-                         "again with --adapter (and --cwd, --model)" % addr.binding)
-    from . import trusted
-
-    if not trusted.is_recorded(binding):
-        raise trusted.refusal(addr.binding)
+        raise UsageError("unreadable binding %s (not JSON with adapter, cwd and model): `harnessctl rebind %s` "
+                         "restores the recorded one" % (addr.binding, addr.path))
     return binding
+
+
+def require_unused(addr: Address) -> None:
+    """A file without a binding is bound only while it has no event: one
+    whose binding.json was removed keeps its policy (`harnessctl rebind`)."""
+    try:
+        used = os.stat(addr.path).st_size > 0
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise UsageError("cannot access event file %s: %s" % (addr.path, e.strerror)) from None
+    if used:
+        from . import trusted
+
+        raise trusted.missing(addr.path, addr.binding)
 
 
 def _valid_unattended(binding: Dict[str, Any]) -> bool:
@@ -279,5 +302,5 @@ def write_binding(addr: Address, binding: Dict[str, Any]) -> None:
 
     from . import private, trusted
 
-    trusted.record(binding)
+    trusted.record(addr.path, binding)
     private.write_atomic(addr.binding, json.dumps(binding))

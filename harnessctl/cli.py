@@ -146,6 +146,13 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
         return log(args, options)
     if command == "agents":
         return agents(options)
+    if command == "rebind":
+        from .rebind import rebind
+
+        binding, said = rebind(args[0], options.get("--accept"))
+        emit(binding)
+        say("harnessctl: %s" % said)
+        return 0
     if command == "mcp":
         from .mcp import serve
 
@@ -386,12 +393,14 @@ def timeout(options: Dict[str, str]) -> Optional[float]:
 # Per command: the names of its arguments (those after the first optional one
 # may be omitted), its options that take a value, and its flags.
 NAMES = {"send": ("FILE", "TEXT"), "wait": ("FILE", "INPUT_ID"), "status": ("FILE",), "cancel": ("FILE",),
-         "reply": ("FILE", "REQUEST_ID", "ANSWER"), "log": ("FILE",), "agents": (), "mcp": ()}
+         "reply": ("FILE", "REQUEST_ID", "ANSWER"), "log": ("FILE",), "rebind": ("FILE",), "agents": (),
+         "mcp": ()}
 POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, sys.maxsize), "cancel": (1, 1), "reply": (2, 3),
-               "log": (1, 1), "agents": (0, 0), "mcp": (0, 0)}  # wait --any: 1 to any number (parse)
+               "log": (1, 1), "rebind": (1, 1), "agents": (0, 0), "mcp": (0, 0)}  # wait --any: 1 to any number (parse)
 OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--agent", "--timeout", "--mode", "--policy", "--allow",
                     "--deny", "--schema", "--on-request", "--on-result", "--max-tokens", "--max-cost-usd"),
-           "wait": ("--timeout",), "log": ("--since", "--runs"), "mcp": ("--root", "--max-mode")}
+           "wait": ("--timeout",), "log": ("--since", "--runs"), "rebind": ("--accept",),
+           "mcp": ("--root", "--max-mode")}
 FLAGS = {"send": ("--print-id", "--wait"), "wait": ("--any",), "log": ("--follow", "--json", "--diff"),
          "agents": ("--json",), "mcp": ("--allow-agent-commands", "--allow-rules")}
 # repeatable, and their order matters: kept apart, in order, as (allow|deny|root, VALUE) "rules"

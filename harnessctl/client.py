@@ -11,7 +11,7 @@ import time
 
 from . import ipc
 from .address import (Address, check_binding, check_event_file, open_event_file, read_binding,
-                      require_exists, resolve)
+                      require_exists, require_unused, resolve)
 from .errors import OutcomeUnknownError, StateError, UnavailableError, UsageError, from_code
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -86,6 +86,7 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
                 check_binding(bound, wanted)
                 binding = wanted
             else:
+                require_unused(addr)  # a used file whose binding.json is gone is never bound anew
                 binding = _new_binding(wanted)
                 from .trusted import inside_workspace
 

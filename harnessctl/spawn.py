@@ -9,7 +9,7 @@ import sys
 import time
 
 from . import ipc
-from .address import Address, check_binding, make_sidecar, read_binding, write_binding
+from .address import Address, check_binding, make_sidecar, read_binding, require_unused, write_binding
 from .errors import HarnessctlError, OutcomeUnknownError, UnavailableError, from_code
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -159,8 +159,12 @@ def _prepare_spawn(addr: Address, binding: Dict[str, Any]) -> bool:
     if _listening(addr):
         return False
     current = read_binding(addr)
+    if current is None:
+        require_unused(addr)
     if current is None or os.path.getsize(addr.path) == 0:
         # A file with no event yet may still be re-bound (its first send failed).
+        if not locks.is_held(addr.runtime_lock):
+            clear_foreign(addr)
         write_binding(addr, _merge(current, binding))
     else:
         check_binding(current, binding)
@@ -170,6 +174,43 @@ def _prepare_spawn(addr: Address, binding: Dict[str, Any]) -> bool:
         if raised:  # a new limit replaces the bound one
             write_binding(addr, dict(current, **raised))
     return not locks.is_held(addr.runtime_lock)  # held: a runtime is starting or exiting; ask it again
+
+
+# What harnessctl keeps in a sidecar when it binds a file that has no event yet.
+OWN_FILES = ("binding.json", "spawn.lock", "runtime.lock", "runtime.log")
+
+
+def clear_foreign(addr: Address) -> None:
+    """Remove from the sidecar of a file that has no event yet what its
+    binding will not have written: an adapter's resume ids, a cache, a pid
+    planted there before (or left by a first send that failed) would
+    otherwise be used by its first run.  Never through a symlink: the sidecar
+    is opened O_NOFOLLOW and checked to be ours, names are removed relative to
+    it; anything but a file or a symlink in it is refused, not removed."""
+    from . import private
+    from .errors import UsageError
+
+    try:
+        fd = os.open(addr.sidecar, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        if e.errno != 40:  # ELOOP: a symlink of ours (make_sidecar checked it), never cleared through
+            raise
+        if set(os.listdir(addr.sidecar)) - set(OWN_FILES):
+            raise UsageError("refusing to bind %s: its sidecar %s is a symlink to a folder holding files "
+                             "harnessctl did not write; remove them" % (addr.path, addr.sidecar)) from None
+        return
+    try:
+        private.check(addr.sidecar, os.fstat(fd), "directory")
+        for name in os.listdir(fd):
+            if name in OWN_FILES:
+                continue
+            st = os.lstat(name, dir_fd=fd)
+            if st.st_mode & private.S_IFMT == private.S_IFDIR:
+                raise UsageError("refusing to bind %s: its sidecar holds a directory %s that harnessctl did not "
+                                 "write; remove it" % (addr.path, name))
+            os.unlink(name, dir_fd=fd)
+    finally:
+        os.close(fd)
 
 
 # What a first send itself puts into a new sidecar before a runtime starts.

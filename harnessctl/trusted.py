@@ -3,16 +3,19 @@ the user made, and the files the ACP client file system never touches.
 
 A session's sidecar lies beside its event file, and that is often inside the
 workspace an agent may write (`cd repo && harnessctl send fix.jsonl ...`).
-Its binding.json names the adapter and the agent command a runtime executes,
-so it is acted on only when the user's state directory, outside every
-workspace, holds a record of exactly that binding, which only a harnessctl
-command writes.  A record is named by a hash of the binding's canonical text:
-a sidecar that is renamed or copied with its event file stays bound, and an
-agent that rewrites binding.json can at most swap in another binding this
-user made.  The sidecar's cache of the fold (state.json) changes all the
-time, so it is sealed instead: a keyed hash under a secret kept beside the
-records (`seal`).  Stdlib only; `_blake2` is hashlib's own BLAKE2, imported without
-the OpenSSL module that `import hashlib` loads (~4 ms per command).
+Its binding.json names the adapter, the agent command, the policy, the hooks
+and the budget, so it is acted on only when it equals the latest record of
+THIS file in the user's state directory, outside every workspace, which only
+a harnessctl command writes.  A record names its file twice: by the event
+file's device and inode (it follows a `mv` of the session, and hard links)
+and by its real path (it survives a restore from a backup, or device numbers
+that change at boot); the inode's record wins.  Each holds the whole binding
+and a generation, bumped whenever the binding changes (a budget raised), so an
+agent can neither drop the binding, nor write back an earlier one, nor swap
+in another session's.  The sidecar's cache of the fold (state.json) changes
+all the time, so it is sealed instead: a keyed hash under a secret kept beside
+the records (`seal`).  Stdlib only; `_blake2` is hashlib's own BLAKE2,
+imported without the OpenSSL module that `import hashlib` loads (~4 ms per command).
 """
 
 from __future__ import annotations
@@ -20,26 +23,31 @@ from __future__ import annotations
 import os
 
 from . import private
-from .errors import UsageError
+from .errors import HarnessctlError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from hashlib import blake2b
-    from typing import Any, Dict, Optional, Type
+    from typing import Any, Dict, List, Optional, Tuple, Type
 
 
 def state_dir() -> str:
-    """`$XDG_STATE_HOME/harnessctl`, by default `~/.local/state/harnessctl`
-    (the passwd entry's home when HOME is unset, as for some cron jobs)."""
-    base = os.environ.get("XDG_STATE_HOME", "")
-    if not os.path.isabs(base):  # the XDG spec: a relative value is ignored
-        home = os.environ.get("HOME", "")
-        if not os.path.isabs(home):
-            import pwd
+    """`~/.local/state/harnessctl` under the passwd entry's home, whatever HOME
+    and XDG_STATE_HOME say: a cron job without the profile and an interactive
+    shell find the same records.  HARNESSCTL_STATE_DIR (absolute) replaces it,
+    for tests and for a user who sets it everywhere harnessctl runs."""
+    explicit = os.environ.get("HARNESSCTL_STATE_DIR")
+    if explicit is not None:
+        if not os.path.isabs(explicit):
+            raise UsageError("HARNESSCTL_STATE_DIR must be an absolute path, not %r" % explicit)
+        return explicit
+    import pwd
 
-            home = pwd.getpwuid(os.getuid()).pw_dir
-        base = os.path.join(home, ".local", "state")
-    return os.path.join(base, "harnessctl")
+    try:
+        home = pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:  # a uid without a passwd entry (some containers): the home we were given
+        home = os.environ.get("HOME", "/")
+    return os.path.join(home, ".local", "state", "harnessctl")
 
 
 def _blake2b() -> Type[blake2b]:
@@ -51,27 +59,138 @@ def _blake2b() -> Type[blake2b]:
     return blake2b
 
 
-def record_path(binding: Dict[str, Any]) -> str:
-    digest = _blake2b()(canonical(binding).encode("utf-8"), digest_size=20).hexdigest()
-    return os.path.join(state_dir(), "bindings", digest + ".json")
-
-
 def canonical(binding: Dict[str, Any]) -> str:
     import json
 
     return json.dumps(binding, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def record(binding: Dict[str, Any]) -> None:
-    """Record `binding` as one the user made (before it is written to a sidecar)."""
-    path, text = record_path(binding), canonical(binding) + "\n"
-    if _read_record(path) == text:
-        return
-    _make_state_dir(os.path.dirname(path))
+def fingerprint(binding: Dict[str, Any]) -> str:
+    """A short hash of the binding's canonical text: `rebind --accept` takes
+    exactly the binding it showed, not one written meanwhile."""
+    return _blake2b()(canonical(binding).encode("utf-8"), digest_size=8).hexdigest()
+
+
+# -- the records: the latest binding of each file ----------------------------------------------------
+
+
+def _record_names(path: str, st: Optional[os.stat_result]) -> List[str]:
+    """The record of the file's inode (when it exists), then that of its path."""
+    records = os.path.join(state_dir(), "sessions")
+    digest = _blake2b()(os.fsencode(path), digest_size=20).hexdigest()
+    names = [os.path.join(records, "path-%s.json" % digest)]
+    if st is not None:
+        names.insert(0, os.path.join(records, "inode-%d-%d.json" % (st.st_dev, st.st_ino)))
+    return names
+
+
+def _stat(path: str) -> Optional[os.stat_result]:
     try:
-        private.write_atomic(path, text, sync=True)
-    except OSError as e:
-        raise private.cannot("record the binding in", path, e) from None
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def latest(path: str) -> Optional[Dict[str, Any]]:
+    """The latest record of the event file `path` ({"path", "dev", "ino",
+    "generation", "binding"}), or None when the state directory holds none."""
+    for name in _record_names(path, _stat(path)):
+        found = _load(name)
+        if found is not None:
+            return found
+    return None
+
+
+def _load(name: str) -> Optional[Dict[str, Any]]:
+    import json
+
+    try:
+        text = private.read_text(name)
+        found = json.loads(text) if text is not None else None
+    except (OSError, ValueError, UsageError):
+        return None
+    if (isinstance(found, dict) and isinstance(found.get("binding"), dict)
+            and type(found.get("generation")) is int):
+        return found
+    return None
+
+
+def record(path: str, binding: Dict[str, Any]) -> None:
+    """Record `binding` as the latest of the event file `path` (before it is
+    written to the sidecar); the generation goes up when it differs."""
+    import json
+
+    st = _stat(path)
+    current = latest(path)
+    same = current is not None and canonical(current["binding"]) == canonical(binding)
+    if same and _names_file(current or {}, path, st):
+        return
+    generation = 1 if current is None else current["generation"] + (0 if same else 1)
+    text = json.dumps({"path": path, "dev": st.st_dev if st else None, "ino": st.st_ino if st else None,
+                       "generation": generation, "binding": binding}, sort_keys=True) + "\n"
+    names = _record_names(path, st)
+    _make_state_dir(os.path.dirname(names[0]))
+    for name in names:
+        try:
+            private.write_atomic(name, text, sync=True)
+        except OSError as e:
+            raise private.cannot("record the binding in", name, e) from None
+
+
+def check(path: str, binding: Dict[str, Any], shown: str) -> None:
+    """Refuse (UsageError) a binding.json (`shown`) that is not the latest
+    binding recorded for the event file `path`.  A file bound before records
+    were kept per file is taken over once, when the binding has a record of
+    the old kind (named by its content)."""
+    current = latest(path)
+    if current is None:
+        if _old_record_exists(binding):
+            record(path, binding)
+            return
+        raise refusal(path, shown, None)
+    if canonical(current["binding"]) != canonical(binding):
+        raise refusal(path, shown, current["generation"])
+    if not _names_file(current, path, _stat(path)):
+        try:
+            record(path, binding)  # moved (found by its inode), or replaced or renumbered (found by its path)
+        except HarnessctlError:
+            pass  # best effort: the binding is trusted either way
+
+
+def _names_file(found: Dict[str, Any], path: str, st: Optional[os.stat_result]) -> bool:
+    """Whether a record names the file `path` is now (and `st`, if it exists)."""
+    return found.get("path") == path and (st is None or (found.get("dev"), found.get("ino")) == (st.st_dev, st.st_ino))
+
+
+def _old_record_exists(binding: Dict[str, Any]) -> bool:
+    """Whether a harnessctl before per-file records recorded this binding
+    (bindings/<hash of its canonical text>.json)."""
+    text = canonical(binding)
+    digest = _blake2b()(text.encode("utf-8"), digest_size=20).hexdigest()
+    try:
+        return private.read_text(os.path.join(state_dir(), "bindings", digest + ".json")) == text + "\n"
+    except (OSError, UsageError):
+        return False
+
+
+def refusal(path: str, shown: str, generation: Optional[int]) -> UsageError:
+    """What happened and how to get the file back with its policy."""
+    if generation is None:
+        what = ("harnessctl has no record of it in %s (that state directory was deleted or is another one, "
+                "the session was copied, or binding.json was changed by hand or by an agent); "
+                "`harnessctl rebind %s` shows it and records it again, policy included, once you accept it"
+                % (state_dir(), path))
+    else:
+        what = ("harnessctl has no record of it as this file's latest binding (generation %d in %s): an "
+                "earlier binding or another session's was written back, by hand or by an agent; "
+                "`harnessctl rebind %s` restores the recorded one" % (generation, state_dir(), path))
+    return UsageError("refusing binding %s: %s" % (shown, what))
+
+
+def missing(path: str, shown: str) -> UsageError:
+    """A file with events whose binding.json is gone: never bound anew."""
+    return UsageError("%s has events but no binding (%s is missing), and harnessctl never binds a used file anew: "
+                      "`harnessctl rebind %s` restores the binding recorded in %s" % (path, shown, path, state_dir()))
 
 
 def _make_state_dir(sub: str) -> None:
@@ -100,42 +219,76 @@ def seal(text: str, create: bool = False) -> Optional[str]:
     return _blake2b()(text.encode("utf-8", "surrogateescape"), key=key, digest_size=16).hexdigest()
 
 
+def _key_path() -> str:
+    return os.path.join(state_dir(), "key")
+
+
 def _key(create: bool) -> Optional[bytes]:
-    path = os.path.join(state_dir(), "key")
+    """The key; a key file with a second name (a hard link someone made, say
+    inside a workspace where an agent reads it) is never used: it is removed
+    and a new one made, and seals made with the old key no longer match."""
+    path = _key_path()
     try:
-        text = private.read_text(path)
+        text, st = _read_key(path)
+        if st is not None and st.st_nlink != 1:
+            _drop(path, st)
+            text = None
         if text is None and create:
             _make_key(path)
-            text = private.read_text(path)
+            text, st = _read_key(path)
+            if st is None or st.st_nlink != 1:
+                return None
         return bytes.fromhex(text) if text is not None and len(text) == 64 else None
     except (OSError, ValueError, UsageError):
         return None
 
 
-def _make_key(path: str) -> None:
-    """32 random bytes, hex, created whole or not at all (link() of a finished
-    file fails if a concurrent command made the key first: theirs is kept)."""
-    _make_state_dir(state_dir())
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    private.write_atomic(tmp, os.urandom(32).hex(), sync=True)
+def _read_key(path: str) -> Tuple[Optional[str], Optional[os.stat_result]]:
     try:
-        os.link(tmp, path)
-    except FileExistsError:
+        fd = private.open_file(path, os.O_RDONLY, "key")
+    except FileNotFoundError:
+        return None, None
+    with os.fdopen(fd, "rb") as f:
+        return f.read().decode("ascii", "replace"), os.fstat(f.fileno())
+
+
+def _drop(path: str, st: os.stat_result) -> None:
+    """Remove `path` if it is still the file `st` (a concurrent command may have replaced it)."""
+    try:
+        now = os.lstat(path)
+        if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+            os.unlink(path)
+    except FileNotFoundError:
         pass
-    finally:
-        os.unlink(tmp)
 
 
-def is_recorded(binding: Dict[str, Any]) -> bool:
-    """Whether a harnessctl command recorded exactly this binding."""
-    return _read_record(record_path(binding)) == canonical(binding) + "\n"
+def _make_key(path: str) -> None:
+    """32 random bytes, hex, written whole under a temporary name and renamed
+    into place (one name at every moment: a reader never sees a second link).
+    Commands that race each make one and the last wins: a seal made with a
+    key that lost no longer matches, and its cache is rebuilt from the file."""
+    _make_state_dir(state_dir())
+    private.write_atomic(path, os.urandom(32).hex(), sync=True)
 
 
-def _read_record(path: str) -> Optional[str]:
-    try:
-        return private.read_text(path)
-    except OSError:
-        return None
+def is_harnessctl_file(st: os.stat_result) -> bool:
+    """Whether `st` is the seal key or a binding record under any name (a
+    hard link to it elsewhere, e.g. in an agent's workspace)."""
+    if st.st_nlink < 2:
+        return False  # the key and the records are refused by path; another name means a second link
+    top = state_dir()
+    key = _stat(_key_path())
+    if key is not None and (key.st_dev, key.st_ino) == (st.st_dev, st.st_ino):
+        return True
+    for sub in ("sessions", "bindings"):
+        try:
+            with os.scandir(os.path.join(top, sub)) as entries:
+                for entry in entries:
+                    if entry.inode() == st.st_ino and entry.stat(follow_symlinks=False).st_dev == st.st_dev:
+                        return True
+        except OSError:
+            continue
+    return False
 
 
 # -- what the ACP client file system never reaches ------------------------------------------------
@@ -160,8 +313,11 @@ def refuse_agent_access(real: str) -> None:
 
 
 def is_session_file(st: os.stat_result, sidecar: str) -> bool:
-    """Whether `st` is the event file of `sidecar` or a file in it, under
-    any name (a hard link the agent made)."""
+    """Whether `st` (an fstat of what the file channel opened) is the event
+    file of `sidecar` or a file in it, the seal key or a binding record,
+    under any name (a hard link the agent made)."""
+    if is_harnessctl_file(st):
+        return True
     try:
         names = [sidecar[:-len(".d")]] + [os.path.join(sidecar, name) for name in os.listdir(sidecar)]
     except OSError:
@@ -192,13 +348,6 @@ def inside_workspace(event_path: str, cwd: Optional[str]) -> Optional[str]:
                 "docs/OPERATIONS.md, Security)" % (event_path, cwd))
     if _within(os.path.realpath(state_dir()), cwd):
         return ("harnessctl's state directory %s lies inside the working directory %s: an agent that may "
-                "edit files there could record a binding of its own; set XDG_STATE_HOME outside the workspace"
+                "edit files there could record a binding of its own; set HARNESSCTL_STATE_DIR outside the workspace"
                 % (state_dir(), cwd))
     return None
-
-
-def refusal(path: str) -> UsageError:
-    return UsageError(
-        "refusing binding %s: harnessctl has no record of it (it was changed outside harnessctl, for "
-        "example by an agent in the workspace, or written by an older harnessctl); check it, remove it "
-        "and send again with --adapter" % path)

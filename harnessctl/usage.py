@@ -20,6 +20,7 @@ SYNOPSIS = {
     "reply": "harnessctl reply  FILE REQUEST_ID [ANSWER]",
     "cancel": "harnessctl cancel FILE",
     "log": "harnessctl log    FILE [--follow] [--since SEQ | --runs N] [--json] [--diff]",
+    "rebind": "harnessctl rebind FILE [--accept FINGERPRINT]",
     "agents": "harnessctl agents [--json]",
     "mcp": "harnessctl mcp    [--root DIR]... [--allow-agent-commands] [--max-mode ask|edit|full]\n"
            "                  [--allow-rules]",
@@ -32,6 +33,7 @@ usage: {send}
        {reply}
        {cancel}
        {log}
+       {rebind}
        {agents}
        {mcp}
        harnessctl COMMAND --help | --help | --version
@@ -241,6 +243,30 @@ exit codes:
   2   usage or input error (bad flags, FILE is not an event file)
   4   FILE does not exist (no send created it)
   130 --follow ended by Ctrl-C (or the output was interrupted)""",
+    "rebind": """\
+usage: {synopsis}
+
+Get back a session whose binding.json is refused or gone, policy (mode,
+rules, hooks, limits) included.  When the state directory
+(~/.local/state/harnessctl of your passwd home, or HARNESSCTL_STATE_DIR)
+holds a record of FILE, the recorded binding is written back.  When it holds
+none under this name (it was deleted or is another one, the session was
+copied, or moved without its sidecar), the binding found is printed with its
+fingerprint and taken only with --accept: read it first, it decides what runs.
+
+arguments:
+  FILE            the event file
+
+options:
+  --accept FINGERPRINT
+                  take the binding shown, if it still has this fingerprint
+
+knobs: HARNESSCTL_STATE_DIR, HARNESSCTL_DEBUG
+
+exit codes:
+  0   restored, recorded, or shown (the line on stderr says which)
+  2   usage error, a fingerprint that does not match, nothing to rebind
+  4   FILE does not exist""",
     "agents": """\
 usage: {synopsis}
 

@@ -64,11 +64,13 @@ def test_a_sidecar_renamed_with_its_event_file_stays_bound(workdir):
 def test_the_binding_record_lives_in_the_state_directory_outside_the_workspace(workdir):
     state = workdir / "state"
     path = str(workdir / "s.jsonl")
-    ok("send", path, "hi", "--adapter", "mock", env=cli_env(XDG_STATE_HOME=str(state)))
-    records = os.listdir(str(state / "harnessctl" / "bindings"))
-    assert len(records) == 1 and json.loads((state / "harnessctl" / "bindings" / records[0]).read_text()) == \
-        json.loads(open(path + ".d/binding.json").read())
-    assert os.stat(str(state / "harnessctl")).st_mode & 0o077 == 0
+    ok("send", path, "hi", "--adapter", "mock", env=cli_env(HARNESSCTL_STATE_DIR=str(state)))
+    records = sorted(os.listdir(str(state / "sessions")))  # one named by the file's inode, one by its path
+    assert [name.split("-")[0] for name in records] == ["inode", "path"]
+    for name in records:
+        assert json.loads((state / "sessions" / name).read_text())["binding"] == \
+            json.loads(open(path + ".d/binding.json").read())
+    assert os.stat(str(state)).st_mode & 0o077 == 0
 
 
 def test_the_acp_client_fs_refuses_the_event_file_and_the_sidecar(workdir):
@@ -87,10 +89,10 @@ def test_the_acp_client_fs_refuses_the_event_file_and_the_sidecar(workdir):
 def test_the_acp_client_fs_refuses_the_state_directory(workdir):
     path = str(workdir / "events.jsonl")
     state = workdir / "state"
-    proc = acp_send(path, "/write state/harnessctl/bindings/x.json {}", str(workdir), "--wait",
-                    XDG_STATE_HOME=str(state))
+    proc = acp_send(path, "/write state/sessions/x.json {}", str(workdir), "--wait",
+                    HARNESSCTL_STATE_DIR=str(state))
     assert "write refused" in json.loads(proc.stdout)["output"] or "read refused" in json.loads(proc.stdout)["output"]
-    assert not (state / "harnessctl" / "bindings" / "x.json").exists()
+    assert not (state / "sessions" / "x.json").exists()
 
 
 def test_reading_a_fifo_through_the_acp_client_fs_is_an_error_not_a_hang(workdir):
@@ -140,7 +142,7 @@ def test_a_state_directory_inside_the_working_directory_is_warned_about(workdir)
     project = workdir / "project"
     project.mkdir()
     proc = run("send", str(workdir / "e.jsonl"), "hi", "--adapter", "mock", "--cwd", str(project), "--wait",
-               env=cli_env(XDG_STATE_HOME=str(project / "state")))
+               env=cli_env(HARNESSCTL_STATE_DIR=str(project / "state")))
     assert proc.returncode == 0 and b"warning: harnessctl's state directory" in proc.stderr
 
 

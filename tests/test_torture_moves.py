@@ -19,7 +19,7 @@ import sys
 from typing import Any, Dict, List, Sequence
 
 import pytest
-from cliutil import ROOT, alive, cli_env, events, ok, run, runtime_pids, wait_for
+from cliutil import ROOT, alive, cli_env, events, ok, rebind, run, runtime_pids, wait_for
 from torture_moves import copy_lines, moves, remove_tree
 from torture_support import (Scan, Sends, check, count, finish, of_kind, one_clear_line, popen_send, send, settle,
                              status_of)
@@ -72,7 +72,10 @@ def test_a_file_renamed_during_a_run_gets_one_writer_and_seq_1_2_3_under_its_new
     ok("send", a, "/sleep 2\nfirst", *MOCK, env=e)
     old = runtime_pids(a)
     os.rename(a, b)
-    ok("send", b, "second", *MOCK, env=e)  # no sidecar under this name: a new session, once the old writer let go
+    refused = run("send", b, "second", *MOCK, env=e)  # no sidecar under this name: never bound anew
+    assert refused.returncode == 2 and one_clear_line(refused.stderr, "has events but no binding"), refused.stderr
+    rebind(b, e)  # the binding recorded for the file when it was a.jsonl, taken for b.jsonl
+    ok("send", b, "second", *MOCK, env=e)  # once the old writer let go
     s = after_the_cut(b, old, "/sleep 2\nfirst", e)
     assert [event["seq"] for event in events(b)] == list(range(1, s.lines + 1))
     assert not os.path.exists(a)
@@ -83,6 +86,7 @@ def test_sends_to_both_names_of_a_hard_link_made_during_a_run_have_one_writer(wo
     sends = Sends()
     assert send(a, "/sleep 1\nfirst", sends, *MOCK, env=e) == 0
     os.link(a, b)
+    rebind(b, e)  # the second name gets its own sidecar, with the file's binding
     procs = [(popen_send(b, "via b", *MOCK, env=e), "via b"), (popen_send(a, "via a", env=e), "via a")]
     codes = [finish(proc, text, sends) for proc, text in procs]
     assert codes == [0, 0], sends.outcomes  # b waits until the runtime serving a idles out
@@ -99,6 +103,7 @@ def test_a_sidecar_removed_during_a_run_stops_its_runtime_and_the_next_send_star
     ok("send", a, "/sleep 1.5\nfirst", *MOCK, env=e)
     old = runtime_pids(a)
     remove_tree(a + ".d")
+    rebind(a, e)  # the file has events: its binding comes back from the record, never anew
     ok("send", a, "second", *MOCK, env=e)
     after_the_cut(a, old, "/sleep 1.5\nfirst", e)
 
@@ -121,6 +126,7 @@ def test_a_stale_runtime_whose_sidecar_was_removed_leaves_its_successors_socket_
     ok("send", a, "/sleep 1\nfirst", *MOCK, env=e)
     old = runtime_pids(a)
     remove_tree(a + ".d")
+    rebind(a, e)
     ok("send", a, "/permission may I?\nsecond", *MOCK, env=e)
     gone(old)
     assert os.path.exists(os.path.join(a + ".d", "runtime.sock"))
@@ -252,6 +258,7 @@ def test_a_send_to_a_hard_link_whose_runtime_stays_busy_exits_5_and_sends_nothin
     a, b, e = str(workdir / "a.jsonl"), str(workdir / "b.jsonl"), env(timeout="3")
     ok("send", a, "/permission hold\nfirst", *MOCK, env=e)
     os.link(a, b)
+    rebind(b, e)
     refused = run("send", b, "not sent", *MOCK, env=e)  # gives up after 0.8 x 3 s
     assert refused.returncode == 5 and one_clear_line(refused.stderr, "another runtime"), refused.stderr
     assert not os.path.exists(b + ".d/runtime.sock")  # its sidecar keeps the runtime's log of why, no runtime
@@ -266,6 +273,7 @@ def test_two_sends_to_a_hard_link_whose_runtime_stays_busy_both_exit_5_and_send_
     sends = Sends()
     assert send(a, "/permission hold\nfirst", sends, *MOCK, env=e) == 0
     os.link(a, b)
+    rebind(b, e)
     first = popen_send(b, "not sent 1", *MOCK, env=e)
     wait_for(lambda: os.path.exists(os.path.join(b + ".d", "runtime.log")), what="the first send's runtime")
     second = popen_send(b, "not sent 2", *MOCK, env=e)  # waits for that runtime, then starts its own

@@ -257,15 +257,16 @@ class Round:
         (now and then left out, which must exit 2), with or without it elsewhere."""
         for name in self.names:
             bound = os.path.exists(os.path.join(name + ".d", "binding.json"))
+            used = os.path.exists(name) and os.path.getsize(name) > 0  # never bound anew: exit 2 without a binding
             if bound:
                 flags: Tuple[str, ...] = MOCK if self.rng.random() < 0.3 else ()
             else:
                 flags = MOCK if self.rng.random() < 0.85 else ()
-            codes: Tuple[int, ...] = (0,) if bound or flags else (2,)
-            if not flags and self.sending(name):
-                codes = (0, 2)  # a send still in flight may bind the name first
-            if self.op == "link" and name == self.b and flags:
-                codes = (0, 5)  # waits for the runtime serving the file as self.a; exit 5 if it outlives 8 s
+            codes: Tuple[int, ...] = (0,) if bound or (flags and not used) else (2,)
+            if self.sending(name):
+                codes = (0, 2)  # a send still in flight may bind the name first, or its file get events
+            if self.op == "link" and name == self.b and 0 in codes and not bound:
+                codes += (5,)  # waits for the runtime serving the file as self.a; exit 5 if it outlives 8 s
             head = self.rng.choice(["", "", "/sleep 0.2\n", "/permission ok?\n"])
             self.background("send", name, head + self.token("after"), flags, codes)
         for name in self.names:
