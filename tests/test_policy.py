@@ -328,7 +328,7 @@ def test_an_allow_with_a_pattern_never_matches_a_command_of_several_lines():
 
 def test_a_deny_with_a_pattern_matches_a_command_that_chains():
     request = {"kind": "permission", "tool": "command", "command": "ls; rm -rf /", "options": ["allow", "deny"]}
-    assert policy.decide({"cwd": "/repo", "rules": [["deny", "command:*rm -rf*"]]}, request)[0] == "deny"
+    assert policy.decide({"cwd": "/repo", "rules": [["deny", "command:rm -rf *"]]}, request)[0] == "deny"
 
 
 def test_nothing_allows_a_change_to_the_sessions_own_files(efile, workdir):
