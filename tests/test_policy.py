@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import sys
 
 import pytest
@@ -490,3 +492,42 @@ def test_a_command_pattern_that_is_not_one_commands_words_exits_2_naming_the_rul
     proc = run("send", efile, "hello", "--adapter", "mock", "--allow", rule)
     assert proc.returncode == 2 and proc.stderr.count(b"\n") == 1 and rule.encode() in proc.stderr
     assert not os.path.exists(efile)
+
+
+# -- the examples docs/COMMANDS.md gives of what a command pattern means -----------------------------------
+
+EXAMPLE_ROW = re.compile(r"^\| (`.+?`) \| (`.+`) \| (allowed|denied|parked) \|$")
+
+
+def command_pattern_examples():
+    """(rule flag, rule, command line, decision) of each row of the table in
+    COMMANDS.md's "What a command pattern means"."""
+    with open(os.path.join(ROOT, "docs", "COMMANDS.md"), encoding="utf-8") as f:
+        section = f.read().split("### What a command pattern means", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        match = EXAMPLE_ROW.match(line)
+        if match:
+            (flag, rule), command = shlex.split(code_span(match[1])), code_span(match[2]).replace("\\|", "|")
+            rows.append((flag, rule, command, match[3]))
+    return rows
+
+
+def code_span(cell):
+    """The text of a markdown code span: `x` or `` x `` (a backtick inside)."""
+    ticks = len(cell) - len(cell.lstrip("`"))
+    inner = cell[ticks:-ticks]
+    return inner[1:-1] if ticks > 1 and inner.startswith(" ") and inner.endswith(" ") else inner
+
+
+def test_commands_md_gives_at_least_twelve_examples_that_match_and_twelve_that_do_not():
+    decisions = [decision for _, _, _, decision in command_pattern_examples()]
+    assert len(decisions) - decisions.count("parked") >= 12 and decisions.count("parked") >= 12
+
+
+@pytest.mark.parametrize("flag, rule, command, decision", command_pattern_examples())
+def test_each_command_pattern_example_of_commands_md_holds(tmp_path, flag, rule, command, decision):
+    binding = {"cwd": os.path.realpath(str(tmp_path)), "rules": [[flag.lstrip("-"), rule]]}
+    answer = policy.decide(binding, {"kind": "permission", "tool": "command", "command": command,
+                                     "options": ["allow", "deny"]})
+    assert {"allow": "allowed", "deny": "denied", None: "parked"}[answer and answer[0]] == decision
