@@ -252,7 +252,7 @@ class _Lexer:
             elif c == "`":
                 self._backtick(out)
             elif c == "$":
-                self._dollar(out)
+                self._dollar(out, False)
             else:  # * ? [ ~
                 self.glob = self.glob or c != "~" or self.i == start
                 out.append(c)
@@ -278,7 +278,7 @@ class _Lexer:
                     out.append("\\" + following)
                 self.i += 2
             elif c == "$":
-                self._dollar(out)
+                self._dollar(out, True)
             elif c == "`":
                 self._backtick(out)
             else:
@@ -288,7 +288,10 @@ class _Lexer:
                 self.i = plain.end()
         raise Unparsable("an unbalanced double quote")
 
-    def _dollar(self, out: List[str]) -> None:
+    def _dollar(self, out: List[str], quoted: bool) -> None:
+        """A `$` and what it expands.  A plain `$NAME` or `${NAME}` is kept as
+        written, and only inside double quotes: unquoted, the shell splits its
+        value into words (`ok${IFS}/etc/passwd` is two) and expands globs in it."""
         s, i = self.s, self.i
         following = s[i + 1:i + 2]
         if following == "(":
@@ -300,7 +303,7 @@ class _Lexer:
             end = _close(s, i + 2, "{", "}")
             inside = s[i + 2:end - 1]
             if _NAME.fullmatch(inside):
-                self.expands = True
+                self._variable(quoted)
             else:
                 self.note("an expansion ${%s}" % inside[:40])
                 if any(mark in inside for mark in ("$(", "`", "<(", ">(")):
@@ -318,14 +321,21 @@ class _Lexer:
             end = _close(s, i + 2, "[", "]")
         elif _NAME.match(s, i + 1):
             end = _NAME.match(s, i + 1).end()  # type: ignore[union-attr]
-            self.expands = True
+            self._variable(quoted)
         elif following and following in "0123456789@*#?$!-":
             end = i + 2
-            self.expands = True
+            self._variable(quoted)
+            if following in "@*":
+                self.note("$%s, which expands to any number of words" % following)
         else:
             end = i + 1
         out.append(s[i:end])
         self.i = end
+
+    def _variable(self, quoted: bool) -> None:
+        self.expands = True
+        if not quoted:
+            self.note("an unquoted $ expansion, which the shell splits into words")
 
     def _substitution(self, start: int) -> str:
         """A `$(...)`, `<(...)` or `>(...)` whose inside begins at `start`: its
