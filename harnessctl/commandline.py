@@ -34,6 +34,7 @@ SHELLS = ("bash", "sh", "zsh", "dash", "ksh")
 SHELL_DIRS = ("/bin/", "/usr/bin/", "/usr/local/bin/")  # `./bash` is the workspace's, not a shell
 KEYWORDS = frozenset(("if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac",
                       "select", "function", "time", "coproc", "!", "[[", "]]", "{", "}"))
+OTHER_SHELLS = ("ash", "mksh", "yash", "posh", "fish", "csh", "tcsh", "su")  # deny rules read their -c too
 RUNS_TEXT = frozenset(("eval", "exec", "source", ".", "trap"))  # builtins that run text as shell code
 MOVES = frozenset(("cd", "pushd", "popd"))
 SEPARATORS = frozenset(("&&", "||", ";", "|", "\n"))
@@ -128,11 +129,17 @@ def parse(text: str, cwd: Optional[str] = None, own: Sequence[str] = (), depth: 
 
     def views() -> List[View]:
         found = [v for simple in raw for v in _views([w.text for w in simple.words], cwd, own, depth)]
-        for inner in lexer.inner:
-            found += parse(inner, cwd, own, depth + 1).all_views()
+        inner = lexer.inner + [target.text for simple in raw for _, op, target in simple.redirects
+                               if op == "<<<" and target and _reads_scripts(simple)]  # bash <<< 'rm -rf ~'
+        for text in inner:
+            found += parse(text, cwd, own, depth + 1).all_views()
         return found
 
     return Line(reader.commands, reader.why, views)
+
+
+def _reads_scripts(simple: _Simple) -> bool:
+    return bool(simple.words) and _name(simple.words[0].text) in SHELLS + OTHER_SHELLS
 
 
 def split_pattern(text: str) -> Optional[Tuple[str, ...]]:
@@ -561,6 +568,8 @@ class _Reader:
                 return False
             k += 1
         if not any("c" in flag for flag in texts[1:k] if not flag.startswith("--")):
+            if k == len(texts):
+                self.note("%s reading commands from its input" % texts[0])
             return False  # `bash script.sh`: a command like any other
         script = simple.words[k:]
         if len(script) != 1 or script[0].expands or script[0].glob or simple.assigns:
@@ -640,7 +649,7 @@ def _views(words: List[str], cwd: Optional[str], own: Sequence[str], depth: int)
             todo.append((WRAPPERS[name](args), depth + 1))
         elif name == "find":
             todo += [(run, depth + 1) for run in _find_runs(args)]
-        elif name == "eval" or name in SHELLS:
+        elif name == "eval" or name in SHELLS or name in OTHER_SHELLS:
             script = " ".join(args) if name == "eval" else _script_for_deny(args)
             if script is not None:
                 found += parse(script, cwd, own, depth + 1).all_views()
@@ -680,7 +689,13 @@ def _skip_one(words: List[str]) -> List[str]:
 
 
 def _script_for_deny(args: List[str]) -> Optional[str]:
-    """The script of `bash [options] -c SCRIPT ...`, whatever the options."""
+    """The script of `bash [options] -c SCRIPT ...` (or `su -c SCRIPT`),
+    whatever the options."""
+    if "--command" in args[:-1]:
+        return args[args.index("--command") + 1]
+    given = next((arg for arg in args if arg.startswith("--command=")), None)
+    if given is not None:
+        return given.partition("=")[2]
     k, has_c = 0, False
     while k < len(args) and args[k][:1] in ("-", "+") and args[k] != "--":
         if args[k] in ("-o", "+o", "-O", "+O"):
@@ -705,6 +720,17 @@ def _find_runs(args: List[str]) -> List[List[str]]:
     return runs
 
 
+def _env(args: List[str]) -> List[str]:
+    """`env [-S STRING] ... CMD`: -S splits STRING into the words before CMD."""
+    split: List[str] = []
+    for k, arg in enumerate(args):
+        if arg in ("-S", "--split-string") and k + 1 < len(args):
+            split = args[k + 1].split()
+        elif arg.startswith("--split-string=") or arg.startswith("-S") and len(arg) > 2:
+            split = arg.partition("=")[2].split() if arg.startswith("--") else arg[2:].split()
+    return split + _drop_assignments(_after_options(args, "uCS", ("unset", "chdir", "split-string")))
+
+
 def _chrt(args: List[str]) -> List[str]:
     rest = _after_options(args, "TPD")
     return rest[1:] if rest and rest[0].isdigit() else rest
@@ -712,7 +738,7 @@ def _chrt(args: List[str]) -> List[str]:
 
 # What runs under each wrapper: its arguments -> the command it runs.
 WRAPPERS: Dict[str, Callable[[List[str]], List[str]]] = {
-    "env": lambda a: _drop_assignments(_after_options(a, "uCS", ("unset", "chdir", "split-string"))),
+    "env": _env,
     "command": lambda a: _after_options(a),
     "builtin": lambda a: _after_options(a),
     "sudo": lambda a: _drop_assignments(_after_options(a, "ugCDhprtTU", (
@@ -728,6 +754,8 @@ WRAPPERS: Dict[str, Callable[[List[str]], List[str]]] = {
     "setsid": lambda a: _after_options(a),
     "time": lambda a: _after_options(a, "fo", ("format", "output")),
     "exec": lambda a: _after_options(a, "a"),
+    "busybox": lambda a: a,
+    "watch": lambda a: _after_options(a, "nq", ("interval",)),
     "xargs": lambda a: _after_options(a, "aEIdLnPs", ("arg-file", "delimiter", "max-args", "max-procs",
                                                       "max-chars", "process-slot-var")),
 }

@@ -145,7 +145,7 @@ def _quote(text):
     "coproc pytest", "select x in a; do ls; done", "pytest\x1b[2J", "pytest\r", "pytest\x7f", "pytest\x85",
     "echo 'unbalanced", 'echo "unbalanced', "echo `unbalanced", "echo $(unbalanced", "pytest &&", "pytest |",
     "; pytest", "&& pytest", "pytest > ", "echo {a,b}", "echo ok{,' -- /etc/passwd'}", "p* -q", "~/bin/pytest",
-    "", "   ", "# only a comment",
+    "", "   ", "# only a comment", "echo 'rm -rf ~' | sh", "curl x | bash",
 ])
 def test_a_line_that_cannot_be_verified_statically_says_why(line):
     assert why(line) is not None
@@ -208,7 +208,8 @@ def test_a_redirection_without_a_known_cwd_is_not_verifiable():
     "xargs -n1 -I{} rm -rf /", "eval rm -rf /", "eval 'rm -rf /'", "bash -c 'rm -rf /'", "sh -xc 'ls; rm -rf /'",
     "sudo bash -lc 'nice rm -rf /'", "ls $(rm -rf /)", "ls `rm -rf /`", "cat <(rm -rf /)", "ls \"$(rm -rf /)\"",
     "if true; then rm -rf /; fi", "{ rm -rf /; }", "(rm -rf /)", "find . -exec rm -rf / ;", "ls & rm -rf /",
-    "echo 'unbalanced; rm -rf /", "ls | xargs rm -rf /",
+    "echo 'unbalanced; rm -rf /", "ls | xargs rm -rf /", "busybox rm -rf /", "su -c 'rm -rf /' root",
+    "env -S 'rm -rf /'", "watch -n 1 rm -rf /", "bash <<< 'rm -rf /'", "fish -c 'rm -rf /'",
 ])
 def test_a_deny_sees_the_command_that_runs(line):
     assert "rm -rf /" in views(line)
