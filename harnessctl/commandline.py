@@ -75,13 +75,22 @@ class Command:
     """One simple command: its leading NAME=value assignments and its words
     (quotes removed, the command word first), its redirections as (fd,
     operator, target), and the views a deny rule is matched against: the words
-    as written and as they are run (basename, through wrappers)."""
+    as written and as they are run (basename, through wrappers).  The views are
+    found when first asked for: only a deny with a pattern needs them, and
+    through `eval` and `bash -c` each costs a parse."""
 
-    __slots__ = ("assigns", "words", "redirects", "views")
+    __slots__ = ("assigns", "words", "redirects", "_find_views", "_views")
 
     def __init__(self, assigns: Tuple[str, ...], words: Tuple[str, ...],
-                 redirects: List[Tuple[str, str, str]], views: List[View]) -> None:
-        self.assigns, self.words, self.redirects, self.views = assigns, words, redirects, views
+                 redirects: List[Tuple[str, str, str]], views: Callable[[], List[View]]) -> None:
+        self.assigns, self.words, self.redirects, self._find_views = assigns, words, redirects, views
+        self._views: Optional[List[View]] = None
+
+    @property
+    def views(self) -> List[View]:
+        if self._views is None:
+            self._views = self._find_views()
+        return self._views
 
     def __repr__(self) -> str:
         return "Command(%r)" % (self.assigns + self.words,)
@@ -93,7 +102,8 @@ class Line:
     verifiable, else the first reason it is not."""
 
     def __init__(self, commands: List[Command], why: Optional[str], views: Callable[[], List[View]]) -> None:
-        self.commands, self.why, self._views = commands, why, views
+        self.commands, self.why, self._find_views = commands, why, views
+        self._views: Optional[List[View]] = None
 
     @property
     def verifiable(self) -> bool:
@@ -102,7 +112,9 @@ class Line:
     def all_views(self) -> List[View]:
         """Every view of every command found anywhere in the line, substitutions
         and wrappers included: what a deny sees of a line it cannot verify."""
-        return self._views()
+        if self._views is None:
+            self._views = self._find_views()
+        return self._views
 
 
 def parse(text: str, cwd: Optional[str] = None, own: Sequence[str] = (), depth: int = 0,
@@ -119,6 +131,8 @@ def parse(text: str, cwd: Optional[str] = None, own: Sequence[str] = (), depth: 
         raw = _group(lexer.tokens(), lexer.note)
     except Unparsable as e:
         return _failed(text, why or str(e), cwd, own)
+    except RecursionError:  # quotes and substitutions nested thousands deep
+        return _failed(text, why or "quotes nested too deep", cwd, own)
     reader = _Reader(cwd, own, depth, moved, why or lexer.why)
     for simple in raw:
         reader.add(simple)
@@ -126,6 +140,7 @@ def parse(text: str, cwd: Optional[str] = None, own: Sequence[str] = (), depth: 
         reader.note("no command")
     if len(reader.commands) > MAX_COMMANDS:
         reader.note("more than %d commands" % MAX_COMMANDS)
+        reader.commands = []  # no allow could answer it: a deny sees them all the same (all_views)
 
     def views() -> List[View]:
         found = [v for simple in raw for v in _views([w.text for w in simple.words], cwd, own, depth)]
@@ -159,11 +174,13 @@ def split_pattern(text: str) -> Optional[Tuple[str, ...]]:
 def _failed(text: str, why: str, cwd: Optional[str], own: Sequence[str]) -> Line:
     """A line harnessctl cannot read: no command an allow could match, and for
     deny rules a best-effort split on blanks, quotes and operators."""
-    def views() -> List[View]:
-        split = (segment.replace("\\", "").split() for segment in _FALLBACK.split(text))
-        return [v for words in split if words for v in _views(words, cwd, own, MAX_VIEW_DEPTH)]
+    return Line([], why, lambda: [v for words in _split(text) for v in _views(words, cwd, own, MAX_VIEW_DEPTH)])
 
-    return Line([], why, views)
+
+def _split(text: str) -> List[List[str]]:
+    """A best-effort split of shell text into commands of words: on blanks,
+    quotes and operators, backslashes dropped."""
+    return [words for words in (part.replace("\\", "").split() for part in _FALLBACK.split(text)) if words]
 
 
 # -- words and operators ---------------------------------------------------------------------------
@@ -315,10 +332,10 @@ class _Lexer:
                 self.note("an expansion ${%s}" % inside[:40])
                 if any(mark in inside for mark in ("$(", "`", "<(", ">(")):
                     self.inner.append(inside)
-        elif following == "'":
+        elif following == "'" and not quoted:
             self.note("$'...' quoting")
             end = _close_ansi(s, i + 2)
-        elif following == '"':
+        elif following == '"' and not quoted:
             self.note('$"..." quoting')
             self.i = i + 2
             self._double(out)
@@ -532,8 +549,9 @@ class _Reader:
         redirects = [(fd, op, self._target(op, target)) for fd, op, target in simple.redirects]
         texts = tuple(w.text for w in words)
         if not (words and self._unwrap(simple, texts, redirects)):
-            views = _views(list(texts), self.cwd, self.own, self.depth)
-            self.commands.append(Command(tuple(a.text for a in simple.assigns), texts, redirects, views))
+            cwd, own, depth = self.cwd, self.own, self.depth
+            self.commands.append(Command(tuple(a.text for a in simple.assigns), texts, redirects,
+                                         lambda: _views(list(texts), cwd, own, depth)))
         if texts and (texts[0] in MOVES or texts[0] in ("builtin", "command") and MOVES.intersection(texts)):
             self.moved = True
 
@@ -583,11 +601,16 @@ class _Reader:
         inner = parse(script[0].text, self.cwd, self.own, self.depth + 1, self.moved)
         if inner.why is not None:
             self.note(inner.why)
-        own_views = _forms(list(texts))
         for command in inner.commands:
             self.commands.append(Command(command.assigns, command.words, command.redirects + redirects,
-                                         command.views + own_views))
+                                         _and_wrapper(command, list(texts))))
         return True
+
+
+def _and_wrapper(command: Command, wrapper: List[str]) -> Callable[[], List[View]]:
+    """The views of a command of a wrapper's script: its own, and the
+    wrapper's as written (`--deny 'command:bash *'` sees `bash -lc ...`)."""
+    return lambda: command.views + _forms(wrapper)
 
 
 def _is_shell(word: str) -> bool:
@@ -630,7 +653,10 @@ def _name(word: str) -> str:
 
 def _views(words: List[str], cwd: Optional[str], own: Sequence[str], depth: int) -> List[View]:
     """Every view of one simple command (its assignments already dropped):
-    its forms, and through each wrapper, the forms of what the wrapper runs."""
+    its forms, and through each wrapper, the forms of what the wrapper runs.
+    A wrapper's command is shorter than the wrapper's: that ends the loop.  A
+    script (`eval`, `bash -c`) is parsed up to MAX_VIEW_DEPTH deep, and
+    split on blanks and operators deeper down."""
     found: List[View] = []
     todo = [(words, depth)]
     while todo:
@@ -642,17 +668,17 @@ def _views(words: List[str], cwd: Optional[str], own: Sequence[str], depth: int)
         if not words:
             continue
         found += _forms(words)
-        if depth >= MAX_VIEW_DEPTH:
-            continue
         name, args = _name(words[0]), words[1:]
         if name in WRAPPERS:
-            todo.append((WRAPPERS[name](args), depth + 1))
+            todo.append((WRAPPERS[name](args), depth))
         elif name == "find":
-            todo += [(run, depth + 1) for run in _find_runs(args)]
+            todo += [(run, depth) for run in _find_runs(args)]
         elif name == "eval" or name in SHELLS or name in OTHER_SHELLS:
             script = " ".join(args) if name == "eval" else _script_for_deny(args)
-            if script is not None:
+            if script is not None and depth < MAX_VIEW_DEPTH:
                 found += parse(script, cwd, own, depth + 1).all_views()
+            elif script is not None:
+                todo += [(words, depth) for words in _split(script)]
     return found
 
 
@@ -722,12 +748,13 @@ def _find_runs(args: List[str]) -> List[List[str]]:
 
 def _env(args: List[str]) -> List[str]:
     """`env [-S STRING] ... CMD`: -S splits STRING into the words before CMD."""
-    split: List[str] = []
+    given = ""
     for k, arg in enumerate(args):
         if arg in ("-S", "--split-string") and k + 1 < len(args):
-            split = args[k + 1].split()
+            given = args[k + 1]
         elif arg.startswith("--split-string=") or arg.startswith("-S") and len(arg) > 2:
-            split = arg.partition("=")[2].split() if arg.startswith("--") else arg[2:].split()
+            given = arg.partition("=")[2] if arg.startswith("--") else arg[2:]
+    split = list(split_pattern(given) or given.split()) if given else []
     return split + _drop_assignments(_after_options(args, "uCS", ("unset", "chdir", "split-string")))
 
 

@@ -201,7 +201,7 @@ def _parts(line: Line) -> List[Part]:
     line that cannot be verified (or holds no command) one more with every
     view of the line and no words."""
     parts: List[Part] = [(c.assigns + c.words, len(c.assigns), c.views) for c in line.commands]
-    if line.why is not None or not parts:
+    if not line.verifiable or not parts:
         parts.append((None, 0, line.all_views()))
     return parts
 

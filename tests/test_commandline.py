@@ -159,6 +159,18 @@ def test_a_line_of_more_than_200_commands_is_not_verifiable():
     assert why("; ".join(["ls"] * 201)) == "more than 200 commands" and why("; ".join(["ls"] * 200)) is None
 
 
+def test_a_deny_sees_every_command_of_a_line_of_more_than_200():
+    assert "rm -rf /" in views("; ".join(["ls"] * 300 + ["rm -rf /"]))
+
+
+def test_quotes_and_substitutions_nested_thousands_deep_make_an_unverifiable_line_not_an_error():
+    assert why('echo "$(' * 3000) is not None
+
+
+def test_a_dollar_before_the_closing_double_quote_is_a_literal_dollar():
+    assert words('echo "a$" b') == [["echo", "a$", "b"]] and why('echo "a$" b') is None
+
+
 @pytest.mark.parametrize("line", ["echo a\tb", "echo 'a\nb'", "git log @{u}..HEAD", "find . -exec ls {} +",
                                   "echo {1}", "echo $", "echo a$", "echo 100%"])
 def test_ordinary_lines_are_verifiable(line):
@@ -224,9 +236,10 @@ def test_a_deny_sees_an_unwrapped_commands_wrapper():
     assert command.views == [("pytest",), ("/bin/bash", "-lc", "pytest"), ("bash", "-lc", "pytest")]
 
 
-def test_deny_views_of_deep_nesting_stop_without_recursing_forever():
-    line = "eval " * 5000 + "ls"
-    assert "ls" not in views(line) and views(line)
+@pytest.mark.parametrize("line", ["eval " * 1900 + "rm -rf /", "sudo " * 1900 + "rm -rf /",
+                                  "bash -c '" + "eval " * 20 + "rm -rf /'", "env -S 'env -S \"rm -rf /\"'"])
+def test_a_deny_sees_through_wrappers_nested_deeper_than_it_parses(line):
+    assert "rm -rf /" in views(line)
 
 
 # -- patterns ----------------------------------------------------------------------------------------
