@@ -28,13 +28,15 @@ if TYPE_CHECKING:
 MAX_LENGTH = 10_000
 MAX_COMMANDS = 200
 MAX_WRAPPERS = 4  # `bash -c` inside `bash -c` ...: deeper is not verifiable
-MAX_VIEW_DEPTH = 8  # how deep deny views follow wrappers and substitutions
+MAX_VIEW_DEPTH = 8  # how deep deny views parse scripts and substitutions
+MAX_VIEWS = 64  # views of one command kept from the wrappers between the first and the last
 
 SHELLS = ("bash", "sh", "zsh", "dash", "ksh")
 SHELL_DIRS = ("/bin/", "/usr/bin/", "/usr/local/bin/")  # `./bash` is the workspace's, not a shell
 KEYWORDS = frozenset(("if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac",
                       "select", "function", "time", "coproc", "!", "[[", "]]", "{", "}"))
 OTHER_SHELLS = ("ash", "mksh", "yash", "posh", "fish", "csh", "tcsh", "su")  # deny rules read their -c too
+ANY_SHELL = frozenset(SHELLS + OTHER_SHELLS)
 RUNS_TEXT = frozenset(("eval", "exec", "source", ".", "trap"))  # builtins that run text as shell code
 MOVES = frozenset(("cd", "pushd", "popd"))
 SEPARATORS = frozenset(("&&", "||", ";", "|", "\n"))
@@ -154,7 +156,7 @@ def parse(text: str, cwd: Optional[str] = None, own: Sequence[str] = (), depth: 
 
 
 def _reads_scripts(simple: _Simple) -> bool:
-    return bool(simple.words) and _name(simple.words[0].text) in SHELLS + OTHER_SHELLS
+    return bool(simple.words) and _name(simple.words[0].text) in ANY_SHELL
 
 
 def split_pattern(text: str) -> Optional[Tuple[str, ...]]:
@@ -667,18 +669,20 @@ def _views(words: List[str], cwd: Optional[str], own: Sequence[str], depth: int)
         words = words[k:]
         if not words:
             continue
-        found += _forms(words)
         name, args = _name(words[0]), words[1:]
+        script = " ".join(args) if name == "eval" else _script_for_deny(args) if name in ANY_SHELL else None
+        if len(found) < MAX_VIEWS or not (name in WRAPPERS or name == "find" or script is not None):
+            found += _forms(words)  # `sudo sudo ... rm`: the first views and the last, not each between
         if name in WRAPPERS:
             todo.append((WRAPPERS[name](args), depth))
         elif name == "find":
             todo += [(run, depth) for run in _find_runs(args)]
-        elif name == "eval" or name in SHELLS or name in OTHER_SHELLS:
-            script = " ".join(args) if name == "eval" else _script_for_deny(args)
-            if script is not None and depth < MAX_VIEW_DEPTH:
-                found += parse(script, cwd, own, depth + 1).all_views()
-            elif script is not None:
-                todo += [(words, depth) for words in _split(script)]
+        elif script is not None and depth < MAX_VIEW_DEPTH:
+            found += parse(script, cwd, own, depth + 1).all_views()
+        elif name == "eval":
+            todo.append((args, depth))  # deeper down, eval's words as they are
+        elif script is not None:
+            todo += [(words, depth) for words in _split(script)]
     return found
 
 
@@ -748,14 +752,15 @@ def _find_runs(args: List[str]) -> List[List[str]]:
 
 def _env(args: List[str]) -> List[str]:
     """`env [-S STRING] ... CMD`: -S splits STRING into the words before CMD."""
+    command = _drop_assignments(_after_options(args, "uCS", ("unset", "chdir", "split-string")))
+    options = args[:len(args) - len(command)]
     given = ""
-    for k, arg in enumerate(args):
-        if arg in ("-S", "--split-string") and k + 1 < len(args):
-            given = args[k + 1]
+    for k, arg in enumerate(options):
+        if arg in ("-S", "--split-string") and k + 1 < len(options):
+            given = options[k + 1]
         elif arg.startswith("--split-string=") or arg.startswith("-S") and len(arg) > 2:
             given = arg.partition("=")[2] if arg.startswith("--") else arg[2:]
-    split = list(split_pattern(given) or given.split()) if given else []
-    return split + _drop_assignments(_after_options(args, "uCS", ("unset", "chdir", "split-string")))
+    return list(split_pattern(given) or given.split()) + command if given else command
 
 
 def _chrt(args: List[str]) -> List[str]:
