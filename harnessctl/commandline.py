@@ -88,7 +88,6 @@ class Command:
         self.assigns, self.words, self.redirects, self._find_views = assigns, words, redirects, views
         self._views: Optional[List[View]] = None
 
-    @property
     def views(self) -> List[View]:
         if self._views is None:
             self._views = self._find_views()
@@ -612,7 +611,7 @@ class _Reader:
 def _and_wrapper(command: Command, wrapper: List[str]) -> Callable[[], List[View]]:
     """The views of a command of a wrapper's script: its own, and the
     wrapper's as written (`--deny 'command:bash *'` sees `bash -lc ...`)."""
-    return lambda: command.views + _forms(wrapper)
+    return lambda: command.views() + _forms(wrapper)
 
 
 def _is_shell(word: str) -> bool:

@@ -33,14 +33,15 @@ from .errors import UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Tuple
 
     from .commandline import Line
 
     # One simple command as a rule sees it: the words an allow matches (its
     # assignments first) and the index of its command word, or None for the
-    # part of an unverifiable line that no pattern allows; the views a deny matches.
-    Part = Tuple[Optional[Tuple[str, ...]], int, List[Tuple[str, ...]]]
+    # part of an unverifiable line that no pattern allows; the views a deny
+    # matches (found when first asked for).
+    Part = Tuple[Optional[Tuple[str, ...]], int, Callable[[], List[Tuple[str, ...]]]]
 
 VERBS = ("allow", "deny")
 MAX_RULES = 1000
@@ -202,7 +203,7 @@ def _parts(line: Line) -> List[Part]:
     view of the line and no words."""
     parts: List[Part] = [(c.assigns + c.words, len(c.assigns), c.views) for c in line.commands]
     if not line.verifiable or not parts:
-        parts.append((None, 0, line.all_views()))
+        parts.append((None, 0, line.all_views))
     return parts
 
 
@@ -215,7 +216,7 @@ def _part_matches(pattern: str, verb: str, part: Part) -> bool:
     written, at, views = part
     if verb == "allow":
         return written is not None and _words_match(words, written, at)
-    return any(_words_match(words, view, None) for view in views)
+    return any(_words_match(words, view, None) for view in views())
 
 
 def _words_match(pattern: Tuple[str, ...], words: Tuple[str, ...], at: Optional[int]) -> bool:

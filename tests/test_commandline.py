@@ -233,7 +233,7 @@ def test_a_deny_sees_the_command_as_written_too():
 
 def test_a_deny_sees_an_unwrapped_commands_wrapper():
     (command,) = commandline.parse("/bin/bash -lc 'pytest'", "/repo").commands
-    assert command.views == [("pytest",), ("/bin/bash", "-lc", "pytest"), ("bash", "-lc", "pytest")]
+    assert command.views() == [("pytest",), ("/bin/bash", "-lc", "pytest"), ("bash", "-lc", "pytest")]
 
 
 @pytest.mark.parametrize("line", ["eval " * 1900 + "rm -rf /", "sudo " * 1900 + "rm -rf /",
