@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 
 TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -621,14 +622,21 @@ def _is_shell(word: str) -> bool:
 
 def _regular_inside(text: str, cwd: Optional[str], own: Sequence[str]) -> bool:
     """Whether a redirection target is a regular file inside `cwd`, symlinks
-    resolved, or a new file whose directory is; never one of `own`."""
+    resolved, or a new file whose directory is; never one of `own`, and never
+    a file with a second hard link (it may be one outside the cwd)."""
     if not cwd or not text:
         return False
     root = os.path.realpath(cwd)
     full = os.path.realpath(os.path.join(root, text))
     if not _under(full, root) or any(_under(full, os.path.realpath(mine)) for mine in own):
         return False
-    return os.path.isfile(full) if os.path.lexists(full) else os.path.isdir(os.path.dirname(full))
+    try:
+        found = os.stat(full)
+    except FileNotFoundError:
+        return os.path.isdir(os.path.dirname(full))
+    except OSError:
+        return False
+    return stat.S_ISREG(found.st_mode) and found.st_nlink == 1
 
 
 def _under(full: str, root: str) -> bool:

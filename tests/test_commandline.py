@@ -194,6 +194,11 @@ def test_a_redirection_anywhere_else_is_not_verifiable(cwd, redirection):
     assert why("pytest %s" % redirection, cwd) is not None
 
 
+def test_a_redirection_onto_a_file_with_a_second_hard_link_is_not_verifiable(cwd, tmp_path):
+    os.link(os.path.join(cwd, "out.txt"), str(tmp_path / "outside.txt"))
+    assert why("pytest > out.txt", cwd) is not None
+
+
 def test_a_redirection_onto_the_sessions_own_file_is_not_verifiable(cwd):
     own = (os.path.join(cwd, "s.jsonl"), os.path.join(cwd, "s.jsonl.d"))
     assert commandline.parse("pytest >> s.jsonl.d/binding.json", cwd, own).why is not None
