@@ -35,7 +35,7 @@ def timestamp(now: Optional[float] = None) -> str:
 # Characters JSON lets a string hold raw that a terminal acts on: C1 controls,
 # bidi marks, embeddings, overrides and isolates, and the Unicode line and
 # paragraph separators.  The file holds them escaped (`\\u0085`): the same JSON
-# value, but `tail -F FILE` shows six harmless characters (PROTOCOL.md section 5).
+# value, but `tail -F FILE` shows six harmless characters (docs/PROTOCOL.md section 4).
 UNSAFE = re.compile("[\x80-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 # What a value the encoder cannot take raises: an integer of more than 4300
 # digits (ValueError), nesting too deep (RecursionError), a non-JSON type.

@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
+import sys
 
 import pytest
-from cliutil import ROOT, cli_env, events, matching, ok, only, results, run
+from cliutil import ROOT, cli_env, events, matching, ok, only, results, run, wait_for
 
 from harnessctl.eventlog import EventLog
 
@@ -158,3 +160,42 @@ def test_jq_reads_the_escaped_characters_back_as_the_same_value(efile):
     out = subprocess.run(["jq", "-c", 'select(.type == "message") | .text'], stdin=open(efile, "rb"),
                          stdout=subprocess.PIPE, check=True).stdout
     assert json.loads(out) == "echo: " + text
+
+
+# -- waits that cannot end as they began ------------------------------------------------------
+
+
+def sockets_of(pid: int) -> bool:
+    """Whether process `pid` holds a socket (a wait connected to its runtime)."""
+    try:
+        return any(os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:")
+                   for fd in os.listdir("/proc/%d/fd" % pid))
+    except OSError:
+        return False
+
+
+def test_a_wait_whose_file_is_replaced_meanwhile_exits_6_with_one_line(efile, workdir):
+    ok("send", efile, "/sleep 600", "--adapter", "mock")
+    waiting = subprocess.Popen([sys.executable, "-m", "harnessctl", "wait", efile], cwd=ROOT, env=cli_env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for(lambda: sockets_of(waiting.pid), what="the wait to reach the runtime")
+    copy = os.path.join(str(workdir), "copy.jsonl")
+    shutil.copyfile(efile, copy)
+    os.replace(copy, efile)  # another file at the same name
+    out, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 6, (out, err)
+    assert out == b"" and len(err.splitlines()) == 1 and b"replaced" in err
+
+
+def test_send_wait_exits_6_when_its_input_was_accepted_but_the_runtime_holds_no_more_waits(efile):
+    def few_descriptors() -> None:  # the runtime this send starts holds no wait at all (server.RESERVE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40))
+
+    first = subprocess.run([sys.executable, "-m", "harnessctl", "send", efile, "hello", "--adapter", "mock"],
+                           cwd=ROOT, env=cli_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, preexec_fn=few_descriptors, timeout=60)
+    assert first.returncode == 0, first.stderr
+    proc = run("send", efile, "again", "--wait")
+    assert proc.returncode == 6, proc.stderr
+    accepted = [e for e in events(efile) if e["type"] == "accepted" and e["text"] == "again"]
+    assert len(accepted) == 1 and accepted[0]["input_id"].encode() in proc.stderr
