@@ -36,7 +36,7 @@ def timestamp(now: Optional[float] = None) -> str:
 # bidi marks, embeddings, overrides and isolates, and the Unicode line and
 # paragraph separators.  The file holds them escaped (`\\u0085`): the same JSON
 # value, but `tail -F FILE` shows six harmless characters (docs/PROTOCOL.md section 4).
-UNSAFE = re.compile("[\x80-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+UNSAFE = re.compile("[\x80-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 # What a value the encoder cannot take raises: an integer of more than 4300
 # digits (ValueError), nesting too deep (RecursionError), a non-JSON type.
 ENCODE_ERRORS = (ValueError, RecursionError, OverflowError, TypeError)
@@ -57,7 +57,7 @@ def encode(event: Dict[str, Any]) -> bytes:
         text = json.dumps(event, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except ValueError:
         text = json.dumps(finite(event), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    if UNSAFE.search(text):
+    if not text.isascii() and UNSAFE.search(text):  # isascii: most lines, at no cost
         text = UNSAFE.sub(_escaped, text)
     try:
         return (text + "\n").encode("utf-8")
