@@ -204,9 +204,11 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
     except HarnessctlError as e:
         if e.exit_code == OutcomeUnknownError.exit_code:
             raise
+        from shlex import quote
+
         # Accepted: any other code would tell a retrying script that nothing was sent.
         raise OutcomeUnknownError("the input %s was accepted, but waiting for its result failed: %s; "
-                                  "wait FILE %s" % (input_id, e, input_id)) from None
+                                  "harnessctl wait %s %s" % (input_id, e, quote(args[0]), input_id)) from None
     return outcome(waited)
 
 

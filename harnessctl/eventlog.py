@@ -183,8 +183,8 @@ class EventLog:
             replaced: List[str] = []
             written = encodable(event, event.get("type") or "event", replaced)
             self._logs.append({"level": "warning", "kind": "diagnostic", "ts": timestamp(), "message": (
-                "a %s event held values harnessctl cannot write (%s: %s); written with them replaced: %s"
-                % (event.get("type"), type(e).__name__, str(e)[:200], "; ".join(replaced[:10])))})
+                "a %s event held values harnessctl cannot write (%s); written with them replaced: %s"
+                % (event.get("type"), type(e).__name__, "; ".join(replaced[:10])))})
             return written, encode(written)
 
     def log(self, event: Dict[str, Any]) -> None:
