@@ -63,7 +63,7 @@ def cleaned(entry: Entry) -> Entry:
     """A copy of `entry` for the renderers: every string in it cleaned, an
     answer and a log line's fields already spelled as shown."""
     lines = TEXT_FIELDS | TEXT_FIELDS_OF.get(entry.get("entry") or "", set())
-    safe = {key: _cleaned(value, key in lines) for key, value in entry.items() if key != "output_json"}
+    safe = {key: _cleaned(value, key in lines) for key, value in entry.items()}
     if "answer" in entry:
         safe["answer"] = shown(_answer(entry["answer"]))
     if "output_json" in entry:  # pretty-printed, then cleaned like any text with lines
@@ -82,12 +82,11 @@ TOO_DEEP = "[nested too deep]"
 def _cleaned(value: Any, lines: bool = False, depth: int = 0) -> Any:
     if isinstance(value, str):
         return shown(value, lines)
-    if isinstance(value, (list, dict)) and depth >= MAX_DEPTH:
-        return TOO_DEEP
     if isinstance(value, list):
-        return [_cleaned(v, False, depth + 1) for v in value]
+        return [_cleaned(v, False, depth + 1) for v in value] if depth < MAX_DEPTH else TOO_DEEP
     if isinstance(value, dict):
-        return {shown(str(k)): _cleaned(v, False, depth + 1) for k, v in value.items()}
+        return {shown(str(k)): _cleaned(v, False, depth + 1) for k, v in value.items()} if depth < MAX_DEPTH \
+            else TOO_DEEP
     return value
 
 
