@@ -10,7 +10,7 @@ import os
 import sys
 
 from . import __version__
-from .errors import HarnessctlError, UsageError
+from .errors import HarnessctlError, OutcomeUnknownError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -206,7 +206,17 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
         emit(input_id)
     if notes is None:
         return 0
-    return outcome(client.wait(args[0], input_id, wait_timeout, notes))
+    try:
+        waited = client.wait(args[0], input_id, wait_timeout, notes)
+    except HarnessctlError as e:
+        if e.exit_code == OutcomeUnknownError.exit_code:
+            raise
+        from shlex import quote
+
+        # Accepted: any other code would tell a retrying script that nothing was sent.
+        raise OutcomeUnknownError("the input %s was accepted, but waiting for its result failed: %s; "
+                                  "harnessctl wait %s %s" % (input_id, e, quote(args[0]), input_id)) from None
+    return outcome(waited)
 
 
 def fixed(adapter: Optional[str], agent: Optional[str], fixed_adapter: Optional[str],

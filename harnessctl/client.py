@@ -170,6 +170,7 @@ def wait(file: str, input_id: Optional[str], timeout: Optional[float],
         raise UsageError("an empty INPUT_ID names no input: leave it out to wait for the conversation")
     addr = resolve(file)
     require_exists(addr)
+    waited_on = _identity(addr.path)
     until = None if timeout is None else time.monotonic() + timeout
     pause = 0.01
     while True:
@@ -177,6 +178,9 @@ def wait(file: str, input_id: Optional[str], timeout: Optional[float],
             kind, line = _watch(addr, input_id, until, notes)
         except NoRuntime:
             kind, line = _wait_stopped(addr, input_id, until)
+        if kind != "timeout" and _identity(addr.path) != waited_on:
+            raise OutcomeUnknownError("%s was replaced or removed while waiting: the session waited on is no "
+                                      "longer at that path, and what became of it is unknown" % addr.path)
         if notes is not None:
             notes.look()  # what came while the answer was on its way: said before it is printed
         if kind == "done":
@@ -189,6 +193,16 @@ def wait(file: str, input_id: Optional[str], timeout: Optional[float],
         if until is not None and time.monotonic() >= until:
             return "timeout", ""
         time.sleep(pause)
+
+
+def _identity(path: str) -> Optional[Tuple[int, int]]:
+    """The file at `path` (device, inode), or None when there is none: a wait
+    notices the session's file being replaced by another of the same name."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def wait_any(files: List[str], timeout: Optional[float]) -> Tuple[str, int, str]:

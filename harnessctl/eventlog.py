@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
+    from typing import Any, BinaryIO, Dict, Iterator, List, Match, Optional, Tuple
 
 # Consecutive deltas of one run are merged into one line up to this size.
 MAX_MERGED_TEXT = 16384
@@ -31,19 +32,41 @@ def timestamp(now: Optional[float] = None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + ".%03dZ" % (int(now * 1000) % 1000)
 
 
+# Characters JSON lets a string hold raw that a terminal acts on: C1 controls,
+# bidi marks, embeddings, overrides and isolates, and the Unicode line and
+# paragraph separators.  The file holds them escaped (`\\u0085`): the same JSON
+# value, but `tail -F FILE` shows six harmless characters (docs/PROTOCOL.md section 4).
+UNSAFE = re.compile("[\x80-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+# What a value the encoder cannot take raises: an integer of more than 4300
+# digits (ValueError), nesting too deep (RecursionError), a non-JSON type.
+ENCODE_ERRORS = (ValueError, RecursionError, OverflowError, TypeError)
+# How deep a value that could not be written is kept when it is written again
+# (encodable); deeper parts become TOO_DEEP.
+MAX_DEPTH = 100
+TOO_DEEP = "[nested too deep]"
+
+
 def encode(event: Dict[str, Any]) -> bytes:
     """One line of the file: strict JSON in UTF-8, whatever an adapter or a
     foreign line put into the event.  A non-finite number (an agent's cost of
     1e999) becomes null, as `Infinity` is not JSON and strict readers reject
-    the line; a lone surrogate (a foreign line's `"\\ud800"`) stays escaped."""
+    the line; a lone surrogate (a foreign line's `"\\ud800"`) stays escaped.
+    Raises ENCODE_ERRORS for a value no JSON line can hold (EventLog.encoded
+    writes the event with it replaced)."""
     try:
         text = json.dumps(event, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except ValueError:
         text = json.dumps(finite(event), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if not text.isascii() and UNSAFE.search(text):  # isascii: most lines, at no cost
+        text = UNSAFE.sub(_escaped, text)
     try:
         return (text + "\n").encode("utf-8")
     except UnicodeEncodeError:
         return (json.dumps(finite(event), separators=(",", ":"), allow_nan=False) + "\n").encode("ascii")
+
+
+def _escaped(match: Match[str]) -> str:
+    return "\\u%04x" % ord(match.group())
 
 
 def finite(value: Any) -> Any:
@@ -55,6 +78,52 @@ def finite(value: Any) -> Any:
     if type(value) in (list, tuple):
         return [finite(v) for v in value]
     return value
+
+
+def encodable(value: Any, where: str, replaced: List[str], depth: int = 0) -> Any:
+    """`value` with what no JSON line can hold replaced, each replacement
+    said in `replaced` (`where` is the value's path): an integer too long to
+    spell (null), a container nested deeper than MAX_DEPTH (TOO_DEEP), a key
+    or value of a type JSON does not have (its type's name)."""
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, float):
+        return value if value - value == 0 else None
+    if isinstance(value, int):
+        try:
+            str(value)
+        except ValueError:
+            replaced.append("%s: an integer of %d bits (null)" % (where, value.bit_length()))
+            return None
+        return value
+    if isinstance(value, (dict, list, tuple)) and depth >= MAX_DEPTH:
+        replaced.append("%s: nested more than %d levels deep (%s)" % (where, MAX_DEPTH, json.dumps(TOO_DEEP)))
+        return TOO_DEEP
+    if isinstance(value, dict):
+        return {_key(k): encodable(v, "%s.%s" % (where, _key(k)), replaced, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [encodable(v, "%s[%d]" % (where, i), replaced, depth + 1) for i, v in enumerate(value)]
+    replaced.append("%s: a %s, not a JSON value (its type's name)" % (where, type(value).__name__))
+    return "<%s>" % type(value).__name__
+
+
+def _key(key: Any) -> str:
+    return key if type(key) is str else "<%s>" % type(key).__name__
+
+
+def deeper_than(value: Any, levels: int) -> bool:
+    """Whether `value` nests lists and objects more than `levels` deep; walked
+    without recursion, so any depth a parser produced can be asked about."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if type(item) is dict:
+            item = list(item.values())
+        if type(item) in (list, tuple):
+            if depth > levels:
+                return True
+            stack.extend((v, depth + 1) for v in item)
+    return False
 
 
 class EventLog:
@@ -96,9 +165,27 @@ class EventLog:
         self.flush_logs()
         full = {"type": event["type"], "ts": timestamp(), "seq": self.seq + 1}
         full.update((k, v) for k, v in event.items() if k not in ("ts", "seq"))  # a re-written snapshot is new
-        self._write(encode(full), sync)
+        full, line = self.encoded(full)
+        self._write(line, sync)
         self.seq += 1
+        if self._logs:
+            self.flush_logs()  # the diagnostic of a value `encoded` replaced, next to its line
         return full
+
+    def encoded(self, event: Dict[str, Any]) -> Tuple[Dict[str, Any], bytes]:
+        """(the event as written, its line).  A value no JSON line can hold (an
+        agent's 4301-digit token count, an answer nested 1000 deep) is
+        replaced (encodable) and a `diagnostic` says so: the event is still
+        written, so the run it ends still ends, and no half line is."""
+        try:
+            return event, encode(event)
+        except ENCODE_ERRORS as e:
+            replaced: List[str] = []
+            written = encodable(event, event.get("type") or "event", replaced)
+            self._logs.append({"level": "warning", "kind": "diagnostic", "ts": timestamp(), "message": (
+                "a %s event held values harnessctl cannot write (%s); written with them replaced: %s"
+                % (event.get("type"), type(e).__name__, "; ".join(replaced[:10])))})
+            return written, encode(written)
 
     def log(self, event: Dict[str, Any]) -> None:
         """Buffer a `log` event; consecutive deltas of one stream merge into one line."""
@@ -135,7 +222,9 @@ class EventLog:
             seq += 1
             full = {"type": "log", "ts": event.pop("ts"), "seq": seq}
             full.update(event)
-            data += encode(full)
+            data += self.encoded(full)[1]
+            logs.extend(self._logs)  # its diagnostic, when `encoded` replaced a value
+            self._logs.clear()
         try:
             self._write(bytes(data), sync=False)
         except OSError:
@@ -212,7 +301,7 @@ def read_events(path: str, offset: int = 0, full_logs: bool = True) -> Iterator[
                     continue
             try:
                 event = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
                 continue
             if isinstance(event, dict) and "type" in event:
                 yield event, pos
@@ -247,7 +336,7 @@ def find_result(f: BinaryIO, input_id: str) -> Tuple[Optional[bytes], bool]:
             continue  # the id is in no spelling of ours, and there is no other
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
             continue
         if problem(event) is not None:
             continue

@@ -17,6 +17,7 @@ import time
 
 from .address import EVENT_TYPES, HEAD, Address, is_event_line, open_event_file, require_exists, resolve
 from .errors import UsageError
+from .eventlog import encodable
 from .render import Style, render, reply_commands
 from .transcript import Transcript
 from .visible import json_shown, shown
@@ -195,6 +196,16 @@ def _next_seq(f: BinaryIO, offset: int, limit: int) -> Optional[Tuple[int, int, 
     return None
 
 
+def _compact(entry: Dict[str, Any]) -> str:
+    """An entry as one JSON line; what nests too deep for the encoder (a
+    foreign line's value, parsed by a parser that recursed less) is cut
+    (eventlog.encodable)."""
+    try:
+        return json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
+    except RecursionError:
+        return json.dumps(encodable(entry, "entry", []), ensure_ascii=False, separators=(",", ":"))
+
+
 def _seq(line: bytes) -> Optional[int]:
     """A line's seq: read from our own encoding's start, else by parsing it."""
     at = line.find(b'"seq":', 0, 200)
@@ -206,7 +217,7 @@ def _seq(line: bytes) -> Optional[int]:
             return int(line[at + 6:end])
     try:
         event = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
         return None
     seq = event.get("seq") if isinstance(event, dict) else None
     return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
@@ -224,7 +235,7 @@ def runs_offset(f: BinaryIO, size: int, count: int, limit: Optional[int]) -> int
             continue
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
             continue
         if not (isinstance(event, dict) and event.get("type") == "accepted" and event.get("delivery") == "start"):
             continue
@@ -340,7 +351,7 @@ class Printer:
     def line(self, line: bytes, offset: int) -> List[str]:
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
             return self.transcript.unreadable(self.last_seq, offset, len(line), "not JSON")
         if not isinstance(event, dict):
             return self.transcript.unreadable(self.last_seq, offset, len(line), "not an event (not an object)")
@@ -361,7 +372,7 @@ class Printer:
                 whole = dict(entry, id=key)
                 if entry["entry"] == "request" and entry.get("state") == "pending":
                     whole["reply"] = reply_commands(entry, self.style.file)
-                text = json_shown(json.dumps(whole, ensure_ascii=False, separators=(",", ":")))
+                text = json_shown(_compact(whole))
             else:
                 text = "\n".join(render(entry, self.style))
             if self.printed.get(key) != text:

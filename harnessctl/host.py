@@ -147,7 +147,7 @@ class AdapterHost(Host):
         event.update(details or {})
         if renamed:
             event["agent_options"] = renamed
-        decided = self._runtime.replies.decide(event) if kind == "permission" else None
+        decided = self._decided(event) if kind == "permission" else None
         self._runtime.writer.write(event, sync=decided is None)  # a decided one is fsynced with its answer
         self._tokens[request_id] = request_id if token is None else token
         if decided is not None:
@@ -155,6 +155,22 @@ class AdapterHost(Host):
         else:
             self._runtime.hooks.parked(request_id)  # its line, once written, runs --on-request
         return request_id
+
+    def _decided(self, request: Dict[str, Any]) -> Optional[Tuple[str, Dict[str, str]]]:
+        """The policy's answer to a permission request, or None: it parks for a
+        `reply`.  A path with a NUL names no file the rules could look at, so a
+        request naming one parks (the agent chose the bytes; a person judges);
+        so does one the policy fails to judge for any other reason in its input."""
+        paths = request.get("paths")
+        if isinstance(paths, list) and any("\x00" in str(p) for p in paths):
+            self.debug("%s parks: a path it names holds a NUL" % request["request_id"])
+            return None
+        try:
+            return self._runtime.replies.decide(request)
+        except (ValueError, TypeError, OSError, RecursionError) as e:
+            self.debug("%s parks: the policy could not judge it (%s: %s)" % (request["request_id"],
+                                                                            type(e).__name__, e))
+            return None
 
     def request_closed(self, token: Any) -> None:
         request_id = next((r for r, t in self._tokens.items() if t == token), None)
@@ -198,9 +214,11 @@ class AdapterHost(Host):
         if over is not None:  # the budget interrupted it, whatever the harness made of that
             status, error, error_class = "failed", "%s: the run was interrupted" % over, budget.CLASS
         if schemas and status == "completed":
-            output_json, why = (output_json, None) if output_json is not None else structured.answer(output)
+            output_json, why = structured.checked(output_json) if output_json is not None else structured.answer(
+                output)
             if why is not None:
                 status, error, error_class = "failed", why, structured.CLASS
+        usage = self._counted(run_id, usage)
         event = result_event(run_id, covered, status, output, usage, cost_usd, error,
                              totals_after(conv, usage, amount(cost_usd)))
         if error_class is not None:
@@ -216,10 +234,26 @@ class AdapterHost(Host):
         event: Dict[str, Any] = {"type": "log", "level": level, "kind": kind}
         if run_id is not None:
             event["run_id"] = run_id
+        if kind == "usage":
+            fields = self._counted(run_id, fields) or {}
         event.update(fields)
         self._runtime.writer.log(event)
         if kind == "usage":
             self._runtime.spending.usage_seen(run_id, fields)
+
+    def _counted(self, run_id: Optional[str], usage: Any) -> Any:
+        """`usage` (a result's, or a `usage` line's fields) without the token
+        counts no harness can mean: an integer beyond MAX_COUNT (a 4300-digit
+        one cannot even be written as JSON) is ignored, with a diagnostic."""
+        if type(usage) is not dict:
+            return usage
+        absurd = [k for k, v in usage.items() if type(v) is int and not -MAX_COUNT <= v <= MAX_COUNT]
+        if not absurd:
+            return usage
+        self.log("diagnostic", level="warning", run_id=run_id, message=(
+            "the harness reported token counts too large to be true (%s beyond 10^18); ignored"
+            % ", ".join(sorted(map(str, absurd)))))
+        return {k: None if k in absurd else v for k, v in usage.items()}
 
     def debug(self, text: str) -> None:
         self._runtime.debug(text)
@@ -235,6 +269,7 @@ class AdapterHost(Host):
             self._runtime.sends.finish(input_id, HarnessctlError(message))
 
 
+MAX_COUNT = 10 ** 18  # a token count beyond it is no count (AdapterHost._counted)
 OPTION_LIMIT = 64  # characters of an option id kept as it is
 
 

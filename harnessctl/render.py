@@ -73,13 +73,20 @@ def cleaned(entry: Entry) -> Entry:
     return safe
 
 
-def _cleaned(value: Any, lines: bool = False) -> Any:
+# Nesting kept when a value is cleaned: deeper (an agent's choice, in a
+# field no renderer shows whole) is TOO_DEEP, so no walk here recurses far.
+MAX_DEPTH = 50
+TOO_DEEP = "[nested too deep]"
+
+
+def _cleaned(value: Any, lines: bool = False, depth: int = 0) -> Any:
     if isinstance(value, str):
         return shown(value, lines)
     if isinstance(value, list):
-        return [_cleaned(v) for v in value]
+        return [_cleaned(v, False, depth + 1) for v in value] if depth < MAX_DEPTH else TOO_DEEP
     if isinstance(value, dict):
-        return {shown(str(k)): _cleaned(v) for k, v in value.items()}
+        return {shown(str(k)): _cleaned(v, False, depth + 1) for k, v in value.items()} if depth < MAX_DEPTH \
+            else TOO_DEEP
     return value
 
 
@@ -243,17 +250,25 @@ def _spelled(value: Any) -> str:
         return value
     import json
 
-    return json.dumps(value, ensure_ascii=False)
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except RecursionError:
+        return TOO_DEEP
 
 
 def _pretty(value: Any) -> str:
-    """Indented JSON; on one line when it nests too deeply for the (recursive) indenting encoder."""
+    """Indented JSON; on one line when it nests too deeply for the (recursive)
+    indenting encoder; a marker when too deeply even for the compact one."""
     import json
 
     try:
         return json.dumps(value, ensure_ascii=False, indent=2)
     except RecursionError:
+        pass
+    try:
         return json.dumps(value, ensure_ascii=False)
+    except RecursionError:
+        return "%s (read it in the event file)" % TOO_DEEP
 
 
 def _result(e: Entry, style: Style) -> List[str]:

@@ -15,6 +15,7 @@ import json
 
 from . import jsonfile
 from .errors import UsageError
+from .eventlog import MAX_DEPTH, deeper_than
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -58,9 +59,19 @@ def from_field(field: str) -> Optional[Dict[str, Any]]:
 def answer(output: str) -> Tuple[Any, Optional[str]]:
     """(the value, None) when the final answer is one JSON value, else (None, why not)."""
     try:
-        return jsonfile.loads(output), None
+        value = jsonfile.loads(output)
     except ValueError as e:
         return None, "the final answer is not JSON (%s)" % e
+    return checked(value)
+
+
+def checked(value: Any) -> Tuple[Any, Optional[str]]:
+    """(the value, None), or (None, why not) for one nested deeper than
+    MAX_DEPTH: the agent chose it, and the event file, its readers and their
+    tools (recursive JSON encoders) must all be able to hold it."""
+    if deeper_than(value, MAX_DEPTH):
+        return None, "the final answer nests more than %d levels deep" % MAX_DEPTH
+    return value, None
 
 
 def check_claimed(manifest: Dict[str, Any], agent: Optional[str]) -> None:

@@ -70,10 +70,12 @@ WAITED = (7, 8, 9, 10, 130)
 CODES = {
     "send": {0: "accepted (with --wait: the result is `completed`)", 1: None, 2: None, 5: None,
              6: "timed out waiting for the runtime (HARNESSCTL_TIMEOUT): the input MAY have been accepted; "
-                "read FILE before retrying",
+                "read FILE before retrying (with --wait: also accepted, but the wait failed)",
              **{code: "with --wait: " + EXIT_CODES[code] for code in WAITED}},
     "wait": {0: "the result is `completed` (without INPUT_ID: the status line is printed)", 1: None, 2: None,
-             3: "FILE never accepted INPUT_ID", 4: None, 6: None, **{code: None for code in WAITED}},
+             3: "FILE never accepted INPUT_ID", 4: None,
+             6: "timed out waiting for the runtime (HARNESSCTL_TIMEOUT), or FILE was replaced or removed "
+                "while waiting", **{code: None for code in WAITED}},
     "status": {0: "the status line is printed (several files: the highest code of theirs)", 1: None, 2: None,
                4: None, 6: None},
     "reply": {0: "answered", 1: None, 2: "usage or input error, or an answer the request does not allow",

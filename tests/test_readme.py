@@ -174,6 +174,23 @@ def test_follow_recipe_started_before_the_file_exists_shows_each_event_with_its_
     assert lines[-1]["error"] == "no tests found" and lines[-1]["status"] == "failed"
 
 
+def test_follow_recipe_hands_the_terminal_no_raw_control_or_bidi_character(shell, workdir):
+    text = "look \u0085\u009b\u202e\u2066\u2028 here"
+    assert ok("send", str(workdir / "fix.jsonl"), text, env=shell.env).returncode == 0
+    follow = subprocess.Popen(["bash", "-c", recipe(FOLLOW)], cwd=str(workdir), env=shell.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        lines = [follow.stdout.readline()]
+        while json.loads(lines[-1])["type"] != "result":
+            lines.append(follow.stdout.readline())
+    finally:
+        os.killpg(follow.pid, signal.SIGKILL)
+        follow.wait()
+    raw = b"".join(lines).decode("utf-8")
+    assert not any(0x80 <= ord(c) <= 0x9f or c in "\u202e\u2066\u2028" for c in raw), raw
+    assert json.loads(lines[0])["text"] == text
+
+
 WAIT_IDLE = "harnessctl wait fix.jsonl --timeout 3600"
 
 

@@ -35,7 +35,8 @@ What a prompt does is said by its text:
   /history        "history: " and the session's earlier prompts
   anything else   "echo: TEXT"
 
-$FAKE_ACP_EXTRA_OPTIONS (a JSON list) adds options to /approve's.
+$FAKE_ACP_EXTRA_OPTIONS (a JSON list) adds options to /approve's; $FAKE_ACP_APPROVE_TOOL (a
+JSON object) replaces fields of the tool call it asks about (e.g. an `edit` with `locations`).
 
 Sessions are files in $FAKE_ACP_HOME (else $TMPDIR/fake-acp-UID, never the checkout); every line received
 is appended to $FAKE_ACP_LOG when set."""
@@ -246,9 +247,10 @@ def approve(turn: Turn) -> Optional[str]:
     update(turn.session_id, {"sessionUpdate": "tool_call", "toolCallId": tool_id, "name": "exec_command",
                              "kind": "execute", "title": "touch approved.txt", "status": "in_progress",
                              "rawInput": raw})
-    response = ask("session/request_permission", {"sessionId": turn.session_id, "toolCall": {
-        "toolCallId": tool_id, "title": "touch approved.txt", "rawInput": raw, "kind": "execute",
-        "status": "pending"}, "options": [
+    asked = {"toolCallId": tool_id, "title": "touch approved.txt", "rawInput": raw, "kind": "execute",
+             "status": "pending"}
+    asked.update(json.loads(os.environ.get("FAKE_ACP_APPROVE_TOOL") or "{}"))
+    response = ask("session/request_permission", {"sessionId": turn.session_id, "toolCall": asked, "options": [
         {"optionId": "allow_once", "name": "Yes, proceed", "kind": "allow_once"},
         {"optionId": "accept_execpolicy_amendment", "name": "Yes, and don't ask again", "kind": "allow_always"},
         {"optionId": "cancel", "name": "No, and tell the agent what to do differently", "kind": "reject_once"}]
