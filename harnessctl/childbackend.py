@@ -134,7 +134,7 @@ class ChildBackend(Backend):
             self.host.debug("%s> %s" % (self.name, line[:4000]))
         try:
             msg = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
             msg = None
         if not isinstance(msg, dict):
             if line.strip():

@@ -495,12 +495,19 @@ def test_unknown_server_request_is_refused_so_codex_does_not_wait(ready, host):
 # -- robustness ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("line", ["not json", "[1, 2]", '{"id": 99, "result": {}}', "   "])
+@pytest.mark.parametrize("line", ["not json", "[1, 2]", '{"id": 99, "result": {}}', "   ",
+                                  "[" * 100000 + "]" * 100000])
 def test_malformed_or_unexpected_lines_are_logged_not_fatal(ready, host, line):
     backend, wire = ready
     backend.on_line(line)
     run_turn(backend, wire)
     assert host.named("accepted")
+
+
+def test_a_line_nested_too_deep_to_parse_is_said_in_a_diagnostic(ready, host):
+    backend, _ = ready
+    backend.on_line('{"a":' * 100000 + "1" + "}" * 100000)
+    assert any(d["message"].startswith("unreadable line") for d in host.logged("diagnostic"))
 
 
 def test_a_message_that_breaks_a_handler_is_logged_and_the_next_one_works(ready, host):
