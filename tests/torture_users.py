@@ -35,7 +35,7 @@ from torture_support import Sends, check, of_kind, one_clear_line
 
 sys.path.insert(0, ROOT)
 
-from harnessctl import client, snapshot  # noqa: E402
+from harnessctl import client, snapshot, trusted  # noqa: E402
 from harnessctl.address import Address, fallback_socket_dir, read_binding  # noqa: E402
 from harnessctl.eventlog import read_events  # noqa: E402
 from harnessctl.state import LOST, fold  # noqa: E402
@@ -389,7 +389,9 @@ def stale_socket(path: str) -> None:
 
 
 def copy_session(template: str, path: str) -> None:
-    """The template's event file and sidecar at `path` (sockets as stale ones)."""
+    """The template's event file and sidecar at `path` (sockets as stale ones),
+    its binding recorded as this file's, as `rebind --accept` would: a copy of
+    a session is a session of ours only once we say so."""
     shutil.copy2(template, path)
     os.mkdir(path + ".d", 0o700)
     for name in os.listdir(template + ".d"):
@@ -398,6 +400,8 @@ def copy_session(template: str, path: str) -> None:
             stale_socket(dst)
         else:
             shutil.copy2(src, dst)
+    with open(os.path.join(path + ".d", "binding.json"), encoding="utf-8") as f:
+        trusted.record(os.path.realpath(path), json.load(f))
 
 
 def refresh_snapshot(path: str) -> None:
