@@ -4,6 +4,7 @@ takes back what it made when the runtime cannot be set up."""
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import time
@@ -192,8 +193,8 @@ def clear_foreign(addr: Address) -> None:
 
     try:
         fd = os.open(addr.sidecar, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as e:
-        if e.errno != 40:  # ELOOP: a symlink of ours (make_sidecar checked it), never cleared through
+    except OSError as e:  # a symlink (ELOOP, or ENOTDIR with O_DIRECTORY) of ours: make_sidecar checked it
+        if e.errno not in (errno.ELOOP, errno.ENOTDIR) or not os.path.islink(addr.sidecar):
             raise
         if set(os.listdir(addr.sidecar)) - set(OWN_FILES):
             raise UsageError("refusing to bind %s: its sidecar %s is a symlink to a folder holding files "

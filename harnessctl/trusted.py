@@ -199,7 +199,9 @@ def _make_state_dir(sub: str) -> None:
     try:
         os.makedirs(os.path.dirname(top), 0o700, exist_ok=True)
     except OSError as e:
-        raise private.cannot("create the state directory", os.path.dirname(top), e) from None
+        error = private.cannot("create the state directory", os.path.dirname(top), e)
+        raise type(error)("%s (a home you cannot write: set HARNESSCTL_STATE_DIR to a directory of yours, "
+                          "in every environment harnessctl runs in)" % error) from None
     private.make_dir(top)
     if sub != top:
         private.make_dir(sub)

@@ -214,7 +214,8 @@ def test_a_send_at_the_thread_limit_is_served_or_refused_clearly_never_left_to_t
                 os.setuid(user.uid)
                 if limit:
                     resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
-            return subprocess.run([python, "-m", "harnessctl", *args], env=cli_env(HOME=directory), cwd=directory,
+            env = cli_env(HOME=directory, HARNESSCTL_STATE_DIR=directory + "/state")  # their passwd home is none
+            return subprocess.run([python, "-m", "harnessctl", *args], env=env, cwd=directory,
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   preexec_fn=become, timeout=120)
 

@@ -62,7 +62,8 @@ def test_an_answer_nested_980_deep_fails_its_schema_check_with_a_reason(efile, w
 
 
 def test_a_permission_path_with_a_nul_parks_the_request_while_rules_are_bound(efile, workdir):
-    tool = {"kind": "edit", "title": "edit", "locations": [{"path": "src/a\u0000b.py"}]}
+    tool = {"toolCallId": "call_edit", "kind": "edit", "title": "edit", "rawInput": {},  # a call of its own:
+            "locations": [{"path": "src/a\u0000b.py"}]}  # no command of the fake's /approve rides along
     env = cli_env(FAKE_ACP_HOME=os.path.join(str(workdir), "sessions"), FAKE_ACP_APPROVE_TOOL=json.dumps(tool))
     proc = run("send", efile, "/approve", "--adapter", "acp", "--agent", FAKE_ACP, "--allow", "file_change:*",
                "--wait", env=env)

@@ -17,7 +17,7 @@ import sys
 import time
 
 import pytest
-from cliutil import ROOT, cli_env, ok, run, runtime_pids, wait_for, wait_results
+from cliutil import ROOT, bind, cli_env, ok, run, runtime_pids, wait_for, wait_results
 from torture_support import check, of_kind, one_clear_line, status_of, tmpfs
 
 pytestmark = pytest.mark.torture
@@ -94,6 +94,7 @@ def test_a_send_while_the_runtime_is_still_starting_reaches_it(efile):
     for trial in range(4):
         path = efile.replace(".jsonl", "-%d.jsonl" % trial)
         long_history(path)
+        bind(path, {"adapter": "mock", "cwd": ROOT, "model": None})
         send_while_starting(path, env, rng.uniform(0, 0.04))
 
 
