@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 SYNOPSIS = {
     "send": "harnessctl send   FILE [TEXT] [--cwd DIR] [--model MODEL] [--adapter NAME] [--agent AGENT]\n"
             "                  [--mode ask|edit|full] [--allow RULE]... [--deny RULE]... | [--policy FILE]\n"
-            "                  [--on-request CMD] [--on-result CMD]\n"
+            "                  [--max-tokens N] [--max-cost-usd X] [--on-request CMD] [--on-result CMD]\n"
             "                  [--schema SCHEMA_FILE] [--print-id] [--wait [--timeout S]]",
     "wait": "harnessctl wait   FILE [INPUT_ID] [--timeout S]\n"
             "       harnessctl wait   --any FILE... [--timeout S]",
