@@ -42,7 +42,7 @@ def show(file: str, follow: bool, since: Optional[int], runs: Optional[int], as_
     colour = not as_json and _terminal() and not os.environ.get("NO_COLOR")
     out = Printer(Transcript(), Style(colour, file, diff), as_json)
     try:
-        offset = _print_window(f, since, runs, out)
+        offset = _print_window(f, since, runs, out, addr)
         if follow:
             tail(addr.path, f, offset, out)
     finally:
@@ -58,13 +58,13 @@ def pieces(file: str, since: Optional[int], runs: Optional[int], as_json: bool) 
     f = _open(addr)
     found: List[str] = []
     try:
-        _print_window(f, since, runs, Printer(Transcript(), Style(False, file, False), as_json, found.append))
+        _print_window(f, since, runs, Printer(Transcript(), Style(False, file, False), as_json, found.append), addr)
     finally:
         f.close()
     return found
 
 
-def _print_window(f: BinaryIO, since: Optional[int], runs: Optional[int], out: Printer) -> int:
+def _print_window(f: BinaryIO, since: Optional[int], runs: Optional[int], out: Printer, addr: Address) -> int:
     """Print the part of the file to show; returns the offset after it."""
     size = os.fstat(f.fileno()).st_size
     start = window(f, size, since, runs)
@@ -72,7 +72,17 @@ def _print_window(f: BinaryIO, since: Optional[int], runs: Optional[int], out: P
         out.note("earlier lines not shown (from byte %d; --since 1 shows everything)" % start)
     offset = out.feed(f, start)
     out.flush(list(out.transcript.entries))
+    if start == 0 and offset == size and not out.transcript.run_seen:  # (a line still being written may be one)
+        out.note(no_run(addr))
     return offset
+
+
+def no_run(addr: Address) -> str:
+    """What a file without any run says: a first send that failed before the
+    harness took its input leaves nothing else, and its reason went to the
+    send's stderr and to the runtime log, which `log` names but never reads."""
+    return ("no run started: no input was accepted (a send that failed said why on its stderr; "
+            "the runtime's log, if one started: %s)" % addr.runtime_log)
 
 
 def _terminal() -> bool:

@@ -43,6 +43,7 @@ class Transcript:
         self.usage: Dict[Optional[str], Dict[str, Any]] = {}  # run_id -> the latest `usage` counts
         self.streams: Dict[Optional[str], List[str]] = {}  # run_id -> its stream entries' keys
         self._last_key: Optional[str] = None  # the entry the previous line touched (reasoning merges)
+        self.run_seen = False  # whether any line belongs to a run (or is an input or a result)
 
     # -- reading -----------------------------------------------------------------
 
@@ -79,6 +80,8 @@ class Transcript:
     def add(self, event: Dict[str, Any], offset: int = 0, size: int = 0) -> List[str]:
         """Fold one parsed line; returns the keys of the entries it changed."""
         kind = event.get("type")
+        if kind in ("accepted", "result") or isinstance(event.get("run_id"), str):
+            self.run_seen = True
         try:
             if kind == "log":
                 keys = self._log(event)

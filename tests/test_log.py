@@ -655,9 +655,23 @@ def test_bad_flags_exit_2_with_one_line(efile, flags):
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and proc.stdout == b""
 
 
-def test_an_empty_event_file_prints_nothing(efile):
+def test_an_empty_event_file_says_no_run_started(efile):
     open(efile, "w").close()
-    assert log(efile) == ""
+    assert log(efile).startswith("--- no run started: no input was accepted")
+
+
+def test_a_first_send_whose_harness_never_started_shows_no_run_started_and_names_the_runtime_log(efile):
+    assert run("send", efile, "hi", "--adapter", "acp", "--agent", "/nonexistent").returncode == 5
+    last = log(efile).splitlines()[-1]
+    assert last.startswith("--- no run started: ") and os.path.realpath(efile) + ".d/runtime.log" in last
+
+
+def test_a_file_with_only_a_diagnostic_shows_it_then_no_run_started(efile):
+    write_events(efile, {"kind": "diagnostic", "level": "warning", "message": "the event file lies in the cwd",
+                         "run_id": None})
+    lines = log(efile).splitlines()
+    assert lines[0] == "  ! warning diagnostic: the event file lies in the cwd"
+    assert lines[1].startswith("--- no run started: ") and len(lines) == 2
 
 
 def test_log_help_has_its_synopsis_flags_and_exit_codes():
