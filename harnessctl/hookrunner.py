@@ -190,7 +190,8 @@ class Hooks:
                                      cwd=runtime.binding["cwd"], env=env, close_fds=True, preexec_fn=prepare)
         except OSError as e:
             where = e.filename if e.filename is not None else words[0]  # the cwd, when that is what is missing
-            return ("could not be started: %s: %s" % (where, e.strerror), {"error": e.strerror})
+            return ("could not be started: %s: %s (see %s)" % (where, e.strerror, runtime.addr.runtime_log),
+                    {"error": e.strerror})
         with self._lock:
             if self._stopped:
                 kill_group(child.pid)
@@ -203,7 +204,8 @@ class Hooks:
             except subprocess.TimeoutExpired:
                 kill_group(child.pid)
                 child.wait()
-                return ("was killed after %g s (HARNESSCTL_HOOK_TIMEOUT)" % self.timeout, {"timeout": self.timeout})
+                return ("was killed after %g s (HARNESSCTL_HOOK_TIMEOUT)%s" % (self.timeout, stderr_at(runtime)),
+                        {"timeout": self.timeout})
         finally:
             with self._lock:
                 self._children.pop(child.pid, None)
@@ -212,6 +214,12 @@ class Hooks:
         if child.returncode != 0:
             code = child.returncode
             what = "was killed by signal %d" % -code if code < 0 else "exited with code %d" % code
-            return (what, {"exit_code": code})
+            return (what + stderr_at(runtime), {"exit_code": code})
         runtime.debug("the %s hook for %s succeeded" % (job.name, job.about()))
         return None
+
+
+def stderr_at(runtime: Any) -> str:
+    """Where a hook that ran and went wrong said why: the user reads the
+    diagnostic in the event file, and its stderr is only in the runtime log."""
+    return "; its stderr went to %s" % runtime.addr.runtime_log

@@ -83,6 +83,7 @@ def test_a_hook_that_hangs_is_killed_with_its_process_group_and_logged(efile, wo
     note = wait_matching(efile, "log", kind="diagnostic", hook="on_request")[0]
     assert note["level"] == "warning" and note["request_id"] == "req-1" and note["timeout"] == 1
     assert "--on-request hook for request req-1" in note["message"] and "killed after 1 s" in note["message"]
+    assert "its stderr went to %s.d/runtime.log" % os.path.realpath(efile) in note["message"]
     assert note["event_seq"] == matching(efile, "request", request_id="req-1", state="pending")[0]["seq"]
     gone(out)  # the hook and the child in its process group
     ok("send", efile, "again", "--wait")  # the session goes on
@@ -110,6 +111,15 @@ def test_a_hook_that_fails_is_logged_with_its_exit_code(efile, workdir):
     assert "exited with code 3" in note["message"]
 
 
+def test_a_failing_hooks_diagnostic_names_the_runtime_log_that_holds_its_stderr(efile, workdir):
+    command = "%s -c %s" % (shlex.quote(sys.executable), shlex.quote("import sys; sys.exit('hook says no')"))
+    ok("send", efile, "hi", "--adapter", "mock", "--on-result", command, "--wait")
+    note = wait_matching(efile, "log", kind="diagnostic", hook="on_result")[0]
+    runtime_log = os.path.realpath(efile) + ".d/runtime.log"
+    assert note["message"].endswith("exited with code 1; its stderr went to %s" % runtime_log), note["message"]
+    assert b"hook says no" in open(runtime_log, "rb").read()
+
+
 def test_a_hook_that_succeeds_leaves_no_line_in_the_file(efile, workdir):
     command, out = hook(workdir)
     ok("send", efile, "hi", "--adapter", "mock", "--on-result", command, "--wait")
@@ -121,10 +131,12 @@ def test_a_hook_that_succeeds_leaves_no_line_in_the_file(efile, workdir):
 def test_a_hook_program_removed_after_the_first_send_is_logged(efile, workdir):
     gone_later = program(workdir / "bin", "gone-later", "cat >/dev/null")
     ok("send", efile, "hi", "--adapter", "mock", "--on-result", gone_later + " --flag", "--wait")
-    os.unlink(gone_later)
+    wait_for(lambda: b"succeeded" in open(efile + ".d/runtime.log", "rb").read(), what="the first hook's end")
+    os.unlink(gone_later)  # not before: the shell may not have read it yet
     ok("send", efile, "again", "--wait")
     note = wait_matching(efile, "log", kind="diagnostic", hook="on_result")[0]
     assert "could not be started" in note["message"] and gone_later in note["message"]
+    assert note["message"].endswith("(see %s.d/runtime.log)" % os.path.realpath(efile)), note["message"]
     ok("send", efile, "third", "--wait")
 
 
