@@ -390,19 +390,20 @@ class Printer:
                 self.write(text)
 
     def grouped(self, keys: List[str]) -> List[str]:
-        """`keys` with each file change moved right after its tool's line."""
+        """`keys` with each file change moved right after its tool's line, and
+        each permission request right before the tool it approved."""
         present = set(keys)
-        files: Dict[str, List[str]] = {}
+        above: Dict[str, List[str]] = {}
+        below: Dict[str, List[str]] = {}
         rest = []
         for key in keys:
-            entry = self.transcript.entries.get(key)
-            if entry is not None and entry["entry"] == "file" and entry.get("tool_id") is not None:
-                tool = "tool:%s:%s" % (entry.get("run_id"), entry["tool_id"])
-                if tool in present:
-                    files.setdefault(tool, []).append(key)
-                    continue
+            tool = self.transcript.tool_of(key) if key in self.transcript.entries else None
+            if tool is not None and tool in present:
+                side = above if self.transcript.entries[key]["entry"] == "request" else below
+                side.setdefault(tool, []).append(key)
+                continue
             rest.append(key)
-        return [k for key in rest for k in [key] + files.pop(key, [])]
+        return [k for key in rest for k in above.pop(key, []) + [key] + below.pop(key, [])]
 
     def note(self, text: str) -> None:
         """A line about the reading itself (where it started, a replaced file)."""

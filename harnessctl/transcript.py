@@ -44,6 +44,8 @@ class Transcript:
         self.streams: Dict[Optional[str], List[str]] = {}  # run_id -> its stream entries' keys
         self._last_key: Optional[str] = None  # the entry the previous line touched (reasoning merges)
         self.run_seen = False  # whether any line belongs to a run (or is an input or a result)
+        self.running: Dict[Optional[str], List[str]] = {}  # run_id -> its tools started and not completed
+        self.approves: Dict[str, str] = {}  # request key -> the key of the (running) tool it is about
 
     # -- reading -----------------------------------------------------------------
 
@@ -132,6 +134,10 @@ class Transcript:
     def _request(self, e: Dict[str, Any]) -> List[str]:
         request_id = _str(e.get("request_id")) or "?"
         key = "request:%s" % request_id
+        if key not in self.entries and e.get("kind") == "permission":
+            tool = self._approved_tool(e)
+            if tool is not None:
+                self.approves[key] = tool
         seq = self.entries[key]["seq"] if key in self.entries else _int(e.get("seq"))
         questions = e.get("questions")
         fields = {"entry": "request", "seq": seq, "ts": _str(e.get("ts")), "run_id": _str(e.get("run_id")),
@@ -143,6 +149,32 @@ class Transcript:
         if e.get("by") in ("rule", "mode"):  # answered by the bound policy, not by a reply
             fields["by"] = "rule %s" % _text(e.get("rule")) if e["by"] == "rule" else "--mode %s" % _text(e.get("mode"))
         return self._put(key, fields)
+
+    def _approved_tool(self, e: Dict[str, Any]) -> Optional[str]:
+        """The running tool a permission request asks about: codex and Claude
+        start the tool before they ask, so its line comes first in the file,
+        but a reader wants the approval above what it let run.  By the id the
+        request names (ACP `tool_id`, Claude `tool_use_id`), else the latest
+        running tool of its run and kind that no other request claimed."""
+        run_id = _str(e.get("run_id"))
+        running = self.running.get(run_id, [])
+        named = _str(e.get("tool_id")) or _str(e.get("tool_use_id"))
+        if named is not None:
+            key = "tool:%s:%s" % (run_id, named)
+            return key if key in running else None
+        claimed = set(self.approves.values())
+        for key in reversed(running):
+            if self.entries[key]["tool"] == _str(e.get("tool")) and key not in claimed:
+                return key
+        return None
+
+    def tool_of(self, key: str) -> Optional[str]:
+        """The tool an entry belongs beside: a file change under the tool that
+        made it, a permission request above the tool it approved."""
+        entry = self.entries[key]
+        if entry["entry"] == "file" and entry.get("tool_id") is not None:
+            return "tool:%s:%s" % (entry.get("run_id"), entry["tool_id"])
+        return self.approves.get(key)
 
     def _result(self, e: Dict[str, Any]) -> List[str]:
         run_id = _str(e.get("run_id"))
@@ -227,6 +259,8 @@ class Transcript:
                      "run_id": _str(e.get("run_id")), "tool_id": tool_id, "tool": "other", "name": None,
                      "title": None, "status": "running", "exit_code": None, "duration_ms": None, "output": ""}
             self.entries[key] = entry
+            if not done:
+                self.running.setdefault(entry["run_id"], []).append(key)
         for field in ("tool", "name", "title"):
             value = _str(e.get(field))
             if value:
@@ -239,6 +273,9 @@ class Transcript:
                 status = "failed" if e.get("is_error") else "completed"
             entry.update(status=status or "completed", exit_code=_int(e.get("exit_code")),
                          duration_ms=_int(e.get("duration_ms")))
+            running = self.running.get(entry["run_id"], [])
+            if key in running:
+                running.remove(key)
             if isinstance(e.get("output"), str):
                 entry["output"] = e["output"]
         return [key]

@@ -693,6 +693,50 @@ def test_a_file_change_is_shown_under_its_tool_even_when_logged_later(efile):
                                        "??? req-1 permission: Apply?  -> allow"]
 
 
+
+def started_first(request_fields, tool_id="call_touch", **tool):
+    """A command as codex and Claude write it: the tool starts, then its approval is asked and answered."""
+    pending = dict({"type": "request", "run_id": RUN, "request_id": "req-1", "state": "pending",
+                    "kind": "permission", "message": "Run command: touch a", "options": ["allow", "deny"],
+                    "tool": "command", "command": "touch a"}, **request_fields)
+    started = dict({"kind": "tool.started", "tool_id": tool_id, "tool": "command", "name": "commandExecution",
+                    "title": "touch a", "input": {}}, **tool)
+    completed = dict(started, kind="tool.completed", status="completed", exit_code=0, output="", duration_ms=4)
+    return [accepted("touch a"), started, pending, dict(pending, state="replied", answer="allow", by="reply"),
+            completed, result()]
+
+
+TRANSCRIPT_APPROVED_FIRST = ["??? req-1 permission: Run command: touch a  -> allow", "  $ touch a  ok (exit 0, 4 ms)"]
+
+
+def test_an_approval_asked_after_its_tool_started_is_shown_above_the_tool(efile):
+    write_events(efile, *started_first({}))
+    lines = log(efile).splitlines()
+    assert lines[2:4] == TRANSCRIPT_APPROVED_FIRST, lines
+
+
+def test_an_approval_naming_its_tool_is_shown_above_that_tool(efile):
+    events = started_first({"tool_use_id": "toolu_2"}, tool_id="toolu_2")
+    other = {"kind": "tool.started", "tool_id": "toolu_1", "tool": "command", "name": "Bash", "title": "ls",
+             "input": {}}
+    write_events(efile, *events[:2], other, *events[2:])  # the latest running command is not the one asked about
+    lines = log(efile).splitlines()
+    assert lines[2:5] == TRANSCRIPT_APPROVED_FIRST + ["  $ ls  ... running"], lines
+
+
+def test_json_lists_an_approval_before_the_tool_it_approved(efile):
+    write_events(efile, *started_first({}))
+    kinds = [json.loads(line)["entry"] for line in log(efile, "--json").splitlines()]
+    assert kinds == ["input", "request", "tool", "result"], kinds
+
+
+def test_an_approval_of_a_tool_not_yet_started_stays_where_it_was_asked(efile):
+    events = started_first({})
+    write_events(efile, events[0], events[2], events[3], events[1], events[4], events[5])
+    lines = log(efile).splitlines()
+    assert lines[2:4] == TRANSCRIPT_APPROVED_FIRST, lines
+
+
 # -- real harnesses ------------------------------------------------------------------------
 
 
