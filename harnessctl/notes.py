@@ -10,9 +10,9 @@ file and says, on stderr, one line for a `log` line of kind `warning`:
 
 A warning whose `source` is a harness's retry (codex's retried `error`,
 Claude's `api_retry`) "is retrying", any other "warns".  Once per kind (retry,
-warning) per command, and at most one note every INTERVAL seconds: a note
-held back by the interval is said once it has passed, if the command still
-waits.  stdout is never written: it holds the answer only.
+warning) per command, each as soon as it is read: a retry that follows an
+unrelated warning is news, and is never held back behind it.  stdout is never
+written: it holds the answer only.
 
 The lines are read from the event file (from where the wait began), and only
 when the runtime nudges the waiter because it wrote a warning (watches.py):
@@ -23,7 +23,6 @@ be read just gives no note.
 from __future__ import annotations
 
 import os
-import time
 
 from .address import open_event_file, resolve
 from .errors import UsageError
@@ -34,7 +33,6 @@ if TYPE_CHECKING:
 
     from .address import Address
 
-INTERVAL = 10.0  # seconds: at most one note this often
 WIDTH = 200  # characters of the harness's message kept
 RETRY_SOURCES = ("error", "api_retry")  # a `warning`'s sources that mean "retrying": codex, Claude Code
 CHUNK = 1024 * 1024
@@ -44,15 +42,12 @@ NEEDLE = b'"kind":"warning"'  # in every warning line we write (compact JSON): o
 class Notes:
     """Follows one event file from `offset` and says what is due through `say`."""
 
-    def __init__(self, file: str, offset: int, say: Callable[[str], None],
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, file: str, offset: int, say: Callable[[str], None]) -> None:
         self.file = file  # as the user named it: the note tells them what to run
         self.offset = offset
         self.say = say
-        self.clock = clock
         self.said: Set[str] = set()
         self.pending: Dict[str, str] = {}  # kind -> its latest message, until said (insertion order: first seen first)
-        self.last: Optional[float] = None  # when the last note was said
         self.harness: Optional[str] = None
         self.addr: Optional[Address] = None
 
@@ -75,23 +70,16 @@ class Notes:
             self.pending[kind] = message if isinstance(message, str) and message.strip() else "(no message)"
 
     def wake_in(self) -> Optional[float]:
-        """Seconds until a note held back by INTERVAL is due; None when none waits."""
-        if not self.pending:
-            return None
-        return 0.0 if self.last is None else max(0.0, INTERVAL - (self.clock() - self.last))
+        """Seconds until a note not yet said is due (0: now); None when none waits."""
+        return 0.0 if self.pending else None
 
     def due(self) -> None:
-        """Say the first pending note if the interval since the last one passed."""
-        if not self.pending:
-            return
-        now = self.clock()
-        if self.last is not None and now - self.last < INTERVAL:
-            return
-        kind = next(iter(self.pending))
-        message = self.pending.pop(kind)
-        self.said.add(kind)
-        self.last = now
-        self.say(self.text(kind, message))
+        """Say the pending notes, first seen first."""
+        while self.pending:
+            kind = next(iter(self.pending))
+            message = self.pending.pop(kind)
+            self.said.add(kind)
+            self.say(self.text(kind, message))
 
     def text(self, kind: str, message: str) -> str:
         """The note: one line, cut to WIDTH characters, terminal-safe."""

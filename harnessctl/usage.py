@@ -154,7 +154,7 @@ With --any: the same for many sessions at once: print the status line (with
 "file") of the first one that is not running or cancelling (of those that are
 already, the first given).  A FILE that is not a session exits at once.
 While it waits, a harness warning or retry is said on stderr (once per kind,
-at most every 10 s); stdout holds the answer only.
+as it comes); stdout holds the answer only.
 
 arguments:
   FILE            the event file (with --any: one or more)

@@ -1,8 +1,8 @@
 """`send --wait` and `wait` say the harness's warnings and retries on stderr
-while they wait, one line each, once per kind, at most one every 10 s; stdout
-stays the answer alone (docs/PROTOCOL.md section 9).  Black-box through the
-CLI with the mock's `/warning SOURCE TEXT` directive; the interval rule on
-harnessctl.notes with a clock the test moves (no test waits 10 s)."""
+while they wait, one line each, once per kind, each as it comes; stdout stays
+the answer alone (docs/PROTOCOL.md section 9).  Black-box through the CLI with
+the mock's `/warning SOURCE TEXT` directive; the once-per-kind rule on
+harnessctl.notes itself."""
 
 from __future__ import annotations
 
@@ -87,20 +87,21 @@ def test_a_wait_without_warnings_says_nothing_on_stderr(efile):
     assert (proc.returncode, proc.stderr) == (0, b"")
 
 
+def test_a_retry_after_an_unrelated_warning_is_said_too(efile):
+    text = "/warning configWarning model old is deprecated\n/warning error Reconnecting... 1/5"
+    proc = run("send", efile, text, "--wait", *M)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.decode().splitlines() == [
+        "harnessctl: mock warns: model old is deprecated; see harnessctl log %s" % efile,
+        "harnessctl: mock is retrying: Reconnecting... 1/5; see harnessctl log %s" % efile]
+
+
 # -- the rules, on the notes themselves ---------------------------------------------------
 
 
-class Clock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
-
-
-def notes(clock):
+def notes():
     said = []
-    return Notes("/nowhere/events.jsonl", 0, said.append, clock), said
+    return Notes("/nowhere/events.jsonl", 0, said.append), said
 
 
 def warning(source, message="something"):
@@ -108,32 +109,27 @@ def warning(source, message="something"):
 
 
 def test_each_kind_is_said_once_per_wait():
-    clock = Clock()
-    n, said = notes(clock)
+    n, said = notes()
     for i in range(3):
         n.seen(warning("error", "Reconnecting... %d/5" % i))
         n.due()
-        clock.now += 60
     assert said == ["harnessctl: the harness is retrying: Reconnecting... 0/5; "
                     "see harnessctl log /nowhere/events.jsonl"]
 
 
-def test_a_second_note_waits_until_10_s_after_the_first():
-    clock = Clock()
-    n, said = notes(clock)
-    n.seen(warning("api_retry"))
-    n.due()
-    clock.now += 5
+def test_a_note_of_the_other_kind_is_said_at_once_after_the_first():
+    n, said = notes()
     n.seen(warning("configWarning", "old model"))
     n.due()
-    assert len(said) == 1
-    clock.now += 5
+    n.seen(warning("error", "Reconnecting... 1/5"))
     n.due()
-    assert len(said) == 2 and said[1].startswith("harnessctl: the harness warns: old model;")
+    assert said[1:] == ["harnessctl: the harness is retrying: Reconnecting... 1/5; "
+                        "see harnessctl log /nowhere/events.jsonl"], said
+    assert n.wake_in() is None
 
 
 def test_a_note_is_one_line_of_at_most_200_characters_of_the_message():
-    n, said = notes(Clock())
+    n, said = notes()
     n.seen(warning(None, "first line\nsecond line " + "x" * 500))
     n.due()
     (note,) = said
@@ -142,7 +138,7 @@ def test_a_note_is_one_line_of_at_most_200_characters_of_the_message():
 
 
 def test_only_log_lines_of_kind_warning_are_said():
-    n, said = notes(Clock())
+    n, said = notes()
     n.seen({"type": "log", "level": "warning", "kind": "diagnostic", "message": "2 log events dropped"})
     n.seen({"type": "result", "kind": "warning", "message": "not a log line"})
     n.due()
