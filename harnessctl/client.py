@@ -379,8 +379,8 @@ def _watch(addr: Address, input_id: Optional[str], until: Optional[float],
 def _read_with_notes(conn: Any, until: Optional[float], notes: Notes) -> bytes:
     """The first bytes of the runtime's answer (b"": it hung up).  Before it,
     each NUDGE (the runtime wrote a harness warning) makes `notes` read the
-    file's new lines, and a note held back by its interval is said when due;
-    nothing is read while nothing is written.  ipc.Timeout once `until` passed."""
+    file's new lines and say what they bring; nothing is read while nothing
+    is written.  ipc.Timeout once `until` passed."""
     import select
 
     notes.look()
@@ -388,10 +388,7 @@ def _read_with_notes(conn: Any, until: Optional[float], notes: Notes) -> bytes:
         left = None if until is None else until - time.monotonic()
         if left is not None and left <= 0:
             raise ipc.Timeout()
-        due = notes.wake_in()
-        step = left if due is None else due if left is None else min(due, left)
-        if not select.select([conn], [], [], step)[0]:
-            notes.due()
+        if not select.select([conn], [], [], left)[0]:
             continue
         chunk = conn.recv(65536)
         start = chunk.lstrip(ipc.NUDGE)

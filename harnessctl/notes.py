@@ -69,10 +69,6 @@ class Notes:
             message = event.get("message")
             self.pending[kind] = message if isinstance(message, str) and message.strip() else "(no message)"
 
-    def wake_in(self) -> Optional[float]:
-        """Seconds until a note not yet said is due (0: now); None when none waits."""
-        return 0.0 if self.pending else None
-
     def due(self) -> None:
         """Say the pending notes, first seen first."""
         while self.pending:

@@ -125,7 +125,6 @@ def test_a_note_of_the_other_kind_is_said_at_once_after_the_first():
     n.due()
     assert said[1:] == ["harnessctl: the harness is retrying: Reconnecting... 1/5; "
                         "see harnessctl log /nowhere/events.jsonl"], said
-    assert n.wake_in() is None
 
 
 def test_a_note_is_one_line_of_at_most_200_characters_of_the_message():
