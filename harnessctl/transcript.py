@@ -18,7 +18,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional
+    from typing import Any, Dict, List, Optional, Set
 
     Entry = Dict[str, Any]
 
@@ -46,6 +46,7 @@ class Transcript:
         self.run_seen = False  # whether any line belongs to a run (or is an input or a result)
         self.running: Dict[Optional[str], List[str]] = {}  # run_id -> its tools started and not completed
         self.approves: Dict[str, str] = {}  # request key -> the key of the (running) tool it is about
+        self.approved: Set[str] = set()  # the values of `approves`
 
     # -- reading -----------------------------------------------------------------
 
@@ -138,6 +139,7 @@ class Transcript:
             tool = self._approved_tool(e)
             if tool is not None:
                 self.approves[key] = tool
+                self.approved.add(tool)
         seq = self.entries[key]["seq"] if key in self.entries else _int(e.get("seq"))
         questions = e.get("questions")
         fields = {"entry": "request", "seq": seq, "ts": _str(e.get("ts")), "run_id": _str(e.get("run_id")),
@@ -162,9 +164,8 @@ class Transcript:
         if named is not None:
             key = "tool:%s:%s" % (run_id, named)
             return key if key in running else None
-        claimed = set(self.approves.values())
         for key in reversed(running):
-            if self.entries[key]["tool"] == _str(e.get("tool")) and key not in claimed:
+            if self.entries[key]["tool"] == _str(e.get("tool")) and key not in self.approved:
                 return key
         return None
 
