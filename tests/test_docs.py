@@ -15,6 +15,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROTOCOL = os.path.join(ROOT, "docs", "PROTOCOL.md")
+MOCK = os.path.join(ROOT, "docs", "MOCK.md")
+STANDIN = os.path.join(ROOT, "adapters", "mock", "standin.py")
 THIS = os.path.relpath(os.path.abspath(__file__), ROOT)
 
 # Material outside the repository that a clone does not have (spelled in parts,
@@ -215,3 +217,16 @@ def test_every_anchor_names_a_heading_of_the_page_it_points_at(document):
             if anchor not in set(slugs(f.read())):
                 broken.append(target)
     assert not broken, "%s links to headings that do not exist: %s" % (document, broken)
+
+
+# -- the mock's page names what the mock does -----------------------------------
+
+
+def test_the_mock_page_lists_every_directive_the_stand_in_accepts_and_no_other():
+    with open(STANDIN, encoding="utf-8") as f:
+        source = f.read()
+    steps_of = source[source.index("def steps_of("):source.index("\nclass ")]
+    accepted = set(re.findall(r'"(/[a-z]+)"', steps_of))
+    with open(MOCK, encoding="utf-8") as f:
+        documented = set(re.findall(r"^\| `(/[a-z]+)", f.read(), re.M))
+    assert "/usage" in accepted and documented == accepted
