@@ -49,7 +49,7 @@ def serve(roots: List[str], allow_agent_commands: bool, fixed_adapter: Optional[
     `allow_rules` are what the operator lets a call grant a new file."""
     for root in roots:
         if not os.path.isdir(root):
-            raise UsageError("--root %s: not a directory" % root)
+            raise UsageError("mcp: --root %s: %s" % (root, not_a_root(root)))
     if max_mode not in MODES:
         raise UsageError("--max-mode must be one of %s (got %r)" % (", ".join(MODES), max_mode))
     out = os.fdopen(os.dup(1), "wb")
@@ -59,6 +59,16 @@ def serve(roots: List[str], allow_agent_commands: bool, fixed_adapter: Optional[
                     max_mode, allow_rules)
     server.run(sys.stdin.buffer)
     return 0
+
+
+def not_a_root(root: str) -> str:
+    """Why `root` cannot be a root, for stderr: an MCP client that starts us
+    shows its user only that the server failed to connect."""
+    if root.startswith("~"):
+        return "no such directory (the client ran no shell to expand ~: give the full path)"
+    if not os.path.exists(root):
+        return "no such directory (create it first)"
+    return "not a directory"
 
 
 class Server:

@@ -301,7 +301,7 @@ directory.  An agent must be a preset name (harnessctl agents).  A send
 that binds a new file gets at most --max-mode and no allow rule unless
 --allow-rules: the model cannot grant its sub-agent more than you did.
 
-  claude mcp add harnessctl -- harnessctl mcp --root ~/agents
+  claude mcp add harnessctl -- harnessctl mcp --root ~/agent
 
 options:
   --root DIR      a directory the tools may use, its subdirectories too (repeatable)

@@ -15,6 +15,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROTOCOL = os.path.join(ROOT, "docs", "PROTOCOL.md")
+MOCK = os.path.join(ROOT, "docs", "MOCK.md")
+STANDIN = os.path.join(ROOT, "adapters", "mock", "standin.py")
 THIS = os.path.relpath(os.path.abspath(__file__), ROOT)
 
 # Material outside the repository that a clone does not have (spelled in parts,
@@ -215,3 +217,34 @@ def test_every_anchor_names_a_heading_of_the_page_it_points_at(document):
             if anchor not in set(slugs(f.read())):
                 broken.append(target)
     assert not broken, "%s links to headings that do not exist: %s" % (document, broken)
+
+
+# -- the mock's page names what the mock does -----------------------------------
+
+
+def directive_table(path):
+    """The directives in the first column of a page's `| directive | effect |` table."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    table = text[text.index("| directive | effect |"):]
+    table = table[:table.find("\n\n")]
+    return set(re.findall(r"^\| `(/[a-z]+)", table, re.M))
+
+
+@pytest.mark.parametrize("page", [MOCK, PROTOCOL], ids=os.path.basename)
+def test_the_mock_directive_table_lists_every_directive_the_stand_in_accepts_and_no_other(page):
+    with open(STANDIN, encoding="utf-8") as f:
+        source = f.read()
+    steps_of = source[source.index("def steps_of("):source.index("\nclass ")]
+    accepted = set(re.findall(r'"(/[a-z]+)"', steps_of))
+    assert "/usage" in accepted and directive_table(page) == accepted
+
+
+def test_the_readme_lists_every_exit_code_of_the_commands_page():
+    with open(os.path.join(ROOT, "docs", "COMMANDS.md"), encoding="utf-8") as f:
+        table = f.read().split("\n## Exit codes\n", 1)[1].split("\n## ", 1)[0]
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    sentence = readme[readme.index("Exit codes: "):readme.index(".\n", readme.index("Exit codes: "))]
+    listed = re.findall(r"(?<![\w-])(\d+)\s[a-z]", sentence)
+    assert listed == re.findall(r"^\| (\d+) \|", table, re.M)

@@ -388,9 +388,26 @@ def test_mcp_help_describes_the_command():
     assert "--max-mode MODE" in text and "--allow-rules" in text
 
 
-def test_a_root_that_is_not_a_directory_is_exit_2(workdir):
+def test_a_root_that_is_a_file_is_exit_2_saying_not_a_directory(workdir):
+    (workdir / "plain").write_text("")
+    proc = run("mcp", "--root", str(workdir / "plain"))
+    assert (proc.returncode, proc.stdout) == (2, b"")
+    assert proc.stderr == b"harnessctl: mcp: --root %s: not a directory\n" % str(workdir / "plain").encode()
+
+
+def test_a_missing_root_is_exit_2_with_the_reason_on_one_stderr_line(workdir):
+    """`claude mcp list` says only "Failed to connect": the reason must be on stderr, before any JSON-RPC."""
     proc = run("mcp", "--root", str(workdir / "missing"))
-    assert proc.returncode == 2 and b"not a directory" in proc.stderr and proc.stdout == b""
+    assert (proc.returncode, proc.stdout) == (2, b"")
+    assert proc.stderr == b"harnessctl: mcp: --root %s: no such directory (create it first)\n" % (
+        str(workdir / "missing").encode())
+
+
+def test_a_root_with_a_literal_tilde_says_the_client_did_not_expand_it(workdir):
+    proc = run("mcp", "--root", "~/agent", cwd=str(workdir))
+    assert proc.returncode == 2
+    assert proc.stderr == (b"harnessctl: mcp: --root ~/agent: no such directory "
+                           b"(the client ran no shell to expand ~: give the full path)\n")
 
 
 def test_events_show_the_sub_session_as_usual(mcp, efile):

@@ -2,14 +2,16 @@
 
 Each fenced block of the "Recipes" section is run by bash in a fresh
 directory, with `harnessctl` on PATH and HARNESSCTL_ADAPTER=mock, under a
-timeout; a recipe whose prompt would mean nothing to the mock gets a mock
-directive in its place (the test says which), and its output is checked.
+timeout; a recipe whose prompt would mean nothing to the mock runs as its
+`# mock:` line says (a task in place of the quoted one, or a send first), or
+with a directive the test puts in the prompt's place, and its output is checked.
 A recipe added without a test here fails `test_every_recipe_has_a_test`."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -28,6 +30,17 @@ def recipe(first_line: str) -> str:
     """The recipe whose block starts with `first_line`."""
     (code,) = [code for _, code in RECIPES if code.startswith(first_line)]
     return code
+
+
+def on_the_mock(code: str, task: str = "") -> str:
+    """The recipe as its `# mock:` line says to run it on the mock: that task in
+    place of the quoted `task`, or that command first."""
+    (line,) = re.findall(r"^# mock: (.*)$", code, re.M)
+    how, _, what = line.partition(", ")
+    if how == "first":
+        return what + "\n" + code
+    assert how == "as the task" and code.count('"%s"' % task) == 1, line
+    return code.replace('"%s"' % task, what)
 
 
 def test_every_recipe_has_a_test():
@@ -71,9 +84,8 @@ FILES_TO_FIX = "cat >files.schema.json"
 TRIAGE = "which files must change to fix the failing tests?"
 
 
-def test_files_to_fix_recipe_starts_one_agent_per_file_of_the_answer(shell, workdir):
-    answer = '/json {"files": ["src/a.py", "lib/b.py"]}'.replace('"', '\\"')  # inside the recipe's "..."
-    proc = shell(recipe(FILES_TO_FIX), [(TRIAGE, answer)])
+def test_files_to_fix_recipe_on_the_mock_starts_one_agent_per_file_of_the_answer(shell, workdir):
+    proc = shell(on_the_mock(recipe(FILES_TO_FIX), TRIAGE))
     assert proc.returncode == 0, proc.stderr
     assert [e["text"] for e in events(str(workdir / "fix-a.py.jsonl")) if e["type"] == "accepted"] == ["fix src/a.py"]
     assert [e["text"] for e in events(str(workdir / "fix-b.py.jsonl")) if e["type"] == "accepted"] == ["fix lib/b.py"]
@@ -85,7 +97,7 @@ def test_files_to_fix_recipe_starts_nothing_when_the_answer_is_not_json(shell, w
     assert sorted(p.name for p in workdir.glob("*.jsonl")) == ["triage.jsonl"]
 
 
-BUDGET = "harnessctl send nightly.jsonl"
+BUDGET = "harnessctl send todo.jsonl"
 TODO = "work through TODO.md, one item per commit"
 
 
@@ -94,12 +106,12 @@ def test_budget_recipe_prints_the_output_of_a_run_within_the_budget(shell):
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"echo: done\n", b"")
 
 
-def test_budget_recipe_says_the_budget_is_spent(shell):
-    proc = shell(recipe(BUDGET), [(TODO, "/usage 1500000 600000\n/sleep 30\nwork")])
+def test_budget_recipe_on_the_mock_says_the_budget_is_spent(shell):
+    proc = shell(on_the_mock(recipe(BUDGET), TODO))
     assert proc.returncode == 0 and proc.stderr == b"budget spent: 2100000 tokens\n"
 
 
-SEND_AND_ACT = "if result=$(harnessctl send fix.jsonl"
+SEND_AND_ACT = "if result=$(harnessctl send lint.jsonl"
 
 
 def test_send_and_act_recipe_prints_the_output_of_a_completed_run(shell):
@@ -117,8 +129,8 @@ APPROVAL_BOT = "f=bot.jsonl"
 TASK = "run the test suite and fix what fails"
 
 
-def test_approval_bot_recipe_allows_what_its_rule_allows_and_ends_with_the_result(shell, workdir):
-    proc = shell(recipe(APPROVAL_BOT), [(TASK, "/permission may I run pytest?")])
+def test_approval_bot_recipe_on_the_mock_allows_what_its_rule_allows_and_ends_with_the_result(shell, workdir):
+    proc = shell(on_the_mock(recipe(APPROVAL_BOT), TASK))
     assert (proc.returncode, proc.stdout) == (0, b"completed: permission: allow\n"), proc.stderr
     assert [r["answer"] for r in of_type(str(workdir / "bot.jsonl"), "request") if r["state"] == "replied"] == ["allow"]
 
@@ -136,7 +148,14 @@ def test_approval_bot_recipe_with_no_request_prints_the_result(shell):
 RULES_BOT = 'harnessctl send rules.jsonl "run the test suite and fix what fails" --cwd ~/repo --mode ask'
 
 
-def test_rules_bot_recipe_allows_what_its_rule_allows_with_no_reply(shell, workdir):
+def test_rules_bot_recipe_on_the_mock_allows_what_its_rule_allows_with_no_reply(shell, workdir):
+    proc = shell(on_the_mock(recipe(RULES_BOT), TASK))
+    assert (proc.returncode, proc.stdout) == (0, b"completed: permission: allow\n"), proc.stderr
+    (answer,) = [r for r in of_type(str(workdir / "rules.jsonl"), "request") if r["state"] == "replied"]
+    assert (answer["answer"], answer["by"], answer["rule"]) == ("allow", "rule", "command:pytest *")
+
+
+def test_rules_bot_recipe_allows_its_second_rule_with_no_reply(shell, workdir):
     proc = shell(recipe(RULES_BOT), [(TASK, "/permission command:python3 -m pytest -q")])
     assert (proc.returncode, proc.stdout) == (0, b"completed: permission: allow\n"), proc.stderr
     (answer,) = [r for r in of_type(str(workdir / "rules.jsonl"), "request") if r["state"] == "replied"]
@@ -156,14 +175,14 @@ def test_rules_bot_recipe_denies_a_command_that_merely_mentions_pytest(shell, co
     assert (proc.returncode, proc.stdout) == (0, b"completed: permission: deny\n"), proc.stderr
 
 
-FOLLOW = "tail -n +1 -F fix.jsonl 2>/dev/null |"
+FOLLOW = "tail -n +1 -F lint.jsonl 2>/dev/null |"
 
 
 def test_follow_recipe_started_before_the_file_exists_shows_each_event_with_its_error(shell, workdir):
     follow = subprocess.Popen(["bash", "-c", recipe(FOLLOW)], cwd=str(workdir), env=shell.env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
-        assert shell("harnessctl send fix.jsonl '/fail no tests found' --cwd ~/repo --wait").returncode == 7
+        assert shell("harnessctl send lint.jsonl '/fail no tests found' --cwd ~/repo --wait").returncode == 7
         lines = []
         while not any(line.get("type") == "result" for line in lines):
             lines.append(json.loads(follow.stdout.readline()))
@@ -176,7 +195,7 @@ def test_follow_recipe_started_before_the_file_exists_shows_each_event_with_its_
 
 def test_follow_recipe_hands_the_terminal_no_raw_control_or_bidi_character(shell, workdir):
     text = "look \u0085\u009b\u202e\u2066\u2028 here"
-    assert ok("send", str(workdir / "fix.jsonl"), text, env=shell.env).returncode == 0
+    assert ok("send", str(workdir / "lint.jsonl"), text, env=shell.env).returncode == 0
     follow = subprocess.Popen(["bash", "-c", recipe(FOLLOW)], cwd=str(workdir), env=shell.env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
@@ -191,11 +210,11 @@ def test_follow_recipe_hands_the_terminal_no_raw_control_or_bidi_character(shell
     assert json.loads(lines[0])["text"] == text
 
 
-WAIT_IDLE = "harnessctl wait fix.jsonl --timeout 3600"
+WAIT_IDLE = "harnessctl wait lint.jsonl --timeout 3600"
 
 
 def test_wait_until_done_recipe_prints_idle_once_the_run_ended(shell, workdir):
-    ok("send", str(workdir / "fix.jsonl"), "/sleep 1", env=shell.env)
+    ok("send", str(workdir / "lint.jsonl"), "/sleep 1", env=shell.env)
     proc = shell(recipe(WAIT_IDLE))
     assert (proc.returncode, proc.stdout) == (0, b"idle\n"), proc.stderr
 
@@ -216,14 +235,12 @@ def test_fleet_recipe_names_the_sessions_that_await_a_reply_or_failed(shell, wor
     assert proc.stdout.decode().splitlines() == [str(agent / "asks.jsonl"), str(agent / "broke.jsonl")]
 
 
-DENY_ALL = "harnessctl status fix.jsonl | jq -r"
+DENY_ALL = "# mock: first, harnessctl send lint.jsonl '/permission"
 
 
-def test_deny_all_recipe_denies_every_pending_permission(shell, workdir):
-    path = str(workdir / "fix.jsonl")
-    ok("send", path, "/permission may I?", env=shell.env)
-    wait_for(lambda: of_type(path, "request"), what="the request")
-    proc = shell(recipe(DENY_ALL))
+def test_deny_all_recipe_on_the_mock_denies_every_pending_permission(shell, workdir):
+    path = str(workdir / "lint.jsonl")
+    proc = shell(on_the_mock(recipe(DENY_ALL)))
     assert proc.returncode == 0, proc.stderr
     replied = [r for r in of_type(path, "request") if r["state"] == "replied"]
     assert [r["answer"] for r in replied] == ["deny"]
