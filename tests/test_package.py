@@ -26,9 +26,18 @@ def build(adapter, out, *extra):
     return proc.stdout.decode().strip()
 
 
-def extract_entry(archive, target, adapter="mock"):
+def extract(archive, target):
+    """Unpack the archive into target, with tarfile's "data" filter where it has one (3.12, and 3.9's
+    later security releases): from 3.12 on, extracting without a filter warns."""
     with tarfile.open(archive) as tar:
-        tar.extractall(str(target))
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(target, filter="data")
+        else:
+            tar.extractall(target)
+
+
+def extract_entry(archive, target, adapter="mock"):
+    extract(archive, str(target))
     return str(target / adapter / "harnessctl")
 
 
@@ -57,8 +66,7 @@ def test_extracted_mock_package_sends_from_any_directory(tmp_path, workdir):
     archive = build("mock", tmp_path / "dist")
     target = tmp_path / "home" / ".harness"
     target.mkdir(parents=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(str(target))
+    extract(archive, str(target))
     entry = str(target / "mock" / "harnessctl")
     env = cli_env()
     del env["PYTHONPATH"]
@@ -76,8 +84,7 @@ def test_extracted_mock_package_sends_from_any_directory(tmp_path, workdir):
 
 def test_package_entry_point_refuses_another_adapter(tmp_path, workdir):
     archive = build("mock", tmp_path / "dist")
-    with tarfile.open(archive) as tar:
-        tar.extractall(str(tmp_path / "x"))
+    extract(archive, str(tmp_path / "x"))
     proc = subprocess.run([str(tmp_path / "x" / "mock" / "harnessctl"), "send", str(workdir / "e.jsonl"), "hi",
                            "--adapter", "codex"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.returncode == 2 and b"mock adapter" in proc.stderr
@@ -85,8 +92,7 @@ def test_package_entry_point_refuses_another_adapter(tmp_path, workdir):
 
 def test_package_entry_point_takes_its_own_adapter_name_so_scripts_run_unchanged(tmp_path, workdir):
     archive = build("mock", tmp_path / "dist")
-    with tarfile.open(archive) as tar:
-        tar.extractall(str(tmp_path / "x"))
+    extract(archive, str(tmp_path / "x"))
     path = str(workdir / "e.jsonl")
     env = cli_env()
     del env["PYTHONPATH"]
@@ -98,8 +104,7 @@ def test_package_entry_point_takes_its_own_adapter_name_so_scripts_run_unchanged
 @pytest.mark.parametrize("adapter", registry.names())
 def test_every_extracted_package_entry_point_works(adapter, tmp_path):
     archive = build(adapter, tmp_path / "dist")
-    with tarfile.open(archive) as tar:
-        tar.extractall(str(tmp_path / "harness"))
+    extract(archive, str(tmp_path / "harness"))
     entry = str(tmp_path / "harness" / adapter / "harnessctl")
     env = cli_env()
     del env["PYTHONPATH"]
@@ -189,7 +194,7 @@ def test_package_ships_every_file_of_a_new_adapters_folder_with_its_modes(tmp_pa
     archive = proc.stdout.decode().strip()
     with tarfile.open(archive) as tar:
         modes = {m.name: m.mode for m in tar.getmembers() if m.name.startswith("tiny/lib/adapters/tiny/")}
-        tar.extractall(str(tmp_path / "x"))
+    extract(archive, str(tmp_path / "x"))
     shipped = {name[len("tiny/lib/adapters/tiny/"):]: mode for name, mode in modes.items()}
     assert shipped == {"__init__.py": 0o644, "backend.py": 0o644, "standin.py": 0o644, "manifest.json": 0o644,
                        "conformance.json": 0o644, "helper.sh": 0o755, "data/table.txt": 0o644}
@@ -226,8 +231,8 @@ FAKE_AGENT = os.path.join(ROOT, "tests", "acp_support", "fake_agent.py")
 def acp_gemini_entry(tmp_path):
     archive = build("acp", tmp_path / "dist", "--agent", "gemini")
     assert os.path.basename(archive).startswith("harnessctl-acp-gemini-")
+    extract(archive, str(tmp_path / "harness"))
     with tarfile.open(archive) as tar:
-        tar.extractall(str(tmp_path / "harness"))
         manifest = json.load(tar.extractfile("acp-gemini/manifest.json"))
     return str(tmp_path / "harness" / "acp-gemini" / "harnessctl"), manifest
 
