@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from cliutil import ROOT, cli_env, events, matching, ok, run, wait_for, wait_results
+from cliutil import ROOT, cli_env, events, extract_archive, matching, ok, run, wait_for, wait_results
 
 
 class Client:
@@ -366,13 +366,10 @@ def test_stdin_ending_ends_the_server_with_exit_0(mcp):
 
 
 def test_a_per_adapter_packages_mcp_sends_with_its_own_adapter(workdir, tmp_path_factory):
-    import tarfile
-
     dist = tmp_path_factory.mktemp("dist")
     archive = subprocess.run([sys.executable, os.path.join(ROOT, "package.py"), "--adapter", "mock", "--output-dir",
                               str(dist)], stdout=subprocess.PIPE, check=True).stdout.decode().strip()
-    with tarfile.open(archive) as tar:
-        tar.extractall(str(dist))
+    extract_archive(archive, str(dist))
     client = Client("--root", str(workdir), cwd=str(workdir), entry=[str(dist / "mock" / "harnessctl")])
     client.initialize()
     file = str(workdir / "events.jsonl")

@@ -10,7 +10,7 @@ import sys
 import tarfile
 
 import pytest
-from cliutil import ROOT, cli_env, wait_results
+from cliutil import ROOT, cli_env, extract_archive, wait_results
 
 from harnessctl import registry
 
@@ -26,18 +26,8 @@ def build(adapter, out, *extra):
     return proc.stdout.decode().strip()
 
 
-def extract(archive, target):
-    """Unpack the archive into target, with tarfile's "data" filter where it has one (3.12, and 3.9's
-    later security releases): from 3.12 on, extracting without a filter warns."""
-    with tarfile.open(archive) as tar:
-        if hasattr(tarfile, "data_filter"):
-            tar.extractall(target, filter="data")
-        else:
-            tar.extractall(target)
-
-
 def extract_entry(archive, target, adapter="mock"):
-    extract(archive, str(target))
+    extract_archive(archive, str(target))
     return str(target / adapter / "harnessctl")
 
 
@@ -66,7 +56,7 @@ def test_extracted_mock_package_sends_from_any_directory(tmp_path, workdir):
     archive = build("mock", tmp_path / "dist")
     target = tmp_path / "home" / ".harness"
     target.mkdir(parents=True)
-    extract(archive, str(target))
+    extract_archive(archive, str(target))
     entry = str(target / "mock" / "harnessctl")
     env = cli_env()
     del env["PYTHONPATH"]
@@ -84,7 +74,7 @@ def test_extracted_mock_package_sends_from_any_directory(tmp_path, workdir):
 
 def test_package_entry_point_refuses_another_adapter(tmp_path, workdir):
     archive = build("mock", tmp_path / "dist")
-    extract(archive, str(tmp_path / "x"))
+    extract_archive(archive, str(tmp_path / "x"))
     proc = subprocess.run([str(tmp_path / "x" / "mock" / "harnessctl"), "send", str(workdir / "e.jsonl"), "hi",
                            "--adapter", "codex"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.returncode == 2 and b"mock adapter" in proc.stderr
@@ -92,7 +82,7 @@ def test_package_entry_point_refuses_another_adapter(tmp_path, workdir):
 
 def test_package_entry_point_takes_its_own_adapter_name_so_scripts_run_unchanged(tmp_path, workdir):
     archive = build("mock", tmp_path / "dist")
-    extract(archive, str(tmp_path / "x"))
+    extract_archive(archive, str(tmp_path / "x"))
     path = str(workdir / "e.jsonl")
     env = cli_env()
     del env["PYTHONPATH"]
@@ -104,7 +94,7 @@ def test_package_entry_point_takes_its_own_adapter_name_so_scripts_run_unchanged
 @pytest.mark.parametrize("adapter", registry.names())
 def test_every_extracted_package_entry_point_works(adapter, tmp_path):
     archive = build(adapter, tmp_path / "dist")
-    extract(archive, str(tmp_path / "harness"))
+    extract_archive(archive, str(tmp_path / "harness"))
     entry = str(tmp_path / "harness" / adapter / "harnessctl")
     env = cli_env()
     del env["PYTHONPATH"]
@@ -194,7 +184,7 @@ def test_package_ships_every_file_of_a_new_adapters_folder_with_its_modes(tmp_pa
     archive = proc.stdout.decode().strip()
     with tarfile.open(archive) as tar:
         modes = {m.name: m.mode for m in tar.getmembers() if m.name.startswith("tiny/lib/adapters/tiny/")}
-    extract(archive, str(tmp_path / "x"))
+    extract_archive(archive, str(tmp_path / "x"))
     shipped = {name[len("tiny/lib/adapters/tiny/"):]: mode for name, mode in modes.items()}
     assert shipped == {"__init__.py": 0o644, "backend.py": 0o644, "standin.py": 0o644, "manifest.json": 0o644,
                        "conformance.json": 0o644, "helper.sh": 0o755, "data/table.txt": 0o644}
@@ -231,7 +221,7 @@ FAKE_AGENT = os.path.join(ROOT, "tests", "acp_support", "fake_agent.py")
 def acp_gemini_entry(tmp_path):
     archive = build("acp", tmp_path / "dist", "--agent", "gemini")
     assert os.path.basename(archive).startswith("harnessctl-acp-gemini-")
-    extract(archive, str(tmp_path / "harness"))
+    extract_archive(archive, str(tmp_path / "harness"))
     with tarfile.open(archive) as tar:
         manifest = json.load(tar.extractfile("acp-gemini/manifest.json"))
     return str(tmp_path / "harness" / "acp-gemini" / "harnessctl"), manifest
