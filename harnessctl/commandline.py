@@ -336,7 +336,7 @@ class _Lexer:
                     self.inner.append(inside)
         elif following == "'" and not quoted:
             self.note("$'...' quoting")
-            end = _close_ansi(s, i + 2)
+            end = _close_escaped(s, i + 2, "'", "$'")
         elif following == '"' and not quoted:
             self.note('$"..." quoting')
             self.i = i + 2
@@ -408,7 +408,7 @@ def _close(s: str, i: int, opening: str, closing: str) -> int:
         elif c == '"':
             i = _close_double(s, i + 1) - 1
         elif c == "`":
-            end = _close_backtick(s, i + 1)
+            end = _close_escaped(s, i + 1, "`", "backtick")
             i = end - 1
         elif c == opening:
             depth += 1
@@ -433,34 +433,24 @@ def _close_double(s: str, i: int) -> int:
         elif s.startswith("${", i):
             i = _close(s, i + 2, "{", "}")
         elif c == "`":
-            i = _close_backtick(s, i + 1)
+            i = _close_escaped(s, i + 1, "`", "backtick")
         else:
             i += 1
     raise Unparsable("an unbalanced double quote")
 
 
-def _close_backtick(s: str, i: int) -> int:
+def _close_escaped(s: str, i: int, end: str, what: str) -> int:
+    """The index after the `end` that closes a span a backslash escapes in
+    (a backtick's, `$'...'`'s); Unparsable naming `what` when none does."""
     n = len(s)
     while i < n:
         if s[i] == "\\":
             i += 2
-        elif s[i] == "`":
+        elif s[i] == end:
             return i + 1
         else:
             i += 1
-    raise Unparsable("an unbalanced backtick")
-
-
-def _close_ansi(s: str, i: int) -> int:
-    n = len(s)
-    while i < n:
-        if s[i] == "\\":
-            i += 2
-        elif s[i] == "'":
-            return i + 1
-        else:
-            i += 1
-    raise Unparsable("an unbalanced $'")
+    raise Unparsable("an unbalanced %s" % what)
 
 
 # -- simple commands -------------------------------------------------------------------------------
