@@ -93,12 +93,17 @@ def _stat(path: str) -> Optional[os.stat_result]:
 
 def latest(path: str) -> Optional[Dict[str, Any]]:
     """The latest record of the event file `path` ({"path", "dev", "ino",
-    "generation", "binding"}), or None when the state directory holds none."""
-    for name in _record_names(path, _stat(path)):
-        found = _load(name)
-        if found is not None:
+    "generation", "binding"}), or None when the state directory holds none.
+    The inode's record wins, except over an empty file that it names under
+    another path: inode numbers are reused, and the record of a deleted file
+    must not judge a new one (a session that moved has events)."""
+    st = _stat(path)
+    names = _record_names(path, st)
+    if st is not None:
+        found = _load(names.pop(0))
+        if found is not None and (st.st_size > 0 or found.get("path") == path):
             return found
-    return None
+    return _load(names[0])
 
 
 def _load(name: str) -> Optional[Dict[str, Any]]:

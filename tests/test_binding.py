@@ -223,3 +223,19 @@ def test_a_session_moved_with_its_sidecar_is_recorded_under_its_new_name(workdir
     os.unlink(b + ".d/binding.json")
     assert b"restored" in ok("rebind", b, env=state_env(state)).stderr  # no --accept: it is this name's record
     assert binding_of(b) == original
+
+
+def test_a_new_file_given_a_deleted_files_inode_number_is_judged_by_its_paths_record(workdir):
+    path, state = str(workdir / "s.jsonl"), workdir / "state"
+    binding = bound(path, state, *POLICY)
+    os.unlink(path)
+    open(path, "w").close()
+    st = os.stat(path)  # the record a deleted session left under the inode number this new file got
+    stale = {"path": str(workdir / "gone.jsonl"), "dev": st.st_dev, "ino": st.st_ino, "generation": 3,
+             "binding": dict(binding, mode="full")}
+    fd = os.open(str(state / "sessions" / ("inode-%d-%d.json" % (st.st_dev, st.st_ino))),
+                 os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(stale, f)
+    ok("send", path, "again", "--wait", env=state_env(state))
+    assert [e["text"] for e in of_type(path, "accepted")] == ["again"] and binding_of(path) == binding

@@ -265,6 +265,8 @@ class Round:
             codes: Tuple[int, ...] = (0,) if bound or (flags and not used) else (2,)
             if self.sending(name):
                 codes = (0, 2)  # a send still in flight may bind the name first, or its file get events
+            elif not bound and not used and self.growing(name):
+                codes += (2,)  # a send in flight under its other name may give the file events first
             if self.op == "link" and name == self.b and 0 in codes and not bound:
                 codes += (5,)  # waits for the runtime serving the file as self.a; exit 5 if it outlives 8 s
             head = self.rng.choice(["", "", "/sleep 0.2\n", "/permission ok?\n"])
@@ -278,6 +280,12 @@ class Round:
 
     def sending(self, name: str) -> bool:
         return any(c.kind == "send" and c.path == name and c.proc.poll() is None for c in self.procs)
+
+    def growing(self, name: str) -> bool:
+        """Whether a send in flight under another name of the same file (a hard link) may write to it."""
+        ident = identity(name)
+        return ident is not None and any(c.kind == "send" and c.path != name and c.proc.poll() is None
+                                         and identity(c.path) == ident for c in self.procs)
 
     # -- the operations ------------------------------------------------------------------
 
