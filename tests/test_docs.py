@@ -15,7 +15,6 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROTOCOL = os.path.join(ROOT, "docs", "PROTOCOL.md")
-MOCK = os.path.join(ROOT, "docs", "MOCK.md")
 STANDIN = os.path.join(ROOT, "adapters", "mock", "standin.py")
 THIS = os.path.relpath(os.path.abspath(__file__), ROOT)
 
@@ -219,7 +218,7 @@ def test_every_anchor_names_a_heading_of_the_page_it_points_at(document):
     assert not broken, "%s links to headings that do not exist: %s" % (document, broken)
 
 
-# -- the mock's page names what the mock does -----------------------------------
+# -- the mock's directives (docs/PROTOCOL.md section 14; docs/MOCK.md links there) --
 
 
 def directive_table(path):
@@ -231,18 +230,17 @@ def directive_table(path):
     return set(re.findall(r"^\| `(/[a-z]+)", table, re.M))
 
 
-@pytest.mark.parametrize("page", [MOCK, PROTOCOL], ids=os.path.basename)
-def test_the_mock_directive_table_lists_every_directive_the_stand_in_accepts_and_no_other(page):
+def test_the_mock_directive_table_lists_every_directive_the_stand_in_accepts_and_no_other():
     with open(STANDIN, encoding="utf-8") as f:
         source = f.read()
     steps_of = source[source.index("def steps_of("):source.index("\nclass ")]
     accepted = set(re.findall(r'"(/[a-z]+)"', steps_of))
-    assert "/usage" in accepted and directive_table(page) == accepted
+    assert "/usage" in accepted and directive_table(PROTOCOL) == accepted
 
 
-def test_the_readme_lists_every_exit_code_of_the_commands_page():
-    with open(os.path.join(ROOT, "docs", "COMMANDS.md"), encoding="utf-8") as f:
-        table = f.read().split("\n## Exit codes\n", 1)[1].split("\n## ", 1)[0]
+def test_the_readme_lists_every_exit_code_of_the_protocol():
+    with open(PROTOCOL, encoding="utf-8") as f:
+        table = f.read().split("\n## 15. Exit codes\n", 1)[1].split("\n## ", 1)[0]
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
         readme = f.read()
     sentence = readme[readme.index("Exit codes: "):readme.index(".\n", readme.index("Exit codes: "))]
