@@ -11,7 +11,8 @@ Three checks, each over README.md, EVENT.md and docs/*.md (fenced code left out)
   it and link there.
 * Each figure of FIGURES has one value on every page that states it.
 * Each pinned package (`name@1.2.3`, or `` `name` 1.2.3 `` in a table) has one
-  version, also where a page names it by its last part (`codex 0.171.0`).
+  version, also where a page names it by its last part (`codex 0.171.0`): the
+  one `.ci/run` installs.
 """
 
 from __future__ import annotations
@@ -160,6 +161,17 @@ def test_every_figure_has_one_value_on_every_page():
 def test_every_pinned_package_has_one_version():
     seen = versions(pages())
     assert "@openai/codex" in seen and not differing(seen), differing(seen)
+
+
+def test_every_pinned_package_is_at_the_version_ci_installs():
+    path = os.path.join(ROOT, ".ci", "run")
+    if not os.path.exists(path):
+        pytest.skip(".ci/run is not in this checkout")
+    with open(path, encoding="utf-8") as f:
+        installed = dict(PIN.findall(f.read()))
+    stated = {name: sorted(values) for name, values in versions(pages()).items() if name in installed}
+    assert "@openai/codex" in stated and all(stated[name] == [installed[name]] for name in stated), (
+        "the docs' versions %s, .ci/run's %s" % (stated, installed))
 
 
 # -- the checks themselves -------------------------------------------------------
