@@ -3,7 +3,7 @@ handler that builds what the command line builds (commands.py, the layer
 under both) and calls what it calls (client.py, log.py), so a tool never
 behaves otherwise than its command.
 
-A handler gets the call (mcp.Call: the allowed roots, the progress-aware
+A handler gets the call (mcpcall.Call: the allowed roots, the progress-aware
 wait) and the checked arguments, and returns (structured result, short
 text); a HarnessctlError it raises becomes a tool error with that message
 and exit code (mcp.py)."""
@@ -21,7 +21,7 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Tuple
 
-    from .mcp import Call
+    from .mcpcall import Call
 
     Result = Tuple[Dict[str, Any], str]
 
@@ -98,9 +98,9 @@ def call(name: str, arguments: Dict[str, Any], call: Call) -> Result:
 
 def send(args: Dict[str, Any], call: Call) -> Result:
     file = call.inside(args["file"], "file")
-    adapter, agent = fixed(args.get("adapter"), args.get("agent"), *call.fixed)
+    adapter, agent = fixed(args.get("adapter"), args.get("agent"), *call.grants.fixed)
     if agent is not None:
-        call.check_agent(adapter, agent)
+        call.grants.check_agent(adapter, agent)
     cwd = args.get("cwd")
     if cwd is None and not os.path.exists(file):  # a new file's cwd is the server's: it too must be allowed
         cwd = os.getcwd()
@@ -111,7 +111,7 @@ def send(args: Dict[str, Any], call: Call) -> Result:
     rules = [(verb, rule) for verb, rule in args.get("rules", [])]
     if any(verb not in ("allow", "deny") for verb, _ in rules):
         raise UsageError('a rule is ["allow" or "deny", "KIND[:GLOB]"]')
-    call.check_grant(file, args.get("mode"), rules)
+    call.grants.check_grant(file, args.get("mode"), rules)
     text = check_text(args["text"])
     if "schema" in args:
         from .structured import check_size
