@@ -13,7 +13,8 @@ import sys
 
 from . import __version__
 from .arguments import POSITIONALS, count, parse, timeout
-from .commands import MAX_TEXT, OUTCOME_CODES, Send, check_text, file_status, fixed, policy, unattended, with_file
+from .commands import (MAX_TEXT, OUTCOME_CODES, Send, check_text, file_status, fixed, policy, unattended, waited_line,
+                       with_file)
 from .errors import HarnessctlError, OutcomeUnknownError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -171,8 +172,8 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
         from .notes import Notes, offset_now
 
         notes = Notes(args[0], offset_now(args[0]), say)
-        kind, line = client.wait(args[0], args[1] if len(args) > 1 else None, timeout(options), notes)
-        return outcome((kind, with_file(args[0], line) if kind == "status" and line else line))
+        found = client.wait(args[0], args[1] if len(args) > 1 else None, timeout(options), notes)
+        return outcome(waited_line(args[0], found))
     if command == "status":
         return statuses(args)
     if command == "cancel":

@@ -128,6 +128,13 @@ def unattended(hooks: Dict[str, str], max_tokens: Optional[str], max_cost_usd: O
 # -- status lines -----------------------------------------------------------------
 
 
+def waited_line(file: str, found: Tuple[str, str]) -> Tuple[str, str]:
+    """What a wait found, with "file" in the status line a wait without an
+    input id ends with (FILE as the caller gave it)."""
+    kind, line = found
+    return kind, with_file(file, line) if kind == "status" and line else line
+
+
 def file_status(file: str) -> Tuple[str, int]:
     """One file's line among several (`status FILE...`, the MCP status tool):
     its status line with "file", or its error line; and that exit code."""

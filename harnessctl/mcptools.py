@@ -14,7 +14,7 @@ import json
 import os
 
 from . import client, commands
-from .commands import OUTCOME_CODES, Send, check_text, error_line, file_status, fixed, policy, unattended, with_file
+from .commands import OUTCOME_CODES, Send, check_text, error_line, file_status, fixed, policy, unattended, waited_line
 from .errors import HarnessctlError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -134,9 +134,7 @@ def wait(args: Dict[str, Any], call: Call) -> Result:
     found = call.wait(file, args.get("input_id"), args.get("timeout"))
     if found is None:
         raise Cancelled()
-    kind, line = found
-    return outcome((kind, with_file(args["file"], line) if kind == "status" and line else line),
-                   args.get("input_id"))
+    return outcome(waited_line(args["file"], found), args.get("input_id"))
 
 
 def status(args: Dict[str, Any], call: Call) -> Result:
