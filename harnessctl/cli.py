@@ -1,7 +1,9 @@
-"""Command line: parse, run, map errors and outcomes to exit codes (the only place that does).
+"""Command line: run what arguments.py parses, print, and map errors and
+outcomes to exit codes (the only place that does).
 
-The parser is hand-written on purpose: the grammar is six fixed commands, and
-every command is a fresh process whose start-up time is the product's latency.
+A command becomes what commands.py holds (a send as data, its checks, the
+outcome codes, the status lines), the layer the MCP tools stand on too;
+this module adds only what a command line has: argv, stdin, stdout, stderr.
 """
 
 from __future__ import annotations
@@ -10,13 +12,14 @@ import os
 import sys
 
 from . import __version__
+from .arguments import POSITIONALS, count, parse, timeout
+from .commands import (MAX_TEXT, OUTCOME_CODES, Send, check_text, file_status, fixed, policy, unattended, waited_line,
+                       with_file)
 from .errors import HarnessctlError, OutcomeUnknownError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Sequence, Tuple
-
-MAX_TEXT = 4 * 1024 * 1024
+    from typing import Dict, List, Optional, Tuple
 
 
 def main(argv: Optional[List[str]] = None, adapter: Optional[str] = None, agent: Optional[str] = None) -> int:
@@ -169,8 +172,8 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
         from .notes import Notes, offset_now
 
         notes = Notes(args[0], offset_now(args[0]), say)
-        kind, line = client.wait(args[0], args[1] if len(args) > 1 else None, timeout(options), notes)
-        return outcome((kind, with_file(args[0], line) if kind == "status" and line else line))
+        found = client.wait(args[0], args[1] if len(args) > 1 else None, timeout(options), notes)
+        return outcome(waited_line(args[0], found))
     if command == "status":
         return statuses(args)
     if command == "cancel":
@@ -183,7 +186,7 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
 
 def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]], fixed_adapter: Optional[str],
          fixed_agent: Optional[str] = None) -> int:
-    from . import client
+    from . import client, commands
 
     adapter, agent = fixed(options.get("--adapter"), options.get("--agent"), fixed_adapter, fixed_agent)
     if "--timeout" in options and "--wait" not in options:
@@ -195,13 +198,15 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
         from .structured import read_file
 
         schema = read_file(options["--schema"])
+    request = Send(args[0], text, options.get("--cwd"), options.get("--model"), adapter, agent,
+                   policy(options.get("--mode"), rules, options.get("--policy")), schema,
+                   unattended(hooks(options), options.get("--max-tokens"), options.get("--max-cost-usd")))
     notes = None
     if "--wait" in options:
         from .notes import Notes, offset_now
 
         notes = Notes(args[0], offset_now(args[0]), say)  # from before the send: no note is missed
-    input_id = client.send(args[0], text, options.get("--cwd"), options.get("--model"), adapter, agent,
-                           policy(options, rules), schema, unattended(options))
+    input_id = commands.send(request)
     if "--print-id" in options:
         emit(input_id)
     if notes is None:
@@ -219,35 +224,11 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
     return outcome(waited)
 
 
-def fixed(adapter: Optional[str], agent: Optional[str], fixed_adapter: Optional[str],
-          fixed_agent: Optional[str]) -> Tuple[Optional[str], Optional[str]]:
-    """The adapter and agent a send binds: those given, else a per-adapter
-    package's own; one that differs from the package's is refused."""
-    if fixed_adapter and adapter not in (None, fixed_adapter):
-        raise UsageError("this harnessctl is the %s adapter's; --adapter %s is not available"
-                         % (fixed_adapter, adapter))
-    if fixed_agent and agent not in (None, fixed_agent):
-        raise UsageError("this harnessctl runs the %s agent; --agent %s is not available" % (fixed_agent, agent))
-    return adapter or fixed_adapter, agent or fixed_agent
+def hooks(options: Dict[str, str]) -> Dict[str, str]:
+    """The hook commands a send gives (--on-request, --on-result), by binding key."""
+    from .hooks import KEYS
 
-
-def unattended(options: Dict[str, str]) -> Dict[str, Any]:
-    """The hooks (--on-request, --on-result) and limits (--max-tokens,
-    --max-cost-usd) a send binds, by binding key; only those it gives."""
-    found: Dict[str, Any] = {}
-    from .hooks import KEYS, resolve
-
-    for key, (flag, _) in KEYS.items():
-        if flag in options:
-            found[key] = resolve(options[flag], flag)
-    if "--max-tokens" in options or "--max-cost-usd" in options:
-        from . import budget
-
-        if "--max-tokens" in options:
-            found["max_tokens"] = budget.tokens(options["--max-tokens"])
-        if "--max-cost-usd" in options:
-            found["max_cost_usd"] = budget.cost(options["--max-cost-usd"])
-    return found
+    return {key: options[flag] for key, (flag, _) in KEYS.items() if flag in options}
 
 
 def statuses(files: List[str]) -> int:
@@ -268,68 +249,6 @@ def statuses(files: List[str]) -> int:
     return worst
 
 
-def file_status(file: str) -> Tuple[str, int]:
-    """One file's line among several (`status FILE...`, the MCP status tool):
-    its status line with "file", or its error line; and that exit code."""
-    from . import client
-
-    try:
-        return with_file(file, client.status(file)), 0
-    except HarnessctlError as e:
-        return error_line(file, str(e), e.exit_code), e.exit_code
-    except Exception as e:
-        if os.environ.get("HARNESSCTL_DEBUG") == "1":
-            raise
-        return error_line(file, "internal error: %s: %s" % (type(e).__name__, e), 1), 1
-
-
-def with_file(file: str, line: str) -> str:
-    """A status line with `"file": FILE` (the path as given) as its first key."""
-    return '{"file":%s,%s' % (json_string(file), line[1:])
-
-
-def error_line(file: str, message: str, code: int) -> str:
-    """The line of a file that is not a session: the message a command on it
-    alone prints (without `harnessctl: `, made inert as it is: visible.py), and its exit code."""
-    from .visible import shown
-
-    return '{"file":%s,"error":%s,"exit_code":%d}' % (json_string(file), json_string(shown(message.replace("\n", " "))),
-                                                     code)
-
-
-def json_string(text: str) -> str:
-    """`text` as a JSON string, valid UTF-8 whatever it holds: a path that is
-    not UTF-8 (its bytes are lone surrogates here) is written with \\u escapes,
-    as state.status_line does.  A plain path costs no import of json."""
-    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
-        return '"%s"' % text
-    import json
-
-    quoted = json.dumps(text, ensure_ascii=False)
-    try:
-        quoted.encode("utf-8")
-    except UnicodeEncodeError:
-        quoted = json.dumps(text)
-    return quoted
-
-
-def policy(options: Dict[str, str], rules: List[Tuple[str, str]]) -> Optional[Dict[str, Any]]:
-    """The permission policy a send asks for ({"mode", "rules"}), or None when
-    it names none (a later send: the bound one; a first: the harness's own)."""
-    if "--policy" in options:
-        if rules or "--mode" in options:
-            raise UsageError("--policy FILE holds the mode and the rules: give it, or --mode/--allow/--deny")
-        from .policy import read_file
-
-        mode, checked = read_file(options["--policy"])
-        return {"mode": mode, "rules": checked}
-    if not rules and "--mode" not in options:
-        return None
-    from .policy import check_mode, check_rules
-
-    return {"mode": check_mode(options.get("--mode")), "rules": check_rules(rules)}
-
-
 def agents(options: Dict[str, str]) -> int:
     import json
 
@@ -346,27 +265,13 @@ def agents(options: Dict[str, str]) -> int:
 
 
 def log(args: List[str], options: Dict[str, str]) -> int:
-    """`log`: reads the event file only (follow.py), never the runtime."""
+    """`log`: reads the event file only (log.py), never the runtime."""
     since, runs = count(options, "--since"), count(options, "--runs")
     if since is not None and runs is not None:
         raise UsageError("--since and --runs both say where to start: give one")
-    from .follow import show
+    from .log import show
 
     return show(args[0], "--follow" in options, since, runs, "--json" in options, "--diff" in options)
-
-
-def count(options: Dict[str, str], name: str) -> Optional[int]:
-    """A whole number >= 1 (--since SEQ, --runs N)."""
-    text = options.get(name)
-    if text is None:
-        return None
-    if not (text.isascii() and text.isdigit() and int(text) >= 1):
-        raise UsageError("%s must be a whole number, 1 or more (got %r)" % (name, text))
-    return int(text)
-
-
-# What `--wait` and `wait` exit with, by what they waited for (the status line: 0).
-OUTCOME_CODES = {"completed": 0, "status": 0, "failed": 7, "cancelled": 8, "request": 9, "timeout": 10}
 
 
 def outcome(waited: Tuple[str, str]) -> int:
@@ -386,124 +291,6 @@ def json_line(line: str) -> str:
     return json_shown(line)
 
 
-def timeout(options: Dict[str, str]) -> Optional[float]:
-    """--timeout S: seconds, a finite number >= 0 (more than a year is a year)."""
-    text = options.get("--timeout")
-    if text is None:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise UsageError("--timeout must be a number of seconds, 0 or more (got %r)" % text)
-    return min(value, 365 * 86400.0)
-
-
-# Per command: the names of its arguments (those after the first optional one
-# may be omitted), its options that take a value, and its flags.
-NAMES = {"send": ("FILE", "TEXT"), "wait": ("FILE", "INPUT_ID"), "status": ("FILE",), "cancel": ("FILE",),
-         "reply": ("FILE", "REQUEST_ID", "ANSWER"), "log": ("FILE",), "rebind": ("FILE",), "agents": (),
-         "mcp": ()}
-POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, sys.maxsize), "cancel": (1, 1), "reply": (2, 3),
-               "log": (1, 1), "rebind": (1, 1), "agents": (0, 0), "mcp": (0, 0)}  # wait --any: 1 to any number (parse)
-OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--agent", "--timeout", "--mode", "--policy", "--allow",
-                    "--deny", "--schema", "--on-request", "--on-result", "--max-tokens", "--max-cost-usd"),
-           "wait": ("--timeout",), "log": ("--since", "--runs"), "rebind": ("--accept",),
-           "mcp": ("--root", "--max-mode")}
-FLAGS = {"send": ("--print-id", "--wait"), "wait": ("--any",), "log": ("--follow", "--json", "--diff"),
-         "agents": ("--json",), "mcp": ("--allow-agent-commands", "--allow-rules")}
-# repeatable, and their order matters: kept apart, in order, as (allow|deny|root, VALUE) "rules"
-RULES = ("--allow", "--deny", "--root")
-
-
-def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str], List[Tuple[str, str]]]:
-    """(command, arguments, options, rules); a flag's value is the empty
-    string; rules are the --allow/--deny values as (allow|deny, RULE), in order."""
-    command = argv[0]
-    if command not in POSITIONALS:
-        raise UsageError("unknown command %r%s (commands: %s; --help)"
-                         % (command, _suggest(command, list(POSITIONALS)), ", ".join(POSITIONALS)))
-    allowed, flags = OPTIONS.get(command, ()), FLAGS.get(command, ())
-    args: List[str] = []
-    options: Dict[str, str] = {}
-    rules: List[Tuple[str, str]] = []
-    rest = iter(argv[1:])
-    for arg in rest:
-        if arg == "--":
-            args.extend(rest)
-            break
-        name, eq, value = arg.partition("=")
-        if arg in flags:
-            options[arg] = ""
-        elif arg.startswith("--") and name in allowed:
-            if not eq:
-                following = next(rest, None)
-                if following is None:
-                    raise UsageError("%s needs a value" % name)
-                value = following
-            if not value:
-                raise UsageError("%s must not be empty" % name)
-            if name in RULES:
-                rules.append((name[2:], value))
-            else:
-                options[name] = value
-        elif arg.startswith("-") and len(arg) > 1:
-            raise UsageError("unknown option %s for %s%s" % (arg, command, _suggest(name, allowed + flags)))
-        else:
-            args.append(arg)
-    named = list(options.items()) + [("--" + verb, rule) for verb, rule in rules]
-    if command == "wait" and "--any" in options:  # every argument is a FILE, which may be any bytes
-        if not args:
-            raise UsageError("wait --any: missing FILE (usage: harnessctl wait --any FILE... [--timeout S])")
-    else:
-        check_count(command, args)
-        named += list(zip(NAMES[command][1:], args[1:]))
-    for name, value in named:
-        if name != "TEXT":  # check_text says more about a bad TEXT
-            require_utf8(value, name)
-    return command, args, options, rules
-
-
-def check_count(command: str, args: List[str]) -> None:
-    from .usage import SYNOPSIS
-
-    low, high = POSITIONALS[command]
-    names = NAMES[command]
-    if len(args) < low:
-        usages = [" ".join(usage.split()) for usage in SYNOPSIS[command].split("\n       harnessctl ")]  # wait: two
-        raise UsageError("%s: missing %s (usage: %s)" % (command, " and ".join(names[len(args):low]),
-                                                        " or harnessctl ".join(usages)))
-    if len(args) > high and not high:
-        raise UsageError("%s takes no arguments, got %s" % (command, " ".join(repr(a) for a in args)))
-    if len(args) > high:
-        last = names[high - 1]
-        if last in ("TEXT", "ANSWER"):
-            from shlex import quote
-
-            raise UsageError("%s takes one %s, got %d words: quote it (harnessctl %s %s %s) or pipe it on stdin"
-                             % (command, last, len(args) - high + 1, command, " ".join(names[:high - 1]),
-                                quote(" ".join(args[high - 1:]))))
-        raise UsageError("%s takes %s (%s), got %d; extra: %s" % (
-            command, "1 argument" if high == 1 else "%d arguments" % high, " ".join(names[:high]), len(args),
-            " ".join(repr(a) for a in args[high:])))
-
-
-def _suggest(word: str, choices: Sequence[str]) -> str:
-    from .usage import suggestion
-
-    return suggestion(word, choices)
-
-
-def require_utf8(value: str, name: str) -> None:
-    """Arguments reach the runtime, the harness and the event file (JSON) as
-    UTF-8; the event file's own path may be any bytes."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise UsageError("%s is not valid UTF-8" % name) from None
-
-
 def read_stdin(what: str) -> str:
     try:
         data = sys.stdin.buffer.read(MAX_TEXT + 1)
@@ -515,17 +302,3 @@ def read_stdin(what: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError("%s on stdin is not valid UTF-8" % what) from None
-
-
-def check_text(text: str) -> str:
-    if not text.strip():
-        raise UsageError("empty text: nothing to send")
-    if "\0" in text:
-        raise UsageError("text contains a NUL byte")
-    if len(text.encode("utf-8", "surrogateescape")) > MAX_TEXT:
-        raise UsageError("text is larger than %d MiB" % (MAX_TEXT // (1024 * 1024)))
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise UsageError("text is not valid UTF-8") from None
-    return text

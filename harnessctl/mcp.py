@@ -7,8 +7,9 @@ status), at most MAX_CALLS at once (one more is answered busy: a client
 must not be able to make the server run out of threads and exit), and
 every line to stdout goes through one lock.  stdout carries
 nothing else: the server moves fd 1 to stderr's file before anything can
-print.  What the tools do is mcptools.py's; here are the lifecycle, the
-roots a path must lie under, progress while waiting, and cancellation."""
+print.  What the tools do is mcptools.py's, what a tool may ask of the
+server mcpcall.py's; here are the lifecycle, the roots a path must lie
+under, and cancellation."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ import json
 import os
 import sys
 import threading
-import time
 
 from . import __version__, jsonfile
 from .errors import HarnessctlError, UnavailableError, UsageError
+from .mcpcall import MODES, Call, Grants, check_path
 from .visible import shown
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -30,12 +31,8 @@ if TYPE_CHECKING:
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 MAX_LINE = 16 * 1024 * 1024  # bytes of one message: a send's text (4 MiB) and schema fit, escaped
-PROGRESS_EVERY = 2.0  # seconds between progress notifications of a waiting call
-SLICE = 0.5  # a wait asks the runtime in slices this long, so a cancelled call ends within one
 ROOTS_PATIENCE = 10.0  # seconds a client gets to answer roots/list
 MAX_CALLS = 16  # tool calls running at once (a thread each); one more is answered "busy" at once
-YEAR = 365 * 86400.0
-MODES = ("ask", "edit", "full")  # --mode, from least to most the agent may do without asking
 INSTRUCTIONS = ("harnessctl drives coding agents (codex, claude, ACP agents, a mock) in sessions, each an event "
                 "file. send starts or steers a run; wait/status show its result or a request that needs a reply; "
                 "reply answers it; cancel stops it; log shows the transcript. Paths must lie under the allowed "
@@ -79,7 +76,7 @@ class Server:
                  fixed: Tuple[Optional[str], Optional[str]] = (None, None), max_mode: str = "ask",
                  allow_rules: bool = False) -> None:
         self.fixed_roots = roots
-        self.allow_agent_commands = allow_agent_commands
+        self.grants = Grants(fixed, allow_agent_commands, max_mode, allow_rules)
         self.out = out
         self.write_lock = threading.Lock()
         self.state = threading.Condition()  # guards what follows
@@ -91,9 +88,6 @@ class Server:
         self.closing = threading.Event()  # stdin ended: every wait ends
         self.threads: List[threading.Thread] = []
         self.running = 0  # tool calls whose thread started and has not ended (at most MAX_CALLS)
-        self.fixed = fixed  # a per-adapter package's adapter and agent
-        self.max_mode = max_mode  # the most a call may bind a new file to (--max-mode)
-        self.allow_rules = allow_rules  # a call may bind allow rules (--allow-rules); deny rules always
 
     def run(self, reader: BinaryIO) -> None:
         """Serve until stdin ends; then the waits end (unanswered: the client
@@ -205,7 +199,7 @@ class Server:
         if full:
             self.respond(ident, busy("%d tool calls are running, as many as it runs at once" % MAX_CALLS))
             return
-        call = Call(self, cancelled, token)
+        call = Call(self.grants, self.inside, self.send, self.closing, cancelled, token)
         thread = threading.Thread(target=self.finish_call, args=(ident, name, arguments, call), daemon=True)
         try:
             thread.start()
@@ -312,98 +306,6 @@ class Server:
                 self.out.flush()
             except (OSError, ValueError):
                 pass
-
-
-class Call:
-    """What a tool handler may ask of the server for one tools/call."""
-
-    def __init__(self, server: Server, cancelled: threading.Event, token: Any) -> None:
-        self.server = server
-        self.cancelled = cancelled
-        self.token = token
-        self.fixed = server.fixed
-
-    def inside(self, path: str, what: str) -> str:
-        return self.server.inside(path, what)
-
-    def check_agent(self, adapter: Optional[str], agent: str) -> None:
-        """Without --allow-agent-commands only a preset name of the adapter
-        may be the agent: anything else would be a command the caller chose."""
-        if self.server.allow_agent_commands:
-            return
-        name = adapter or os.environ.get("HARNESSCTL_ADAPTER")
-        presets: Any = {}
-        if name:
-            from .registry import manifest
-
-            presets = manifest(name).get("agents") or {}
-        if agent not in presets:
-            raise UsageError("agent %r is not a preset%s; this server runs no agent command of the caller's choosing "
-                             "(start it with --allow-agent-commands to allow that)"
-                             % (agent, " of the %s adapter (%s)" % (name, ", ".join(sorted(presets)))
-                                if presets else ""))
-
-    def check_grant(self, file: str, mode: Optional[str], rules: List[Tuple[str, str]]) -> None:
-        """A call that binds a new file may grant its agent no more than the
-        operator let this server grant: a mode up to --max-mode, allow rules
-        only with --allow-rules.  A bound file keeps its policy (a different
-        one is refused as from the command line), so a call on one is not
-        held to the cap."""
-        allows = any(verb == "allow" for verb, _ in rules)
-        if mode is None and not allows:
-            return
-        from .address import read_binding, resolve
-
-        if read_binding(resolve(file)) is not None:
-            return
-        server = self.server
-        if mode is not None and MODES.index(mode) > MODES.index(server.max_mode):
-            raise UsageError("mode %s is more than this server may grant (--max-mode %s): its operator starts it "
-                             "with --max-mode %s to allow that" % (mode, server.max_mode, mode))
-        if allows and not server.allow_rules:
-            raise UsageError("allow rules are refused: this server was started without --allow-rules "
-                             "(deny rules are always accepted)")
-
-    def wait(self, file: str, input_id: Optional[str], timeout: Optional[float]) -> Optional[Tuple[str, str]]:
-        """client.wait, asked in slices: between them a progress notification
-        every PROGRESS_EVERY seconds (when the call has a progress token), and
-        None once the client cancelled the call (the run goes on).  The CLI's
-        notes of harness warnings and retries (notes.py) ride in the progress
-        messages: the server's stdout is the protocol, and has no stderr line."""
-        from . import client
-        from .notes import Notes, offset_now
-
-        started = time.monotonic()
-        until = None if timeout is None else started + min(timeout, YEAR)
-        next_progress = started + PROGRESS_EVERY
-        said: List[str] = []
-        notes = Notes(file, offset_now(file), said.append) if self.token is not None else None
-        while not (self.cancelled.is_set() or self.server.closing.is_set()):
-            step = SLICE if until is None else max(0.0, min(SLICE, until - time.monotonic()))
-            kind, line = client.wait(file, input_id, step, notes)
-            if kind != "timeout" or (until is not None and time.monotonic() >= until):
-                return kind, line
-            if self.token is not None and time.monotonic() >= next_progress:
-                waited = time.monotonic() - started
-                message = "waiting for %s: %d s" % (input_id or "the conversation", waited)
-                if said:
-                    message += "; " + said.pop(0)[len("harnessctl: "):]
-                self.server.send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
-                    "progressToken": self.token, "progress": round(waited, 1), "message": message}})
-                next_progress += PROGRESS_EVERY
-        return None
-
-
-def check_path(path: str, what: str) -> None:
-    """A path names bytes: a NUL, or a lone surrogate that is not one of the
-    bytes a path that is not UTF-8 is written with (\\udc80-\\udcff, as a
-    status line writes it), names none.  Exit 2 for this path alone."""
-    if "\0" in path:
-        raise UsageError("%s %s is not a path: it holds a NUL character" % (what, path))
-    try:
-        os.fsencode(path)
-    except UnicodeEncodeError:
-        raise UsageError("%s %s is not a path: it holds a lone surrogate that names no byte" % (what, path)) from None
 
 
 def tool_error(message: str, code: int) -> Dict[str, Any]:

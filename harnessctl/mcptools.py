@@ -1,8 +1,9 @@
 """The tools `harnessctl mcp` offers: each one's input JSON Schema and a
-handler that calls what the command line calls (client.py, cli.py,
-follow.py), so a tool never behaves otherwise than its command.
+handler that builds what the command line builds (commands.py, the layer
+under both) and calls what it calls (client.py, log.py), so a tool never
+behaves otherwise than its command.
 
-A handler gets the call (mcp.Call: the allowed roots, the progress-aware
+A handler gets the call (mcpcall.Call: the allowed roots, the progress-aware
 wait) and the checked arguments, and returns (structured result, short
 text); a HarnessctlError it raises becomes a tool error with that message
 and exit code (mcp.py)."""
@@ -12,14 +13,15 @@ from __future__ import annotations
 import json
 import os
 
-from . import cli, client
+from . import client, commands
+from .commands import OUTCOME_CODES, Send, check_text, error_line, file_status, fixed, policy, unattended, waited_line
 from .errors import HarnessctlError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Tuple
 
-    from .mcp import Call
+    from .mcpcall import Call
 
     Result = Tuple[Dict[str, Any], str]
 
@@ -87,7 +89,7 @@ def listing() -> List[Dict[str, Any]]:
 def call(name: str, arguments: Dict[str, Any], call: Call) -> Result:
     """Run tool `name`; UsageError for arguments its schema refuses."""
     check(SCHEMAS[name]["inputSchema"], arguments, "arguments")
-    check_text(arguments)
+    check_strings(arguments)
     return HANDLERS[name](arguments, call)
 
 
@@ -96,9 +98,9 @@ def call(name: str, arguments: Dict[str, Any], call: Call) -> Result:
 
 def send(args: Dict[str, Any], call: Call) -> Result:
     file = call.inside(args["file"], "file")
-    adapter, agent = cli.fixed(args.get("adapter"), args.get("agent"), *call.fixed)
+    adapter, agent = fixed(args.get("adapter"), args.get("agent"), *call.grants.fixed)
     if agent is not None:
-        call.check_agent(adapter, agent)
+        call.grants.check_agent(adapter, agent)
     cwd = args.get("cwd")
     if cwd is None and not os.path.exists(file):  # a new file's cwd is the server's: it too must be allowed
         cwd = os.getcwd()
@@ -109,17 +111,16 @@ def send(args: Dict[str, Any], call: Call) -> Result:
     rules = [(verb, rule) for verb, rule in args.get("rules", [])]
     if any(verb not in ("allow", "deny") for verb, _ in rules):
         raise UsageError('a rule is ["allow" or "deny", "KIND[:GLOB]"]')
-    call.check_grant(file, args.get("mode"), rules)
-    options = {"--mode": args["mode"]} if "mode" in args else {}
-    options.update({"--max-tokens": str(args["max_tokens"])} if "max_tokens" in args else {})
-    options.update({"--max-cost-usd": repr(float(args["max_cost_usd"]))} if "max_cost_usd" in args else {})
-    text = cli.check_text(args["text"])
+    call.grants.check_grant(file, args.get("mode"), rules)
+    text = check_text(args["text"])
     if "schema" in args:
         from .structured import check_size
 
         check_size(args["schema"])
-    input_id = client.send(file, text, cwd, args.get("model"), adapter, agent, cli.policy(options, rules),
-                           args.get("schema"), cli.unattended(options))
+    tokens = str(args["max_tokens"]) if "max_tokens" in args else None  # read as the flag's value is
+    cost = repr(float(args["max_cost_usd"])) if "max_cost_usd" in args else None
+    input_id = commands.send(Send(file, text, cwd, args.get("model"), adapter, agent, policy(args.get("mode"), rules),
+                                  args.get("schema"), unattended({}, tokens, cost)))
     if not args.get("wait"):
         return _json({"outcome": "accepted", "exit_code": 0, "input_id": input_id})
     found = call.wait(file, input_id, args.get("timeout"))
@@ -133,9 +134,7 @@ def wait(args: Dict[str, Any], call: Call) -> Result:
     found = call.wait(file, args.get("input_id"), args.get("timeout"))
     if found is None:
         raise Cancelled()
-    kind, line = found
-    return outcome((kind, cli.with_file(args["file"], line) if kind == "status" and line else line),
-                   args.get("input_id"))
+    return outcome(waited_line(args["file"], found), args.get("input_id"))
 
 
 def status(args: Dict[str, Any], call: Call) -> Result:
@@ -144,9 +143,9 @@ def status(args: Dict[str, Any], call: Call) -> Result:
         try:
             call.inside(file, "file")
         except HarnessctlError as e:
-            lines.append(cli.error_line(file, str(e), e.exit_code))
+            lines.append(error_line(file, str(e), e.exit_code))
             continue
-        lines.append(cli.file_status(file)[0])
+        lines.append(file_status(file)[0])
     return _json({"statuses": [json.loads(line) for line in lines]})
 
 
@@ -168,7 +167,7 @@ def log(args: Dict[str, Any], call: Call) -> Result:
     file = call.inside(args["file"], "file")
     if "runs" in args and "since" in args:
         raise UsageError("since and runs both say where to start: give one")
-    from .follow import pieces
+    from .log import pieces
 
     text = "\n".join(pieces(file, args.get("since"), args.get("runs"), False))
     entries = [json.loads(piece) for piece in pieces(file, args.get("since"), args.get("runs"), True)]
@@ -191,7 +190,7 @@ def outcome(found: Tuple[str, str], input_id: Optional[str]) -> Result:
     result: Dict[str, Any] = json.loads(line) if line else {}
     if input_id is not None:
         result.setdefault("input_id", input_id)
-    result.update(outcome=kind, exit_code=cli.OUTCOME_CODES.get(kind, 1))
+    result.update(outcome=kind, exit_code=OUTCOME_CODES.get(kind, 1))
     return _json(result)
 
 
@@ -207,7 +206,7 @@ def _json(structured: Dict[str, Any]) -> Result:
 PATHS = ("file", "files", "cwd")  # checked path by path (mcp.check_path): one bad path fails only itself
 
 
-def check_text(arguments: Dict[str, Any]) -> None:
+def check_strings(arguments: Dict[str, Any]) -> None:
     """Every string of the arguments but the paths must be UTF-8 text (a lone
     surrogate is none: it could not reach the runtime, the harness or the
     event file), and hold no NUL (it would end an argv word), but in a schema,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from cliutil import ok, run
 
-from harnessctl.cli import FLAGS, OPTIONS, POSITIONALS
+from harnessctl.arguments import FLAGS, OPTIONS, POSITIONALS
 
 COMMANDS = ("send", "wait", "status", "reply", "cancel")
 

@@ -1,0 +1,180 @@
+"""The commands as both faces ask them: the layer under cli.py (argv) and
+mcptools.py (MCP tool arguments), so that neither face imports the other and
+a tool never behaves otherwise than its command.
+
+Here are a send as data (`Send`, built by either face and handed to
+client.py), the checks of what a send carries (its text, the adapter and
+agent a package fixes, its policy, hooks and limits), the exit code of each
+outcome a wait can have, and the status line of one file among several.
+What a face alone knows stays with it: the CLI reads files and stdin, the
+MCP server holds paths to its roots.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .errors import HarnessctlError, UsageError
+
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Tuple
+
+MAX_TEXT = 4 * 1024 * 1024
+
+# What `--wait`, `wait` and the MCP wait exit with, by what they waited for (the status line: 0).
+OUTCOME_CODES = {"completed": 0, "status": 0, "failed": 7, "cancelled": 8, "request": 9, "timeout": 10}
+
+
+# -- a send -----------------------------------------------------------------------
+
+
+class Send:
+    """What a send asks, checked: the face that built it is gone from it.
+    `policy` ({"mode", "rules"}) and `unattended` (hooks and limits, by
+    binding key) are as `policy()` and `unattended()` return them."""
+
+    __slots__ = ("file", "text", "cwd", "model", "adapter", "agent", "policy", "schema", "unattended")
+
+    def __init__(self, file: str, text: str, cwd: Optional[str], model: Optional[str], adapter: Optional[str],
+                 agent: Optional[str], policy: Optional[Dict[str, Any]], schema: Optional[Dict[str, Any]],
+                 unattended: Dict[str, Any]) -> None:
+        self.file = file
+        self.text = text
+        self.cwd = cwd
+        self.model = model
+        self.adapter = adapter
+        self.agent = agent
+        self.policy = policy
+        self.schema = schema
+        self.unattended = unattended
+
+
+def send(request: Send) -> str:
+    """Hand the send to the runtime; the accepted input's id."""
+    from . import client
+
+    return client.send(request.file, request.text, request.cwd, request.model, request.adapter, request.agent,
+                       request.policy, request.schema, request.unattended)
+
+
+def check_text(text: str) -> str:
+    """A send's text: not blank, no NUL, at most MAX_TEXT, UTF-8."""
+    if not text.strip():
+        raise UsageError("empty text: nothing to send")
+    if "\0" in text:
+        raise UsageError("text contains a NUL byte")
+    if len(text.encode("utf-8", "surrogateescape")) > MAX_TEXT:
+        raise UsageError("text is larger than %d MiB" % (MAX_TEXT // (1024 * 1024)))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError("text is not valid UTF-8") from None
+    return text
+
+
+def fixed(adapter: Optional[str], agent: Optional[str], fixed_adapter: Optional[str],
+          fixed_agent: Optional[str]) -> Tuple[Optional[str], Optional[str]]:
+    """The adapter and agent a send binds: those given, else a per-adapter
+    package's own; one that differs from the package's is refused."""
+    if fixed_adapter and adapter not in (None, fixed_adapter):
+        raise UsageError("this harnessctl is the %s adapter's; --adapter %s is not available"
+                         % (fixed_adapter, adapter))
+    if fixed_agent and agent not in (None, fixed_agent):
+        raise UsageError("this harnessctl runs the %s agent; --agent %s is not available" % (fixed_agent, agent))
+    return adapter or fixed_adapter, agent or fixed_agent
+
+
+def policy(mode: Optional[str], rules: List[Tuple[str, str]],
+           policy_file: Optional[str] = None) -> Optional[Dict[str, Any]]:
+    """The permission policy a send asks for ({"mode", "rules"}), from a mode
+    and (allow|deny, RULE) rules or from a policy file; None when it names
+    none (a later send: the bound one; a first: the harness's own)."""
+    if policy_file is not None:
+        if rules or mode is not None:
+            raise UsageError("--policy FILE holds the mode and the rules: give it, or --mode/--allow/--deny")
+        from .policy import read_file
+
+        mode, checked = read_file(policy_file)
+        return {"mode": mode, "rules": checked}
+    if not rules and mode is None:
+        return None
+    from .policy import check_mode, check_rules
+
+    return {"mode": check_mode(mode), "rules": check_rules(rules)}
+
+
+def unattended(hooks: Dict[str, str], max_tokens: Optional[str], max_cost_usd: Optional[str]) -> Dict[str, Any]:
+    """The hooks (by binding key: on_request, on_result; each a command line)
+    and limits (as their flags spell them) a send binds, by binding key; only
+    those it gives."""
+    found: Dict[str, Any] = {}
+    if hooks:
+        from .hooks import KEYS, resolve
+
+        for key, (flag, _) in KEYS.items():
+            if key in hooks:
+                found[key] = resolve(hooks[key], flag)
+    if max_tokens is not None or max_cost_usd is not None:
+        from . import budget
+
+        if max_tokens is not None:
+            found["max_tokens"] = budget.tokens(max_tokens)
+        if max_cost_usd is not None:
+            found["max_cost_usd"] = budget.cost(max_cost_usd)
+    return found
+
+
+# -- status lines -----------------------------------------------------------------
+
+
+def waited_line(file: str, found: Tuple[str, str]) -> Tuple[str, str]:
+    """What a wait found, with "file" in the status line a wait without an
+    input id ends with (FILE as the caller gave it)."""
+    kind, line = found
+    return kind, with_file(file, line) if kind == "status" and line else line
+
+
+def file_status(file: str) -> Tuple[str, int]:
+    """One file's line among several (`status FILE...`, the MCP status tool):
+    its status line with "file", or its error line; and that exit code."""
+    from . import client
+
+    try:
+        return with_file(file, client.status(file)), 0
+    except HarnessctlError as e:
+        return error_line(file, str(e), e.exit_code), e.exit_code
+    except Exception as e:
+        if os.environ.get("HARNESSCTL_DEBUG") == "1":
+            raise
+        return error_line(file, "internal error: %s: %s" % (type(e).__name__, e), 1), 1
+
+
+def with_file(file: str, line: str) -> str:
+    """A status line with `"file": FILE` (the path as given) as its first key."""
+    return '{"file":%s,%s' % (json_string(file), line[1:])
+
+
+def error_line(file: str, message: str, code: int) -> str:
+    """The line of a file that is not a session: the message a command on it
+    alone prints (without `harnessctl: `, made inert as it is: visible.py), and its exit code."""
+    from .visible import shown
+
+    return '{"file":%s,"error":%s,"exit_code":%d}' % (json_string(file), json_string(shown(message.replace("\n", " "))),
+                                                     code)
+
+
+def json_string(text: str) -> str:
+    """`text` as a JSON string, valid UTF-8 whatever it holds: a path that is
+    not UTF-8 (its bytes are lone surrogates here) is written with \\u escapes,
+    as state.status_line does.  A plain path costs no import of json."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return '"%s"' % text
+    import json
+
+    quoted = json.dumps(text, ensure_ascii=False)
+    try:
+        quoted.encode("utf-8")
+    except UnicodeEncodeError:
+        quoted = json.dumps(text)
+    return quoted
