@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROTOCOL = os.path.join(ROOT, "docs", "PROTOCOL.md")
 MOCK = os.path.join(ROOT, "docs", "MOCK.md")
 STANDIN = os.path.join(ROOT, "adapters", "mock", "standin.py")

@@ -8,18 +8,15 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from claudecode_support.mock_messages import bash, reply, text, wait_file_command
+from claudecode_support.session import real_session as claude_session
+from codex_support import mock_responses as mr
+from codex_support.fixtures import real_session as codex_session
 
-from claudecode_support.mock_messages import bash, reply, text, wait_file_command  # noqa: E402
-from claudecode_support.session import real_session as claude_session  # noqa: E402
-from codex_support import mock_responses as mr  # noqa: E402
-from codex_support.fixtures import real_session as codex_session  # noqa: E402
-
-from harnessctl.state import spent  # noqa: E402
+from harnessctl.state import spent
 
 pytestmark = pytest.mark.real
 

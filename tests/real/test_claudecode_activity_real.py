@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from claudecode_support.fixtures import real_claude  # noqa: E402
-from claudecode_support.mock_messages import MockMessages, bash, reply, text, tool_use  # noqa: E402
-from claudecode_support.session import Session  # noqa: E402
-from schemacheck import check_event  # noqa: E402
+from claudecode_support.fixtures import real_claude
+from claudecode_support.mock_messages import MockMessages, bash, reply, text, tool_use
+from claudecode_support.session import Session
+from schemacheck import check_event
 
 pytestmark = pytest.mark.real
 

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from claudecode_support.fixtures import wait_for  # noqa: E402
-from claudecode_support.mock_messages import bash, reply, text, tool_results, tool_use  # noqa: E402
-from claudecode_support.session import real_session  # noqa: E402
+from claudecode_support.fixtures import wait_for
+from claudecode_support.mock_messages import bash, reply, text, tool_results, tool_use
+from claudecode_support.session import real_session
 
 pytestmark = pytest.mark.real
 

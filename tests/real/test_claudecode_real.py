@@ -12,18 +12,15 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from typing import Any, Dict, Optional
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from claudecode_support.fixtures import wait_for  # noqa: E402
-from claudecode_support.mock_messages import (  # noqa: E402
+from claudecode_support.fixtures import wait_for
+from claudecode_support.mock_messages import (
     ask, bash, conversation_texts, last_user_texts, reply, text, tool_results, tool_use,
     wait_file_command)
-from claudecode_support.session import real_session  # noqa: E402
+from claudecode_support.session import real_session
 
 pytestmark = pytest.mark.real
 

@@ -20,14 +20,12 @@ from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from cliutil import ROOT, cli_env, events, matching, real_binary  # noqa: E402
-from claudecode_support.fixtures import claude_env  # noqa: E402
-from claudecode_support.mock_messages import (  # noqa: E402
+from cliutil import ROOT, cli_env, events, matching, real_binary
+from claudecode_support.fixtures import claude_env
+from claudecode_support.mock_messages import (
     MockMessages, bash, conversation_texts, reply, text, tool_results, tool_use)
-from codex_support.mock_responses import MockResponses, function_call, tool_outputs, write_codex_home  # noqa: E402
-from codex_support.mock_responses import text as codex_text  # noqa: E402
+from codex_support.mock_responses import MockResponses, function_call, tool_outputs, write_codex_home
+from codex_support.mock_responses import text as codex_text
 
 pytestmark = pytest.mark.real
 

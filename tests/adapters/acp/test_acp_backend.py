@@ -10,6 +10,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 import pytest
+from cliutil import ROOT
 from fakehost import FakeHost
 
 from adapters.acp.backend import AcpBackend
@@ -17,8 +18,7 @@ from adapters.acp import wire
 from harnessctl import registry
 from harnessctl.backend import Config, Input
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TRANSCRIPTS = os.path.join(HERE, "acp_support", "transcripts")
+TRANSCRIPTS = os.path.join(ROOT, "tests", "acp_support", "transcripts")
 CWD = "/work/project"  # the recorded sessions' cwd, as the fixtures spell it
 
 

@@ -6,14 +6,11 @@ single frames of the recorded shapes."""
 from __future__ import annotations
 
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from claudecode_support.replay import feed, initialize, make_backend, replay
 
-from claudecode_support.replay import feed, initialize, make_backend, replay  # noqa: E402
-
-from adapters.claudecode.wire import bash_exit_code, file_change, plan_entries, tool_kind  # noqa: E402
-from harnessctl.backend import Input  # noqa: E402
+from adapters.claudecode.wire import bash_exit_code, file_change, plan_entries, tool_kind
+from harnessctl.backend import Input
 
 
 def replayed(tmp_path, name, answers=None):

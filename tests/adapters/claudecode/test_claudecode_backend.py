@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from claudecode_support.replay import feed, initialize, make_backend, replay  # noqa: E402
+from claudecode_support.replay import feed, initialize, make_backend, replay
 
 
 def started(tmp_path, env=None, model=None):

@@ -7,14 +7,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from claudecode_support.fixtures import FAKE_CLAUDE, wait_for  # noqa: E402
-from claudecode_support.session import Session  # noqa: E402
+from claudecode_support.fixtures import FAKE_CLAUDE, wait_for
+from claudecode_support.session import Session
 
 SESSION = "11111111-2222-4333-8444-555555555555"
 

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_claudecode_real as real
+from cliutil import ROOT
+from adapters.claudecode.backend import ClaudeCodeBackend
+from harnessctl import registry
 
-import test_claudecode_real as real  # noqa: E402
-from adapters.claudecode.backend import ClaudeCodeBackend  # noqa: E402
-from harnessctl import registry  # noqa: E402
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-MANIFEST = os.path.join(os.path.dirname(HERE), "adapters", "claudecode", "manifest.json")
+MANIFEST = os.path.join(ROOT, "adapters", "claudecode", "manifest.json")
 
 BACKED_BY = {
     "steer": ["test_steer_during_a_slow_tool_lands_in_the_same_run",

@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from claudecode_support.replay import feed, initialize, make_backend, replay
 
-from claudecode_support.replay import feed, initialize, make_backend, replay  # noqa: E402
-
-from adapters.claudecode.backend import without_mode_flags  # noqa: E402
+from adapters.claudecode.backend import without_mode_flags
 
 USER_ARGS = ("--permission-mode acceptEdits --dangerously-skip-permissions --allowedTools Bash 'Edit(*)' "
              "--append-system-prompt 'be brief' --allowed-tools=Write Read --permission-prompts none --verbose")

@@ -9,11 +9,11 @@ import os
 import test_codex_backend
 import test_codex_fake
 import test_codex_real
+from cliutil import ROOT
 from adapters.codex.backend import CodexBackend
 from harnessctl import registry
 
-MANIFEST = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "adapters", "codex",
-                        "manifest.json")
+MANIFEST = os.path.join(ROOT, "adapters", "codex", "manifest.json")
 
 BACKED_BY = {
     "steer": [test_codex_real.test_steer_lands_in_the_same_run_with_one_result_for_both_inputs,
