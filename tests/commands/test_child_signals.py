@@ -15,7 +15,7 @@ import subprocess
 import sys
 from typing import Dict, Set, Tuple
 
-from cliutil import ROOT, cli_env, only, runtime_pids, wait_for, wait_results
+from cliutil import ROOT, only, run, runtime_pids, wait_for, wait_results
 
 WEDGE = os.path.join(ROOT, "tests", "wedge_agent.py")
 
@@ -38,9 +38,8 @@ def hostile_caller() -> None:
 
 
 def send(*args: str, wait: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harnessctl", "send", *args] + (["--wait"] if wait else []),
-                          env=cli_env(), cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, preexec_fn=hostile_caller, timeout=120)
+    return run("send", *args, *(["--wait"] if wait else []), stdin=subprocess.DEVNULL, preexec_fn=hostile_caller,
+               timeout=120)
 
 
 def recorder(workdir, name: str) -> Tuple[str, str]:

@@ -217,13 +217,9 @@ def test_later_sends_may_omit_the_binding(efile, workdir):
 
 
 def test_concurrent_first_sends_start_one_runtime(efile):
-    import subprocess
-    import sys
+    from cliutil import start
 
-    from cliutil import ROOT
-
-    procs = [subprocess.Popen([sys.executable, "-m", "harnessctl", "send", efile, "n%d" % i, "--adapter", "mock"],
-                              env=cli_env(), cwd=ROOT, stderr=subprocess.PIPE) for i in range(8)]
+    procs = [start("send", efile, "n%d" % i, "--adapter", "mock", stdout=None) for i in range(8)]
     for proc in procs:
         assert proc.wait(60) == 0, proc.stderr.read()
     assert sorted(e["text"] for e in of_type(efile, "accepted")) == sorted("n%d" % i for i in range(8))

@@ -23,9 +23,7 @@ def cli(*args: str, closed=(), env=None, pass_fds=()) -> subprocess.CompletedPro
     def close() -> None:
         for fd in closed:
             os.close(fd)
-    return subprocess.run([sys.executable, "-m", "harnessctl", *args], env=env or MOCK, cwd=ROOT,
-                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          preexec_fn=close, pass_fds=pass_fds, timeout=120)
+    return run(*args, env=env or MOCK, stdin=subprocess.DEVNULL, preexec_fn=close, pass_fds=pass_fds, timeout=120)
 
 
 # -- 3. the caller's process is respected ---------------------------------------------
@@ -215,6 +213,7 @@ def test_a_send_at_the_thread_limit_is_served_or_refused_clearly_never_left_to_t
                 if limit:
                     resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
             env = cli_env(HOME=directory, HARNESSCTL_STATE_DIR=directory + "/state")  # their passwd home is none
+            # not cliutil.run: the other user runs an interpreter it can read (other_python)
             return subprocess.run([python, "-m", "harnessctl", *args], env=env, cwd=directory,
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   preexec_fn=become, timeout=120)

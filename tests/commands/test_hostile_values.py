@@ -11,10 +11,9 @@ import re
 import resource
 import shutil
 import subprocess
-import sys
 
 import pytest
-from cliutil import ROOT, cli_env, events, matching, ok, only, results, run, wait_for
+from cliutil import ROOT, cli_env, events, matching, ok, only, results, run, start, wait_for
 
 from harnessctl.eventlog import EventLog
 
@@ -178,8 +177,7 @@ def sockets_of(pid: int) -> bool:
 
 def test_a_wait_whose_file_is_replaced_meanwhile_exits_6_with_one_line(efile, workdir):
     ok("send", efile, "/sleep 600", "--adapter", "mock")
-    waiting = subprocess.Popen([sys.executable, "-m", "harnessctl", "wait", efile], cwd=ROOT, env=cli_env(),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    waiting = start("wait", efile)
     wait_for(lambda: sockets_of(waiting.pid), what="the wait to reach the runtime")
     copy = os.path.join(str(workdir), "copy.jsonl")
     shutil.copyfile(efile, copy)
@@ -193,9 +191,7 @@ def test_send_wait_exits_6_when_its_input_was_accepted_but_the_runtime_holds_no_
     def few_descriptors() -> None:  # the runtime this send starts holds no wait at all (server.RESERVE)
         resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40))
 
-    first = subprocess.run([sys.executable, "-m", "harnessctl", "send", efile, "hello", "--adapter", "mock"],
-                           cwd=ROOT, env=cli_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, preexec_fn=few_descriptors, timeout=60)
+    first = run("send", efile, "hello", "--adapter", "mock", stdin=subprocess.DEVNULL, preexec_fn=few_descriptors)
     assert first.returncode == 0, first.stderr
     proc = run("send", efile, "again", "--wait")
     assert proc.returncode == 6, proc.stderr

@@ -15,7 +15,7 @@ import sys
 import threading
 
 import pytest
-from cliutil import ROOT, cli_env, interruptible, ok, run, runtime_pids, wait_for, wait_results
+from cliutil import ROOT, cli_env, interruptible, ok, run, runtime_pids, start, wait_for, wait_results
 
 RUN = "0b9e1111-2222-3333-4444-555566667777"
 
@@ -493,8 +493,7 @@ def on_a_terminal(path, env):
     import pty
 
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "harnessctl", "log", path], stdout=slave,
-                            stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    proc = start("log", path, stdout=slave, env=env)
     os.close(slave)
     data = b""
     while True:
@@ -532,9 +531,7 @@ class Follower:
     """`log --follow` in the background, its output collected as it comes."""
 
     def __init__(self, path, *args):
-        self.proc = subprocess.Popen([sys.executable, "-m", "harnessctl", "log", path, "--follow", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(), cwd=ROOT,
-                                     preexec_fn=interruptible)
+        self.proc = start("log", path, "--follow", *args, preexec_fn=interruptible)
         self.out = b""
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from cliutil import ROOT, cli_env, events, extract_archive, matching, ok, run, wait_for, wait_results
+from cliutil import ROOT, cli_env, command, events, extract_archive, matching, ok, run, wait_for, wait_results
 
 
 class Client:
@@ -22,7 +22,7 @@ class Client:
     says in order (responses by id, notifications)."""
 
     def __init__(self, *args: str, cwd: Optional[str] = None, entry: Optional[List[str]] = None) -> None:
-        self.proc = subprocess.Popen([*(entry or [sys.executable, "-m", "harnessctl"]), "mcp", *args],
+        self.proc = subprocess.Popen([*(entry or command()), "mcp", *args],  # entry: a packaged launcher
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env=cli_env(), cwd=cwd or ROOT)
         self.lines: "queue.Queue[Optional[Dict[str, Any]]]" = queue.Queue()

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 
-from cliutil import ROOT, cli_env, of_type, ok, run, runtime_pids, wait_for
+from cliutil import cli_env, of_type, ok, run, runtime_pids, start, wait_for
 
 M = ("--adapter", "mock")
 
@@ -34,11 +34,6 @@ def stopped(path):
     ok("send", path, "hello", "--wait", *M, env=cli_env(HARNESSCTL_IDLE_TIMEOUT="0.2"))
     wait_for(lambda: not runtime_pids(path), 30, "the idle exit of %s" % path)
     return path
-
-
-def start(*args):
-    return subprocess.Popen([sys.executable, "-m", "harnessctl", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=cli_env(), cwd=ROOT)
 
 
 def sockets(pid):
@@ -113,6 +108,7 @@ def test_a_glob_of_many_stopped_sessions_gives_a_line_each_in_glob_order(workdir
     names = ["s%02d.jsonl" % i for i in range(12)]
     for name in names:
         stopped(str(workdir / name))
+    # through bash on purpose: the shell expands the glob, as a user's would
     proc = subprocess.run(["bash", "-c", '"$0" -m harnessctl status *.jsonl', sys.executable], cwd=str(workdir),
                           env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -123,8 +119,7 @@ def test_a_glob_of_many_stopped_sessions_gives_a_line_each_in_glob_order(workdir
 def test_a_path_that_is_not_utf8_still_gives_valid_json(workdir):
     path = os.path.join(os.fsencode(str(workdir)), b"caf\xe9.jsonl")
     good = idle(str(workdir / "a.jsonl"))
-    proc = subprocess.run([sys.executable, "-m", "harnessctl", "status", path, good.encode()], env=cli_env(),
-                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    proc = run("status", path, good.encode())
     assert proc.returncode == 4, proc.stderr
     bad, fine = [json.loads(line.decode("utf-8")) for line in proc.stdout.splitlines()]
     assert os.fsencode(bad["file"]) == path and bad["exit_code"] == 4

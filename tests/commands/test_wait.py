@@ -8,10 +8,10 @@ import json
 import os
 import signal
 import subprocess
-import sys
 
 import pytest
-from cliutil import (ROOT, cli_env, interruptible, ok, of_type, results, run, runtime_pids, status, wait_for,
+import cliutil
+from cliutil import (cli_env, interruptible, ok, of_type, results, run, runtime_pids, status, wait_for,
                      wait_results)
 
 M = ("--adapter", "mock")
@@ -29,8 +29,7 @@ def line_in_file(path, event_type, **fields):
 
 def start(*args, env=None):
     """A command left running: its stdout is read line by line."""
-    return subprocess.Popen([sys.executable, "-m", "harnessctl", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env or cli_env(), cwd=ROOT, preexec_fn=interruptible)
+    return cliutil.start(*args, env=env, preexec_fn=interruptible)
 
 
 def test_send_wait_prints_the_completed_result_line_as_in_the_file_and_exits_0(efile):

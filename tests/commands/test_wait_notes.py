@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 import os
 import select
-import subprocess
-import sys
 import time
 
-from cliutil import ROOT, cli_env, interruptible, of_type, ok, run, wait_for
+import cliutil
+from cliutil import interruptible, of_type, ok, run, wait_for
 
 from harnessctl.notes import Notes
 
@@ -25,8 +24,7 @@ RETRYING = "\n".join("/warning api_retry API request failed (529); retry %d of 1
 
 
 def start(*args):
-    return subprocess.Popen([sys.executable, "-m", "harnessctl", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=cli_env(), cwd=ROOT, preexec_fn=interruptible)
+    return cliutil.start(*args, preexec_fn=interruptible)
 
 
 def stderr_line(proc, timeout=60):

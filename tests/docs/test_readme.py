@@ -13,13 +13,14 @@ import json
 import os
 import re
 import shutil
+import shlex
 import signal
 import subprocess
 import sys
 
 import pytest
 import readme
-from cliutil import ROOT, cli_env, events, ok, of_type, wait_for
+from cliutil import ROOT, cli_env, command, events, ok, of_type, wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("jq") is None, reason="the recipes use jq, which is not installed")
 
@@ -54,9 +55,9 @@ def shell(workdir):
     """Runs a recipe in `workdir` as a user's shell would, `harnessctl` on PATH."""
     bin_dir = workdir / "bin"
     bin_dir.mkdir()
-    command = bin_dir / "harnessctl"
-    command.write_text('#!/bin/sh\nexec %s -m harnessctl "$@"\n' % sys.executable)
-    command.chmod(0o755)
+    launcher = bin_dir / "harnessctl"  # the recipes spell `harnessctl`: a launcher of cliutil's command line
+    launcher.write_text('#!/bin/sh\nexec %s "$@"\n' % " ".join(map(shlex.quote, command())))
+    launcher.chmod(0o755)
     (workdir / "home" / "repo").mkdir(parents=True)  # the recipes' workspace, ~/repo: not where the files are
     env = cli_env(HARNESSCTL_ADAPTER="mock", HOME=str(workdir / "home"),
                   PATH="%s%s%s" % (bin_dir, os.pathsep, os.environ["PATH"]))

@@ -18,7 +18,7 @@ import textwrap
 
 import pytest
 import readme
-from cliutil import ROOT, cli_env, kill_all_under, wait_results
+from cliutil import ROOT, cli_env, kill_all_under, run, wait_results
 
 from harnessctl import registry
 
@@ -188,6 +188,7 @@ def test_installed_command_imports_nothing_that_running_the_package_does_not(ven
                    env=outside_env(), check=True)
     wait_results(path, 1)
     command = imported([str(venv / "bin" / "harnessctl"), "status", path], str(workdir))
+    # the venv's interpreter, not cliutil's: the installed package is what is measured
     module = imported([str(venv / "bin" / "python"), "-m", "harnessctl", "status", path], str(workdir))
     assert "harnessctl.cli" in command and "re" not in command
     assert command <= module, sorted(command - module)
@@ -206,7 +207,7 @@ def test_installed_command_imports_nothing_from_its_own_directory(venv, workdir)
     assert version.returncode == 0 and version.stdout.startswith(b"harnessctl "), version.stderr
 
 
-def test_venv_python_runs_the_module_from_any_directory(venv):
+def test_venv_python_runs_the_module_from_any_directory(venv):  # the venv's interpreter on purpose
     version = subprocess.run([str(venv / "bin" / "python"), "-m", "harnessctl", "--version"], env=outside_env(),
                              cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert version.returncode == 0 and version.stdout.startswith(b"harnessctl "), version.stderr
@@ -272,8 +273,7 @@ def test_development_install_sees_an_adapter_added_to_the_checkout(development):
 
 def test_module_outside_the_repository_needs_the_install(workdir):
     """Without the install (or PYTHONPATH), `python3 -m harnessctl` works only from the repository root."""
-    proc = subprocess.run([sys.executable, "-m", "harnessctl", "--version"], env=outside_env(), cwd=str(workdir),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = run("--version", env=outside_env(), cwd=str(workdir), timeout=None)
     if proc.returncode == 0:
         pytest.skip("harnessctl is installed for %s itself" % sys.executable)
     assert proc.returncode == 1 and b"No module named harnessctl" in proc.stderr

@@ -15,12 +15,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
 
-from cliutil import ROOT, cli_env, events, matching, real_binary
+from cliutil import ROOT, cli_env, command, events, matching, real_binary
 from claudecode_support.fixtures import claude_env
 from claudecode_support.mock_messages import (
     MockMessages, bash, conversation_texts, reply, text, tool_results, tool_use)
@@ -34,7 +33,8 @@ PERMISSION = "/permission deploy to staging?"
 
 def server(root: str) -> Dict[str, Any]:
     """How a client starts harnessctl's MCP server, confined to `root`."""
-    return {"command": sys.executable, "args": ["-m", "harnessctl", "mcp", "--root", root],
+    python, *args = command("mcp", "--root", root)
+    return {"command": python, "args": args,
             "env": {"PYTHONPATH": ROOT}}
 
 

@@ -19,13 +19,12 @@ import select
 import signal
 import socket
 import subprocess
-import sys
 import time
 from typing import Any, Callable, Dict, List
 
 import pytest
 
-from cliutil import ROOT, events, run, runtime_pids
+from cliutil import events, run, runtime_pids, start
 from schemacheck import check_event
 
 from claudecode_support import mock_messages as mm
@@ -54,8 +53,7 @@ class Harness:
 
     def cli(self, *args: str) -> subprocess.CompletedProcess:
         """`python3 -m harnessctl ARGS`, as a user runs it."""
-        return subprocess.run([sys.executable, "-m", "harnessctl", *args], input=b"", stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, env=self.env, cwd=ROOT, timeout=COMMAND_TIMEOUT)
+        return run(*args, env=self.env, timeout=COMMAND_TIMEOUT)
 
     def send(self, text: str, *flags: str) -> subprocess.CompletedProcess:
         """The first send of the file (it names the adapter and the work dir)."""
@@ -219,10 +217,8 @@ def test_codex_send_wait_says_on_stderr_that_codex_retries_while_stdout_stays_em
             text = f.read()
         with open(config, "w", encoding="utf-8") as f:  # codex's stream retries on (they are the ones it reports)
             f.write(text.replace("stream_max_retries = 0", "stream_max_retries = 9"))
-        waiting = subprocess.Popen(
-            [sys.executable, "-m", "harnessctl", "send", session.path, "Say hello.", "--adapter", "codex",
-             "--cwd", session.cwd, "--wait", "--timeout", str(COMMAND_TIMEOUT * 3)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=session.env, cwd=ROOT)
+        waiting = start("send", session.path, "Say hello.", "--adapter", "codex", "--cwd", session.cwd, "--wait",
+                        "--timeout", str(COMMAND_TIMEOUT * 3), env=session.env)
         try:
             notes = stderr_lines_until(waiting, b"codex is retrying", COMMAND_TIMEOUT)
             assert not select.select([waiting.stdout], [], [], 0)[0]  # nothing on stdout while it waits

@@ -7,11 +7,9 @@ from __future__ import annotations
 import os
 import pathlib
 import signal
-import subprocess
-import sys
 
 import pytest
-from cliutil import ROOT, cli_env, ok, run, runtime_pids, wait_for
+from cliutil import cli_env, ok, run, runtime_pids, wait_for
 from test_bad_input import existing, foreign_text, new_path, snapshot_files, with_pending_request, with_question
 from torture_support import of_kind, one_clear_line, tmpfs
 
@@ -135,17 +133,13 @@ def test_more_bad_input(name, workdir):
 
 
 def test_send_text_with_invalid_utf8_in_argv_exits_2(workdir):
-    argv = [sys.executable.encode(), b"-m", b"harnessctl", b"send", os.fsencode(str(workdir / "e.jsonl")), b"caf\xe9",
-            b"--adapter", b"mock"]
-    proc = subprocess.run(argv, env=cli_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    proc = run(b"send", os.fsencode(str(workdir / "e.jsonl")), b"caf\xe9", b"--adapter", b"mock")
     assert_refused(proc, 2, "not valid UTF-8")
     assert not os.path.exists(str(workdir / "e.jsonl"))
 
 
 def test_send_with_stdin_closed_exits_2(workdir):
-    proc = subprocess.run([sys.executable, "-m", "harnessctl", "send", str(workdir / "e.jsonl"), "--adapter", "mock"],
-                          env=cli_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          preexec_fn=lambda: os.close(0), timeout=60)
+    proc = run("send", str(workdir / "e.jsonl"), "--adapter", "mock", preexec_fn=lambda: os.close(0))
     assert_refused(proc, 2, "stdin")
     assert not os.path.exists(str(workdir / "e.jsonl"))
 

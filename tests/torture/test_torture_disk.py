@@ -15,8 +15,6 @@ import pathlib
 import shutil
 import resource
 import signal
-import subprocess
-import sys
 
 import pytest
 from cliutil import ROOT, cli_env, events, of_type, ok, run, runtime_pids, wait_for, wait_results
@@ -132,8 +130,7 @@ def test_file_size_limit_refuses_the_send_cleanly_and_a_new_runtime_works(efile)
     wait_for(lambda: not runtime_pids(efile), what="runtime stopped")
     before = open(efile, "rb").read()
     limit = len(before) + 4096
-    spawn = subprocess.run([sys.executable, "-m", "harnessctl", "send", efile, "small enough"], env=env, cwd=ROOT,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limited(limit), timeout=60)
+    spawn = run("send", efile, "small enough", env=env, preexec_fn=limited(limit))
     assert spawn.returncode == 0, spawn.stderr  # this send starts a runtime that inherits the limit
     wait_results(efile, 2)
     proc = run("send", efile, BIG, env=env)

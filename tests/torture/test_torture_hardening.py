@@ -13,11 +13,10 @@ import resource
 import signal
 import socket
 import subprocess
-import sys
 import time
 
 import pytest
-from cliutil import ROOT, bind, cli_env, ok, run, runtime_pids, wait_for, wait_results
+from cliutil import ROOT, bind, cli_env, ok, run, runtime_pids, start, wait_for, wait_results
 from torture_support import check, of_kind, one_clear_line, status_of, tmpfs
 
 pytestmark = pytest.mark.torture
@@ -31,9 +30,8 @@ def limited(resource_id: int, value: int):
 
 
 def cli(*args: str, env=None, preexec_fn=None, stdout=subprocess.PIPE, stdin=None, timeout: float = 60):
-    return subprocess.run([sys.executable, "-m", "harnessctl", *args], env=env or cli_env(**MOCK_ENV), cwd=ROOT,
-                          stdin=stdin if stdin is not None else subprocess.DEVNULL, stdout=stdout,
-                          stderr=subprocess.PIPE, preexec_fn=preexec_fn, timeout=timeout)
+    return run(*args, env=env or cli_env(**MOCK_ENV), stdin=stdin if stdin is not None else subprocess.DEVNULL,
+               stdout=stdout, preexec_fn=preexec_fn, timeout=timeout)
 
 
 def assert_refused(proc, code: int, *fragments: str) -> None:
@@ -107,8 +105,8 @@ def long_history(path: str, lines: int = 200000) -> None:
 
 
 def send_while_starting(path: str, env, pause: float) -> None:
-    spawner = subprocess.Popen([sys.executable, "-m", "harnessctl", "send", path, "first", "--adapter", "mock"],
-                               env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    spawner = start("send", path, "first", "--adapter", "mock", env=env, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL)
     wait_for(lambda: runtime_pids(path) or spawner.poll() is not None, 30, "runtime spawned", 0.002)
     time.sleep(pause)  # a random moment of the runtime's start-up
     spawner.kill()
@@ -158,9 +156,7 @@ def test_a_fifo_as_the_event_file_is_refused_without_blocking(command, workdir):
 
 @pytest.mark.parametrize("flag", ["--cwd", "--model"])
 def test_a_non_utf8_flag_value_exits_2(flag, efile):
-    argv = [sys.executable.encode(), b"-m", b"harnessctl", b"send", os.fsencode(efile), b"hi", b"--adapter", b"mock",
-            flag.encode(), b"/tmp/caf\xe9"]
-    proc = subprocess.run(argv, env=cli_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    proc = run(b"send", os.fsencode(efile), b"hi", b"--adapter", b"mock", flag.encode(), b"/tmp/caf\xe9")
     assert_refused(proc, 2, flag, "not valid UTF-8")
     assert not os.path.exists(efile)
 
@@ -171,8 +167,7 @@ def test_a_non_utf8_reply_argument_exits_2(position, efile):
     wait_for(lambda: of_kind(efile, "request"), what="request")
     args = [b"req-1", b"allow"]
     args[0 if position == "REQUEST_ID" else 1] += b"\xff"
-    proc = subprocess.run([sys.executable.encode(), b"-m", b"harnessctl", b"reply", os.fsencode(efile), *args],
-                          env=cli_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    proc = run(b"reply", os.fsencode(efile), *args)
     assert_refused(proc, 2, position, "not valid UTF-8")
     assert status_of(efile)["state"] == "awaiting_reply"
     ok("cancel", efile)
@@ -182,8 +177,7 @@ def test_a_non_utf8_current_directory_exits_2_and_status_keeps_working(workdir):
     odd = os.path.join(os.fsencode(str(workdir)), b"caf\xe9")
     os.mkdir(odd)
     path = str(workdir / "e.jsonl")
-    proc = subprocess.run([sys.executable, "-m", "harnessctl", "send", path, "hi", "--adapter", "mock"],
-                          env=cli_env(), cwd=odd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    proc = run("send", path, "hi", "--adapter", "mock", cwd=odd)
     assert_refused(proc, 2, "working directory", "not valid UTF-8")
     ok("send", path, "hi", "--adapter", "mock", "--cwd", str(workdir))
     assert status_of(path)["cwd"] == str(workdir)
@@ -191,11 +185,9 @@ def test_a_non_utf8_current_directory_exits_2_and_status_keeps_working(workdir):
 
 def test_an_event_path_that_is_not_utf8_is_a_session_like_any_other(workdir):
     path = os.path.join(os.fsencode(str(workdir)), b"caf\xe9.jsonl")
-    base = [sys.executable.encode(), b"-m", b"harnessctl"]
-    kwargs = dict(env=cli_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
-    assert subprocess.run(base + [b"send", path, b"hi", b"--adapter", b"mock"], **kwargs).returncode == 0
+    assert run(b"send", path, b"hi", b"--adapter", b"mock").returncode == 0
     wait_results(os.fsdecode(path), 1)
-    proc = subprocess.run(base + [b"status", path], **kwargs)
+    proc = run(b"status", path)
     assert proc.returncode == 0 and json.loads(proc.stdout)["state"] == "idle", proc.stderr
 
 
@@ -224,18 +216,17 @@ def test_a_huge_timeout_is_clamped_and_the_idle_runtime_keeps_serving(efile):
 def test_status_into_an_unusable_stdout_exits_2_without_internal_error(stdout, efile):
     ok("send", efile, "hi", "--adapter", "mock")
     wait_results(efile, 1)
-    argv = [sys.executable, "-m", "harnessctl", "status", efile]
     if stdout == "closed":
-        proc = subprocess.run(argv, env=cli_env(), cwd=ROOT, stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1))
+        proc = run("status", efile, stdout=None, preexec_fn=lambda: os.close(1))
         assert_refused(proc, 2, "cannot write to stdout")
     elif stdout == "full":
         with open("/dev/full", "w") as full:
-            proc = subprocess.run(argv, env=cli_env(), cwd=ROOT, stdout=full, stderr=subprocess.PIPE)
+            proc = run("status", efile, stdout=full)
         assert_refused(proc, 2, "cannot write to stdout", "No space left")
     else:
         read_end, write_end = os.pipe()
         os.close(read_end)  # the reader is gone before the line is written: EPIPE
-        proc = subprocess.run(argv, env=cli_env(), cwd=ROOT, stdout=write_end, stderr=subprocess.PIPE)
+        proc = run("status", efile, stdout=write_end)
         os.close(write_end)
         assert proc.returncode == 2 and proc.stderr == b"", proc.stderr  # quiet, as a reader that left expects
 
@@ -366,8 +357,7 @@ def broken_adapter_root(workdir):
 
 def test_an_adapter_that_breaks_the_contract_fails_the_send_at_once(broken_adapter_root, efile):
     env = cli_env(HARNESSCTL_TIMEOUT="30", PYTHONPATH=broken_adapter_root)
-    proc = subprocess.run([sys.executable, "-m", "harnessctl", "send", efile, "hi", "--adapter", "broken"], env=env,
-                          cwd=broken_adapter_root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=25)
+    proc = run("send", efile, "hi", "--adapter", "broken", env=env, cwd=broken_adapter_root, timeout=25)
     assert_refused(proc, 1, "broken adapter", "contract", "teleported")
     assert not of_kind(efile, "accepted")
     wait_for(lambda: [e for e in of_kind(efile, "log") if e.get("kind") == "diagnostic"

@@ -15,11 +15,10 @@ import json
 import os
 import random
 import subprocess
-import sys
 from typing import Any, Dict, List, Sequence
 
 import pytest
-from cliutil import ROOT, alive, cli_env, events, ok, rebind, run, runtime_pids, wait_for
+from cliutil import alive, cli_env, events, ok, rebind, run, runtime_pids, start, wait_for
 from torture_moves import copy_lines, moves, remove_tree
 from torture_support import (Scan, Sends, check, count, finish, of_kind, one_clear_line, popen_send, send, settle,
                              status_of)
@@ -164,9 +163,7 @@ def test_concurrent_statuses_on_a_copy_without_sidecar_record_its_loss_exactly_o
         copy_lines(a, copy)  # an accepted input without a result, a pending request, no sidecar
     ok("cancel", a, env=e)
     for copy in copies:
-        argv = [sys.executable, "-m", "harnessctl", "status", copy]
-        procs = [subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  env=e, cwd=ROOT) for _ in range(20)]
+        procs = [start("status", copy, stdin=subprocess.DEVNULL, env=e) for _ in range(20)]
         outputs = [proc.communicate(timeout=60) + (proc.returncode,) for proc in procs]
         assert [rc for _, _, rc in outputs] == [0] * 20, [err for _, err, rc in outputs if rc][:3]
         assert all(len(out.splitlines()) == 1 for out, _, _ in outputs)

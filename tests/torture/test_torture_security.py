@@ -10,11 +10,10 @@ from __future__ import annotations
 import ctypes
 import os
 import stat
-import subprocess
 import sys
 
 import pytest
-from cliutil import ROOT, cli_env, ok, runtime_pids, wait_for
+from cliutil import ROOT, cli_env, ok, run, runtime_pids, wait_for
 from torture_support import check, of_kind, status_of, wait_results
 
 pytestmark = pytest.mark.torture
@@ -31,15 +30,13 @@ def mode(path):
 def test_files_stay_private_under_a_permissive_umask(efile):
     """Every file the sidecar holds, while the harness runs (harness.pid) and
     after the runtime has exited (state.json), whoever wrote it."""
-    umask0 = dict(env=cli_env(HARNESSCTL_IDLE_TIMEOUT="0.5"), cwd=ROOT, stderr=subprocess.PIPE,
-                  preexec_fn=lambda: os.umask(0), timeout=60)
-    proc = subprocess.run([sys.executable, "-m", "harnessctl", "send", efile, "/permission hold\nhello", *MOCK],
-                          **umask0)
+    umask0 = dict(env=cli_env(HARNESSCTL_IDLE_TIMEOUT="0.5"), preexec_fn=lambda: os.umask(0))
+    proc = run("send", efile, "/permission hold\nhello", *MOCK, **umask0)
     assert proc.returncode == 0, proc.stderr
     wait_for(lambda: of_kind(efile, "request"), what="request")
     sidecar = efile + ".d"
     seen = private_files(sidecar)
-    proc = subprocess.run([sys.executable, "-m", "harnessctl", "reply", efile, "req-1", "allow"], **umask0)
+    proc = run("reply", efile, "req-1", "allow", **umask0)
     assert proc.returncode == 0, proc.stderr
     wait_results(efile, 1)
     wait_for(lambda: not runtime_pids(efile), what="idle exit")

@@ -17,7 +17,7 @@ import sys
 import time
 
 import pytest
-from cliutil import ROOT, cli_env, ok, run, runtime_pids, wait_for
+from cliutil import ROOT, cli_env, ok, run, runtime_pids, start, wait_for
 from torture_support import assert_no_leftovers, check, count, idle_race, kill_senders, of_kind, status_of, wait_results
 
 pytestmark = pytest.mark.torture
@@ -69,6 +69,7 @@ def test_sighup_of_the_sending_shell_does_not_reach_the_runtime(efile):
     pid, master = pty.fork()
     if pid == 0:
         os.environ.update(cli_env())
+        # through a shell on purpose: the shell's session is the one that hangs up
         os.execv("/bin/sh", ["sh", "-c", '"$0" -m harnessctl send "$1" "/sleep 1.5\nsurvivor" --adapter mock '
                              '&& echo SENT; sleep 60', sys.executable, efile])
     output = b""
@@ -107,9 +108,8 @@ def test_a_sender_killed_while_it_waits_leaves_its_input_whole_or_absent(workdir
 def test_a_cron_like_job_without_tty_or_environment_gets_a_detached_runtime(efile, workdir):
     env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "SHELL": "/bin/sh", "LOGNAME": "root",
            "PYTHONPATH": ROOT}
-    job = subprocess.Popen([sys.executable, "-m", "harnessctl", "send", efile, "/sleep 1\nfrom cron", *MOCK],
-                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                           cwd="/", start_new_session=True)
+    job = start("send", efile, "/sleep 1\nfrom cron", *MOCK, stdin=subprocess.DEVNULL, env=env, cwd="/",
+                start_new_session=True)
     out, err = job.communicate(timeout=20)  # returns only once nobody holds the job's pipes any more
     assert job.returncode == 0 and out == b"", err
     # the workspace is / (cron's cwd), which holds the event file: the one line is that warning
