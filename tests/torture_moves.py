@@ -12,7 +12,7 @@ is pending and, once every file has settled, checks every distinct file involved
 (the moved, linked or unlinked one too, through a descriptor kept open) with the
 independent checker, and the round's sends with Sends.verify.  Between rounds no
 two live runtimes may have one event file open, and each must hold the lock of
-the file it has open.  The helpers below are shared with tests/test_torture_moves.py.
+the file it has open.  The helpers below are shared with tests/torture/test_torture_moves.py.
 
 Exit codes: a send racing the operation may be refused (2: no binding under
 that name yet or any more; 5: the file is held by a runtime under another name,

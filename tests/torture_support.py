@@ -1,6 +1,6 @@
 """The torture suite's tools (issue 5): an independent line-by-line checker of an
 event file, the project's own fold as a second opinion, send bookkeeping, and
-the scenario drivers shared by tests/test_torture_*.py and bench/torture_report.py.
+the scenario drivers shared by tests/torture/test_torture_*.py and bench/torture_report.py.
 
 The checker deliberately re-implements what the event file must look like from
 the protocol text instead of calling harnessctl.state, so a bug in the fold

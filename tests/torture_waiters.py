@@ -8,7 +8,7 @@ in the file byte for byte and exit by what that line says: a result by its
 status, a pending request of its input's run with 9 (the round then replies
 and waits again until the result), a status line that is neither running nor
 cancelling with 0.  The file itself must pass the suite's invariant check.
-Shared by tests/test_torture_waiters.py and bench/torture_report.py."""
+Shared by tests/torture/test_torture_waiters.py and bench/torture_report.py."""
 
 from __future__ import annotations
 

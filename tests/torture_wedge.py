@@ -5,7 +5,7 @@ the 64 MiB cap), stderr floods, storms of distinct message ids, cancels it
 never answers, and plain prompts between them.  Every round ends with the
 result its misbehaviour deserves, `status` answers in the middle of each,
 the runtime log stays within its cap, and the file passes the suite's
-independent checker.  Shared by tests/test_torture_wedge.py and
+independent checker.  Shared by tests/torture/test_torture_wedge.py and
 bench/torture_report.py."""
 
 from __future__ import annotations

@@ -40,8 +40,8 @@ def in_copy(checkout, *argv):
 
 
 def test_a_new_adapter_folder_passes_the_manifest_checks_and_the_conformance_suite(checkout):
-    proc = in_copy(checkout, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_manifest.py",
-                   "tests/test_conformance.py", "-k", "tiny")
+    proc = in_copy(checkout, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/adapters/test_manifest.py",
+                   "tests/adapters/test_conformance.py", "-k", "tiny")
     out = proc.stdout.decode()
     assert proc.returncode == 0, out[-3000:]
     assert " passed" in out and "failed" not in out
@@ -49,8 +49,8 @@ def test_a_new_adapter_folder_passes_the_manifest_checks_and_the_conformance_sui
 
 
 def test_an_adapter_without_steering_approvals_or_exit_codes_passes_the_conformance_suite(checkout):
-    proc = in_copy(checkout, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "tests/test_conformance.py",
-                   "-k", "tiny_lean")
+    proc = in_copy(checkout, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
+                   "tests/adapters/test_conformance.py", "-k", "tiny_lean")
     out = proc.stdout.decode()
     assert proc.returncode == 0, out[-3000:]
     assert "tiny_lean does not claim approvals" in out and "failed" not in out

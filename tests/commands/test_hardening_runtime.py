@@ -161,7 +161,7 @@ def test_a_cancel_the_agent_ignores_ends_the_run_cancelled_after_the_grace_perio
 
 def test_status_is_answered_in_the_middle_of_a_storm_of_20000_messages(workdir):
     """Each message is an fsynced line; the storm takes seconds, a status
-    between two of its lines a moment (tests/test_loop.py: the mechanism)."""
+    between two of its lines a moment (tests/unit/test_loop.py: the mechanism)."""
     wedge = Wedge(workdir)
     assert wedge.ask("hello")["output"] == "echo: hello"
     proc = wedge.send("/storm 20000", "--print-id")
@@ -237,7 +237,7 @@ def test_a_send_at_the_thread_limit_is_served_or_refused_clearly_never_left_to_t
 def test_waits_beyond_the_descriptor_limit_are_refused_and_status_and_cancel_still_answer(workdir):
     """A hard limit of 1024 the runtime cannot raise: it keeps descriptors in
     reserve for the commands that answer at once, and refuses (exit 5) the
-    waits that would take them (tests/test_torture_waiters.py: 2000 held)."""
+    waits that would take them (tests/torture/test_torture_waiters.py: 2000 held)."""
     from torture_waiters import ManyWaiters, limit_descriptors
 
     with ManyWaiters(str(workdir), 1100, limit_descriptors(1024, 1024)) as game:

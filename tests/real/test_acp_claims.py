@@ -1,7 +1,7 @@
 """Every capability an ACP preset claims in adapters/acp/manifest.json (and
 every `degraded` one) names a test of the module the preset's `tests` key
-names (tests/test_acp_real.py for codex, claude and gemini;
-tests/test_acp_reach_real.py for the reach agents) that proves it against
+names (tests/real/test_acp_real.py for codex, claude and gemini;
+tests/real/test_acp_reach_real.py for the reach agents) that proves it against
 that real agent: a claim with no such test, or a test that does not run for
 that agent, fails here (no agent needed to check that).  docs/ACP.md's
 presets table is the manifest's."""
@@ -22,7 +22,7 @@ PRESETS = registry.manifest("acp")["agents"]
 
 # capability -> the real-agent tests that prove it, each with the agents it runs for
 PROOFS = {
-    "tests/test_acp_real.py": {
+    "tests/real/test_acp_real.py": {
         "steer": [real.test_a_send_mid_turn_steers_into_the_same_run],
         "cancel": [real.test_cancel_ends_the_running_run_cancelled],
         "approvals": [real.test_permission_denied_by_a_later_reply_does_not_run_the_command,
@@ -32,13 +32,13 @@ PROOFS = {
         "cost": [real.test_a_run_reports_the_tokens_the_model_counted],  # asserts cost_usd for claude only
         "crash-recovery": [real.test_an_agent_killed_mid_run_fails_the_run_and_the_next_send_goes_on],
     },
-    "tests/test_acp_reach_real.py": reach.PROOFS,
+    "tests/real/test_acp_reach_real.py": reach.PROOFS,
 }
 DEGRADED = {  # (test module, capability) -> the test that shows the weaker form
-    ("tests/test_acp_real.py", "steer"): real.test_a_send_mid_turn_on_gemini_waits_for_its_own_next_run,
-    ("tests/test_acp_real.py", "resume"): real.test_gemini_after_idle_exit_starts_a_new_session_and_says_so,
-    ("tests/test_acp_reach_real.py", "steer"): reach.DEGRADED["steer"],
-    ("tests/test_acp_reach_real.py", "approvals"): reach.DEGRADED["approvals"],
+    ("tests/real/test_acp_real.py", "steer"): real.test_a_send_mid_turn_on_gemini_waits_for_its_own_next_run,
+    ("tests/real/test_acp_real.py", "resume"): real.test_gemini_after_idle_exit_starts_a_new_session_and_says_so,
+    ("tests/real/test_acp_reach_real.py", "steer"): reach.DEGRADED["steer"],
+    ("tests/real/test_acp_reach_real.py", "approvals"): reach.DEGRADED["approvals"],
 }
 
 
@@ -74,7 +74,7 @@ def test_every_degraded_capability_names_a_test_that_runs_for_that_agent():
 
 
 def test_every_reach_agent_with_a_recipe_is_a_preset_tested_there():
-    assert [a for a, p in PRESETS.items() if p.get("tests") == "tests/test_acp_reach_real.py"] == written()
+    assert [a for a, p in PRESETS.items() if p.get("tests") == "tests/real/test_acp_reach_real.py"] == written()
 
 
 def test_a_reach_presets_modes_are_ones_its_recipe_proved():

@@ -1,4 +1,4 @@
-"""Torture scenario 7: the bad-input cases tests/test_bad_input.py does not have yet
+"""Torture scenario 7: the bad-input cases tests/commands/test_bad_input.py does not have yet
 (issue 5).  Same rules: the documented exit code, ONE clear stderr line, empty
 stdout, and not a byte of any existing file changes."""
 

@@ -7,7 +7,7 @@ finding of issue 19 each check waits for).  One round per behaviour, then
 mixed rounds: 3 by default, 40 with HARNESSCTL_TORTURE=full.
 HARNESSCTL_TORTURE_SEED replays a run.  Alone:
 
-    python3 -m pytest -q tests/test_torture_hostile.py [-k junk]
+    python3 -m pytest -q tests/torture/test_torture_hostile.py [-k junk]
 """
 
 from __future__ import annotations
