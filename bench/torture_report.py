@@ -5,7 +5,7 @@
                                     [--sender-kills 40] [--move-rounds 60] [--line-rounds 40]
                                     [--hostile-rounds 40] [--many-waiters 2000] [--seed N] [--quick]
 
-Runs the counted scenarios of tests/test_torture_*.py with the mock adapter,
+Runs the counted scenarios of tests/torture/test_torture_*.py with the mock adapter,
 and the kill -9 roulette also with the Codex and Claude Code adapters over
 their fake harnesses (the same drivers, from tests/torture_support.py, and the same invariant
 checks: the project's fold AND the independent line-by-line checker), then

@@ -12,7 +12,7 @@ The repository's `adapters/` folder is found in two layouts:
 
 A manifest names its backend relative to its own package (".backend:Class"),
 which resolves in either layout.  `problems()` holds a manifest to
-schema/manifest.schema.json (package.py and tests/test_manifest.py use it)."""
+schema/manifest.schema.json (package.py and tests/adapters/test_manifest.py use it)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ if os.path.isdir(os.path.join(HERE, "adapters")):  # pip-installed
 else:  # a checkout, or a per-adapter package's lib/
     ADAPTERS_DIR, ADAPTERS_PACKAGE = os.path.join(os.path.dirname(HERE), "adapters"), "adapters"
 
-# schema/manifest.schema.json, which documents each word and key (tests/test_manifest.py keeps them equal)
+# schema/manifest.schema.json, which documents each word and key (tests/adapters/test_manifest.py keeps them equal)
 CAPABILITIES = ("steer", "cancel", "approvals", "questions", "resume", "usage", "cost", "crash-recovery",
                 "structured-output")
 KEYS = {"name": "string", "version": "string", "description": "string", "backend": "string", "harness": "object",

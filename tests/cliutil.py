@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Union
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -30,18 +30,39 @@ def cli_env(**overrides: str) -> Dict[str, str]:
     return env
 
 
-def run(*args: str, input: Optional[bytes] = None, env: Optional[Dict[str, str]] = None,
-        cwd: Optional[str] = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    """`python3 -m harnessctl ARGS` exactly as a user would run it."""
-    return subprocess.run(
-        [sys.executable, "-m", "harnessctl", *args],
-        input=input if input is not None else b"",
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env if env is not None else cli_env(),
-        cwd=cwd or ROOT,
-        timeout=timeout,
-    )
+def command(*args: Union[str, bytes]) -> List[Union[str, bytes]]:
+    """The command line of `python3 -m harnessctl ARGS` with the interpreter running
+    the tests: the one spelling of the CLI every test and bench uses (an argument
+    may be bytes: a name that is not UTF-8)."""
+    return [sys.executable, "-m", "harnessctl", *args]
+
+
+def _popen_args(env: Optional[Dict[str, str]], cwd: Optional[str], popen: Dict[str, Any]) -> Dict[str, Any]:
+    """subprocess's arguments for a command: stdout and stderr piped unless the caller
+    says otherwise, the test environment, the repository as working directory."""
+    popen.setdefault("stdout", subprocess.PIPE)
+    popen.setdefault("stderr", subprocess.PIPE)
+    popen["env"] = env if env is not None else cli_env()
+    popen["cwd"] = cwd or ROOT
+    return popen
+
+
+def run(*args: Union[str, bytes], input: Optional[bytes] = None, env: Optional[Dict[str, str]] = None,
+        cwd: Optional[str] = None, timeout: Optional[float] = 60, **popen: Any) -> subprocess.CompletedProcess:
+    """`python3 -m harnessctl ARGS` exactly as a user would run it, to its end.  Its
+    stdin is empty unless `input` or a `stdin=` says otherwise; `popen` takes
+    subprocess's other arguments (stdout, preexec_fn, pass_fds, ...)."""
+    if "stdin" not in popen:
+        popen["input"] = input if input is not None else b""
+    return subprocess.run(command(*args), timeout=timeout, **_popen_args(env, cwd, popen))
+
+
+def start(*args: Union[str, bytes], env: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
+          **popen: Any) -> subprocess.Popen:
+    """`python3 -m harnessctl ARGS` started in the background (a `wait`, a `log
+    --follow`, sends racing each other); as `run`, but stdin is the test's own
+    unless `popen` gives one."""
+    return subprocess.Popen(command(*args), **_popen_args(env, cwd, popen))
 
 
 def interruptible() -> None:

@@ -3,14 +3,8 @@ test started under it (runtimes, harnesses) is killed when the test ends."""
 
 from __future__ import annotations
 
-import os
-import sys
-
+import cliutil  # tests/ is on sys.path: pyproject.toml's pythonpath
 import pytest
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import cliutil  # noqa: E402
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ forged, no PWNED marker exists, and nothing is left running.
 Every expectation names the finding of issue 19 it waits for (F1 ... F7); on
 a branch without that fix the check fails, and the round's report says
 which.  A round collects all its problems before failing, so one run lists
-every finding still open.  Shared by tests/test_torture_hostile.py and
+every finding still open.  Shared by tests/torture/test_torture_hostile.py and
 bench/torture_report.py."""
 
 from __future__ import annotations

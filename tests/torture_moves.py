@@ -12,7 +12,7 @@ is pending and, once every file has settled, checks every distinct file involved
 (the moved, linked or unlinked one too, through a descriptor kept open) with the
 independent checker, and the round's sends with Sends.verify.  Between rounds no
 two live runtimes may have one event file open, and each must hold the lock of
-the file it has open.  The helpers below are shared with tests/test_torture_moves.py.
+the file it has open.  The helpers below are shared with tests/torture/test_torture_moves.py.
 
 Exit codes: a send racing the operation may be refused (2: no binding under
 that name yet or any more; 5: the file is held by a runtime under another name,
@@ -30,11 +30,10 @@ import random
 import shutil
 import stat
 import subprocess
-import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
-from cliutil import ROOT, alive, cli_env, processes_under, wait_for
+from cliutil import alive, cli_env, processes_under, run, start, wait_for
 from torture_support import Scan, Sends, assert_no_leftovers, check, fold, popen_send, read_events
 
 Identity = Tuple[int, int]  # (st_dev, st_ino): the file itself, whatever its names
@@ -334,8 +333,7 @@ class Round:
         if kind == "send":
             proc = popen_send(path, text, *flags, env=self.env)
         else:
-            proc = subprocess.Popen([sys.executable, "-m", "harnessctl", kind, path], stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env, cwd=ROOT)
+            proc = start(kind, path, stdin=subprocess.DEVNULL, env=self.env)
         self.procs.append(Command(proc, kind, path, text or os.path.basename(path), codes))
         self.note("%s %s %s %s" % (kind, os.path.basename(path), " ".join(flags), text[-14:]))
 
@@ -396,8 +394,7 @@ class Round:
             argv, codes = ["cancel", name], (0,)
         else:
             argv, codes = ["reply", name, request_id, self.rng.choice(["allow", "deny"])], (0, 3)  # 3: expired
-        proc = subprocess.run([sys.executable, "-m", "harnessctl", *argv], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env, cwd=ROOT, timeout=60)
+        proc = run(*argv, stdin=subprocess.DEVNULL, env=self.env)
         self.commands += 1
         self.note("%s -> %d" % (" ".join(argv[:1] + argv[2:]), proc.returncode))
         if proc.returncode not in codes:
@@ -451,9 +448,7 @@ class Round:
                     return False
                 if path.startswith("/proc/"):
                     return False  # nameless and nobody writes it: lost for good, unless a writer comes
-                proc = subprocess.run([sys.executable, "-m", "harnessctl", "status", path], stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env, cwd=ROOT,
-                                      timeout=60)
+                proc = run("status", path, stdin=subprocess.DEVNULL, env=self.env)
                 self.commands += 1
                 self.note("settling status %s -> %d" % (os.path.basename(path), proc.returncode))
                 if proc.returncode:

@@ -1,6 +1,6 @@
 """The torture suite's tools (issue 5): an independent line-by-line checker of an
 event file, the project's own fold as a second opinion, send bookkeeping, and
-the scenario drivers shared by tests/test_torture_*.py and bench/torture_report.py.
+the scenario drivers shared by tests/torture/test_torture_*.py and bench/torture_report.py.
 
 The checker deliberately re-implements what the event file must look like from
 the protocol text instead of calling harnessctl.state, so a bug in the fold
@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from cliutil import ROOT, alive, cli_env, kill_all_under, processes_under, run, runtime_pids, wait_for
+from cliutil import ROOT, alive, cli_env, kill_all_under, processes_under, run, runtime_pids, start, wait_for
 from cliutil import status as status_of
 
 sys.path.insert(0, ROOT)
@@ -316,9 +316,8 @@ def one_clear_line(stderr: bytes, *fragments: str) -> bool:
 def popen_send(path: str, text: str, *flags: str, env: Optional[Dict[str, str]] = None,
                stdin: Any = None) -> subprocess.Popen:
     """A send in the background; with `stdin` (an open file) TEXT is read from it instead."""
-    argv = [sys.executable, "-m", "harnessctl", "send", path] + ([text] if stdin is None else []) + list(flags)
-    return subprocess.Popen(argv, stdin=stdin if stdin is not None else subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env or cli_env(), cwd=ROOT)
+    argv = ["send", path] + ([text] if stdin is None else []) + list(flags)
+    return start(*argv, stdin=stdin if stdin is not None else subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env)
 
 
 def finish(proc: subprocess.Popen, text: str, sends: Sends, timeout: float = 60) -> int:
@@ -561,8 +560,7 @@ class Roulette:
         if self.rng.random() < 0.5:
             pending = list(fold(e for e, _ in read_events(self.path)).pending)
             if pending:
-                reply = subprocess.Popen([sys.executable, "-m", "harnessctl", "reply", self.path, pending[0], "allow"],
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env, cwd=ROOT)
+                reply = start("reply", self.path, pending[0], "allow", stdout=subprocess.DEVNULL, env=self.env)
         time.sleep(self.rng.uniform(0, 0.15))
         killed = kill_runtimes(self.path)
         if reply is not None:

@@ -3,7 +3,7 @@ local user plants symlinks, files, directories, pid files and sockets wherever a
 session of ours looks, and root's commands must refuse them (exit 2, one line
 naming the path) or ignore them, never follow, write, trust or kill through them.
 
-Shared by tests/test_torture_users.py and bench/torture_report.py
+Shared by tests/torture/test_torture_users.py and bench/torture_report.py
 (`other_user_report`).  Everything here needs root: the other user is created
 with useradd and acted as with setgid/setuid; files in places they could not
 reach themselves (our 0700 sidecar) are given to them with chown, which is what

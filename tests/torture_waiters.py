@@ -8,7 +8,7 @@ in the file byte for byte and exit by what that line says: a result by its
 status, a pending request of its input's run with 9 (the round then replies
 and waits again until the result), a status line that is neither running nor
 cancelling with 0.  The file itself must pass the suite's invariant check.
-Shared by tests/test_torture_waiters.py and bench/torture_report.py."""
+Shared by tests/torture/test_torture_waiters.py and bench/torture_report.py."""
 
 from __future__ import annotations
 
@@ -16,11 +16,10 @@ import json
 import os
 import random
 import subprocess
-import sys
 import threading
 import time
 
-from cliutil import ROOT, cli_env, runtime_pids
+from cliutil import cli_env, run, runtime_pids, start
 from torture_support import check
 
 TYPE_CHECKING = False
@@ -34,8 +33,7 @@ WAITER_TIMEOUT = 120
 
 
 def harnessctl(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "harnessctl", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=cli_env(HARNESSCTL_ADAPTER="mock"), cwd=ROOT)
+    return start(*args, env=cli_env(HARNESSCTL_ADAPTER="mock"))
 
 
 def finish(proc: subprocess.Popen) -> "tuple[int, List[str], str]":
@@ -188,9 +186,8 @@ class ManyWaiters:
 
     def start(self) -> str:
         """A send of a long run under the limit; its input id."""
-        proc = subprocess.run([sys.executable, "-m", "harnessctl", "send", self.path, "/sleep 600", "--print-id"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(HARNESSCTL_ADAPTER="mock"),
-                              cwd=ROOT, preexec_fn=self.limit, timeout=WAITER_TIMEOUT)
+        proc = run("send", self.path, "/sleep 600", "--print-id", env=cli_env(HARNESSCTL_ADAPTER="mock"),
+                   preexec_fn=self.limit, timeout=WAITER_TIMEOUT)
         assert proc.returncode == 0, proc.stderr
         return proc.stdout.decode().strip()
 

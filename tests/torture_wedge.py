@@ -5,7 +5,7 @@ the 64 MiB cap), stderr floods, storms of distinct message ids, cancels it
 never answers, and plain prompts between them.  Every round ends with the
 result its misbehaviour deserves, `status` answers in the middle of each,
 the runtime log stays within its cap, and the file passes the suite's
-independent checker.  Shared by tests/test_torture_wedge.py and
+independent checker.  Shared by tests/torture/test_torture_wedge.py and
 bench/torture_report.py."""
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
 import sys
 import threading
 
-from cliutil import ROOT, cli_env, runtime_pids
+from cliutil import ROOT, cli_env, run, runtime_pids
 from torture_support import check
 
 TYPE_CHECKING = False
@@ -38,8 +37,7 @@ class Wedges:
         self.stats: Dict[str, Any] = {"rounds": 0, "by_move": {m: 0 for m in MOVES}, "statuses": 0}
 
     def harnessctl(self, *args: str) -> Tuple[int, str, str]:
-        proc = subprocess.run([sys.executable, "-m", "harnessctl", *args], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, env=self.env, cwd=ROOT, timeout=TIMEOUT)
+        proc = run(*args, env=self.env, timeout=TIMEOUT)
         return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
 
     def play(self, rounds: int) -> Dict[str, Any]:

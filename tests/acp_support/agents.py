@@ -36,10 +36,9 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 from typing import Any, Dict, Iterator, List, Optional
 
-from cliutil import ROOT, events, matching, run, runtime_pids, wait_for, wait_matching
+from cliutil import ROOT, events, matching, run, runtime_pids, start, wait_for, wait_matching
 from schemacheck import check_event
 
 from claudecode_support import mock_messages as mm
@@ -328,8 +327,7 @@ class Session:
 
     def send_later(self, text: str, *extra: str) -> subprocess.Popen:
         """A send running in the background (e.g. `--wait` until a reply)."""
-        return subprocess.Popen([sys.executable, "-m", "harnessctl", "send", self.path, text, *self.flags(), *extra],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env, cwd=ROOT)
+        return start("send", self.path, text, *self.flags(), *extra, env=self.env)
 
     def events(self, type_: Optional[str] = None, kind: Optional[str] = None) -> List[Dict[str, Any]]:
         return matching(self.path, type_, kind)

@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from cliutil import timed  # noqa: E402
+from cliutil import command, timed  # noqa: E402
 from claudecode_support.fixtures import wait_for  # noqa: E402
 from claudecode_support.mock_messages import MockMessages, reply, text, tool_use  # noqa: E402
 from claudecode_support.session import Session  # noqa: E402
@@ -34,8 +34,7 @@ FLOOR = [sys.executable, "-c", "pass"]
 
 
 def send(session, words):
-    return [sys.executable, "-m", "harnessctl", "send", session.path, words, "--adapter", "claudecode",
-            "--cwd", session.work]
+    return command("send", session.path, words, "--adapter", "claudecode", "--cwd", session.work)
 
 
 def rows(repeat, tmp):

@@ -6,11 +6,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
-from .fixtures import REPO, claude_env, read_events, real_claude, wait_for
+import cliutil
+
+from .fixtures import claude_env, read_events, real_claude, wait_for
 from .mock_messages import MockMessages
 
 IDLE_TIMEOUT = "20"
@@ -30,8 +31,7 @@ class Session:
 
     # commands
     def run(self, *args: str, stdin: str = "", env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "harnessctl", *args], input=stdin.encode(), cwd=REPO,
-                              env=env or self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        return cliutil.run(*args, input=stdin.encode(), env=env or self.env, timeout=120)
 
     def ok(self, *args: str) -> subprocess.CompletedProcess:
         proc = self.run(*args)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -30,7 +29,7 @@ FLOOR = [sys.executable, "-c", "pass"]
 
 
 def send(path, words, env, *flags):
-    return [sys.executable, "-m", "harnessctl", "send", path, words, *flags]
+    return cliutil.command("send", path, words, *flags)
 
 
 def measure(repeat, argv_fn, env, before=None):
@@ -60,14 +59,14 @@ def rows(repeat, tmp):
 
         def quiet(i):  # the previous cold run must not stream while the next one starts
             if i:
-                subprocess.run([sys.executable, "-m", "harnessctl", "cancel", cold[i - 1]], env=env, cwd=ROOT)
+                cliutil.run("cancel", cold[i - 1], env=env)
         s, f = measure(repeat, lambda i: send(cold[i], "hello", env, "--adapter", "codex", "--cwd", work), env,
                        before=quiet)
         out.append(("first send (runtime + app-server + thread/start + turn/start)", s, f))
         quiet(repeat)
 
         def idle(i):
-            subprocess.run([sys.executable, "-m", "harnessctl", "cancel", cold[i]], env=env, cwd=ROOT)
+            cliutil.run("cancel", cold[i], env=env)
             cliutil.wait_for(lambda: cliutil.status(cold[i], env=env)["state"] != "cancelling", 30)
         s, f = measure(repeat, lambda i: send(cold[i], "again", env), env, before=idle)
         out.append(("send starting a new run on a live runtime (turn/start)", s, f))

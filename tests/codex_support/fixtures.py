@@ -15,11 +15,10 @@ import json
 import os
 import stat
 import subprocess
-import sys
 from typing import Any, Dict, List, Optional
 
 
-from cliutil import cli_env, events, matching, real_binary, run, runtime_pids, wait_for, wait_matching
+from cliutil import cli_env, events, matching, real_binary, run, runtime_pids, start, wait_for, wait_matching
 from schemacheck import check_event
 
 from .mock_responses import MockResponses, write_codex_home
@@ -67,9 +66,7 @@ class Session:
 
     def send_later(self, text: str) -> subprocess.Popen:
         """A send running in the background (to cancel or race it)."""
-        return subprocess.Popen([sys.executable, "-m", "harnessctl", "send", self.path, text],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env,
-                                cwd=os.path.dirname(HERE))
+        return start("send", self.path, text, env=self.env)
 
     def events(self, type_: Optional[str] = None, kind: Optional[str] = None) -> List[Dict[str, Any]]:
         return matching(self.path, type_, kind)

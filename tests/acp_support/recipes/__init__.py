@@ -1,7 +1,7 @@
 """The offline recipes of the reach agents (issue 21): one module per agent,
 each saying where its npm prefix is, which Node it needs, which mock model it
 talks to, how its config points it there, and the few behaviour facts (TRAITS)
-the tests of tests/test_acp_reach_real.py branch on.
+the tests of tests/real/test_acp_reach_real.py branch on.
 
 The interface of a recipe module (see opencode.py)::
 

@@ -1,0 +1,248 @@
+"""The contract ships with the repository: whoever clones it finds every
+document the code and the docs point at (docs/PROTOCOL.md and its sections,
+the files README.md and EVENT.md link to), and nothing points at material a
+user does not have."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PROTOCOL = os.path.join(ROOT, "docs", "PROTOCOL.md")
+STANDIN = os.path.join(ROOT, "adapters", "mock", "standin.py")
+THIS = os.path.relpath(os.path.abspath(__file__), ROOT)
+
+# Material outside the repository that a clone does not have (spelled in parts,
+# so that this file, which only forbids them, does not mention them itself).
+SHARED = "sh" + "ared"
+OUTSIDE = ("../" + SHARED, SHARED + "/PROTOCOL", "rese" + "arch/")
+# A mention that does not name docs/PROTOCOL.md: "PROTOCOL.md" without "docs/", or "PROTOCOL section N".
+BARE_PROTOCOL = re.compile(r"(?<!docs/)PROTOCOL\.md|\bPROTOCOL sections?\b")
+# A markdown link to it may show any text: [PROTOCOL.md](docs/PROTOCOL.md), or from docs/ (PROTOCOL.md)
+LINK_TO_PROTOCOL = re.compile(r"\[[^\]\n]*\]\([^)\s]*PROTOCOL\.md(?:#[^)\s]*)?\)")
+# "docs/PROTOCOL.md section 3", "docs/PROTOCOL.md sections 2, 6 and 14", "… sections 3 to 5"
+CITATION = re.compile(r"docs/PROTOCOL\.md,?\s+sections?\s+(\d+(?:(?:\s*,\s*|\s+and\s+|\s+to\s+|\s*-\s*)\d+)*)")
+LINK = re.compile(r"\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
+CODE_SPAN = re.compile(r"`[^`\n]*`")
+
+
+def tracked_files():
+    """The repository's tracked files (relative paths), plus the docs being
+    written next to them; skips when git cannot list them."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    if not os.path.exists(os.path.join(ROOT, ".git")):
+        pytest.skip("%s is not a git checkout (no .git)" % ROOT)
+    proc = subprocess.run(["git", "-C", ROOT, "ls-files", "-z"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if proc.returncode != 0:
+        pytest.skip("git ls-files failed: %s" % proc.stderr.decode("utf-8", "replace").strip())
+    names = {name for name in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if name}
+    names.update(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
+    names.discard(THIS)
+    return sorted(names)
+
+
+def text_of(relpath):
+    """The file's text, or None for a binary, unreadable or deleted file."""
+    try:
+        with open(os.path.join(ROOT, relpath), "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def tracked_texts():
+    for relpath in tracked_files():
+        text = text_of(relpath)
+        if text is not None:
+            yield relpath, text
+
+
+def protocol_sections():
+    with open(PROTOCOL, encoding="utf-8") as f:
+        return {int(m.group(1)) for m in re.finditer(r"^## (\d+)\. \S", f.read(), re.M)}
+
+
+def cited_sections(text):
+    """Every section number cited as "docs/PROTOCOL.md section(s) …" (ranges expanded)."""
+    cited = set()
+    for m in CITATION.finditer(text):
+        spec = m.group(1)
+        numbers = [int(n) for n in re.findall(r"\d+", spec)]
+        cited.update(numbers)
+        for low, high in re.findall(r"(\d+)\s*(?:to|-)\s*(\d+)", spec):
+            cited.update(range(int(low), int(high) + 1))
+    return cited
+
+
+def lines_matching(text, pattern):
+    """The lines of `text` where `pattern` occurs, numbered."""
+    return ["%d: %s" % (n, line.strip()) for n, line in enumerate(text.splitlines(), 1) if pattern.search(line)]
+
+
+def markdown_links(text):
+    """Relative link targets of a markdown text (code blocks and spans are not links)."""
+    text = CODE_SPAN.sub("", FENCE.sub("", text))
+    for target in LINK.findall(text):
+        if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target) or target.startswith(("#", "/")):
+            continue  # a URL (http:, mailto:), an anchor in the same page, or an absolute path
+        yield target
+
+
+def link_documents():
+    names = ["README.md", "EVENT.md"]
+    names += sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
+    return names
+
+
+# -- the contract is in the repository -------------------------------------------
+
+
+def test_the_protocol_document_is_in_the_repository_with_numbered_sections():
+    assert os.path.isfile(PROTOCOL)
+    sections = protocol_sections()
+    assert sections and sections == set(range(1, max(sections) + 1)), sorted(sections)
+
+
+def test_no_tracked_file_points_at_material_outside_the_repository():
+    offenders = {}
+    for relpath, text in tracked_texts():
+        hits = [line for needle in OUTSIDE for line in lines_matching(text, re.compile(re.escape(needle)))]
+        if hits:
+            offenders[relpath] = hits
+    assert not offenders, offenders
+
+
+def bare_protocol_mentions(text):
+    """Lines that mention the protocol without naming docs/PROTOCOL.md."""
+    return lines_matching(LINK_TO_PROTOCOL.sub("docs/PROTOCOL.md", text), BARE_PROTOCOL)
+
+
+def test_every_mention_of_the_protocol_names_docs_protocol_md():
+    offenders = {}
+    for relpath, text in tracked_texts():
+        hits = bare_protocol_mentions(text)
+        if hits:
+            offenders[relpath] = hits
+    assert not offenders, offenders
+
+
+def test_every_cited_protocol_section_exists():
+    sections = protocol_sections()
+    offenders = {}
+    for relpath, text in tracked_texts():
+        missing = sorted(cited_sections(text) - sections)
+        if missing:
+            offenders[relpath] = missing
+    assert not offenders, "sections cited but not in docs/PROTOCOL.md: %s" % offenders
+
+
+def test_a_citation_names_one_section_a_list_or_a_range():
+    assert cited_sections("see docs/PROTOCOL.md section 9.") == {9}
+    assert cited_sections("(docs/PROTOCOL.md sections 2, 6, 7 and 14)") == {2, 6, 7, 14}
+    assert cited_sections("docs/PROTOCOL.md sections 3 to 5") == {3, 4, 5}
+    assert cited_sections("PROTOCOL section 4") == set()
+
+
+def test_a_mention_without_docs_is_bare_and_a_link_to_docs_protocol_md_is_not():
+    assert bare_protocol_mentions("PROTOCOL section 4\ndocs/PROTOCOL.md section 4") == ["1: PROTOCOL section 4"]
+    assert bare_protocol_mentions("the contract is `PROTOCOL.md`") == ["1: the contract is `PROTOCOL.md`"]
+    assert bare_protocol_mentions("the contract: [PROTOCOL.md](docs/PROTOCOL.md#2-the-commands)") == []
+
+
+def page(document):
+    """(path, text) of a document of the repository; skips when this checkout lacks it."""
+    path = os.path.join(ROOT, document)
+    if not os.path.exists(path):
+        pytest.skip("%s is not in this checkout" % document)
+    with open(path, encoding="utf-8") as f:
+        return path, f.read()
+
+
+@pytest.mark.parametrize("document", link_documents())
+def test_every_relative_link_resolves_to_a_file_in_the_repository(document):
+    path, text = page(document)
+    broken = []
+    for target in markdown_links(text):
+        file_part = target.split("#", 1)[0]
+        resolved = os.path.normpath(os.path.join(os.path.dirname(path), file_part))
+        inside = resolved == ROOT or resolved.startswith(ROOT + os.sep)
+        if not inside or not os.path.exists(resolved):
+            broken.append(target)
+    assert not broken, "%s links to missing files: %s" % (document, broken)
+
+
+def slugs(text):
+    """The anchors GitHub gives the headings of a markdown text: lower case,
+    punctuation dropped, spaces as hyphens (a repeated heading gets -1, -2 ...)."""
+    seen = {}
+    for heading in re.findall(r"^#{1,6} +(.+?) *$", FENCE.sub("", text), re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        yield slug if count == 0 else "%s-%d" % (slug, count)
+
+
+def test_a_slug_is_githubs_anchor_for_the_heading():
+    assert list(slugs("## 17. Permission policy (`--mode`, `--allow`, `--deny`)\n## Try it: no model\n## A\n## A")) == [
+        "17-permission-policy---mode---allow---deny", "try-it-no-model", "a", "a-1"]
+
+
+@pytest.mark.parametrize("document", link_documents())
+def test_every_anchor_names_a_heading_of_the_page_it_points_at(document):
+    path, text = page(document)
+    broken = []
+    for target in re.findall(LINK, CODE_SPAN.sub("", FENCE.sub("", text))):
+        file_part, hash_mark, anchor = target.partition("#")
+        if not hash_mark or re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target) or not (file_part or anchor):
+            continue
+        target_page = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path
+        if not target_page.endswith(".md") or not os.path.isfile(target_page):
+            continue  # a missing file is the test above's
+        with open(target_page, encoding="utf-8") as f:
+            if anchor not in set(slugs(f.read())):
+                broken.append(target)
+    assert not broken, "%s links to headings that do not exist: %s" % (document, broken)
+
+
+# -- the mock's directives (docs/PROTOCOL.md section 14; docs/MOCK.md links there) --
+
+
+def directive_table(path):
+    """The directives in the first column of a page's `| directive | effect |` table."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    table = text[text.index("| directive | effect |"):]
+    table = table[:table.find("\n\n")]
+    return set(re.findall(r"^\| `(/[a-z]+)", table, re.M))
+
+
+def test_the_mock_directive_table_lists_every_directive_the_stand_in_accepts_and_no_other():
+    with open(STANDIN, encoding="utf-8") as f:
+        source = f.read()
+    steps_of = source[source.index("def steps_of("):source.index("\nclass ")]
+    accepted = set(re.findall(r'"(/[a-z]+)"', steps_of))
+    assert "/usage" in accepted and directive_table(PROTOCOL) == accepted
+
+
+def test_the_readme_lists_every_exit_code_of_the_protocol():
+    with open(PROTOCOL, encoding="utf-8") as f:
+        table = f.read().split("\n## 15. Exit codes\n", 1)[1].split("\n## ", 1)[0]
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    sentence = readme[readme.index("Exit codes: "):readme.index(".\n", readme.index("Exit codes: "))]
+    listed = re.findall(r"(?<![\w-])(\d+)\s[a-z]", sentence)
+    assert listed == re.findall(r"^\| (\d+) \|", table, re.M)
