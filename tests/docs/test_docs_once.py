@@ -23,7 +23,8 @@ import re
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from cliutil import ROOT
+
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
 SEPARATOR = re.compile(r"^\|[\s:|-]+\|?\s*$")
 CELL = re.compile(r"(?<!\\)\|")
