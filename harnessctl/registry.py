@@ -20,7 +20,6 @@ import json
 import os
 import re
 
-from .backend import MODES
 from .errors import UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -129,6 +128,8 @@ def _agent_problems(agent: str, preset: Any) -> List[str]:
     for word in degraded if isinstance(degraded, dict) else {}:
         if word not in CAPABILITIES:
             found.append("%sdegraded: unknown capability %r" % (where, word))
+    from .policy import MODES  # only a manifest's check needs it
+
     modes = preset.get("modes")
     if isinstance(modes, dict) and not (modes and set(modes) <= set(MODES) and all(
             isinstance(v, str) and v for v in modes.values())):
