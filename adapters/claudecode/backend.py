@@ -76,7 +76,7 @@ def permission_settings(own_files: Tuple[str, str], mode: Optional[str]) -> List
     return ["--settings", json.dumps({"permissions": permissions})]
 
 
-# --mode (harnessctl/backend.py MODES) as Claude's --permission-mode.  Recorded
+# --mode (harnessctl/policy.py MODES) as Claude's --permission-mode.  Recorded
 # differences (README): `default` lets read-only commands run and asks before
 # reads outside the cwd; Claude refuses `bypassPermissions` as root unless
 # IS_SANDBOX=1 (the start fails with its reason).
