@@ -26,6 +26,11 @@ codex-acp 2.6.0, claude-agent-acp 0.101.0 and gemini-cli 0.61.0:
 * `session/cancel` is a notification; the client must itself answer every
   pending permission request `cancelled` (gemini waits for that), while
   codex-acp and claude-agent-acp withdraw theirs with `$/cancel_request`.
+
+Why one module of this size: ACP has no receipts and three ways to take a
+busy send (steering, promptRequired, held), each resting on the same session
+and prompt state; the pure mappings live in wire.py, the session updates in
+updates.py.
 """
 
 from __future__ import annotations

@@ -5,7 +5,10 @@ the client file system confined to the bound cwd.  No state, no I/O but the
 fs helpers: backend.py keeps the state machine.
 
 Every shape here was recorded from codex-acp 2.6.0, claude-agent-acp 0.101.0
-and gemini-cli 0.61.0 (`gemini --acp`) against loopback model mocks."""
+and gemini-cli 0.61.0 (`gemini --acp`) against loopback model mocks.
+Over 400 lines because the protocol is wide and each agent fills it its own
+way (commands, tool kinds, options, usage, cost): one small pure function a
+shape."""
 
 from __future__ import annotations
 

@@ -32,6 +32,10 @@ the shapes behind each mapping (recorded the same way, transcripts activity__*):
   entry whose `permission_decision.decision` is `reject`;
 * `model_usage_since_last_result` is the turn's usage per model, sub-agents
   included (`result.usage` leaves them out), with the model's `contextWindow`.
+
+Why one module of this size: each fact above is a handler of the same
+receipt and turn state (receipts, consumption, results, control requests,
+the schema restart); the pure shapes live in wire.py.
 """
 
 from __future__ import annotations

@@ -9,6 +9,11 @@ Attribution is only ever what codex confirmed: `turn/start`'s response names
 the turn (run) an input starts, `turn/steer`'s response says the input joined
 the active turn, and a `userMessage` item carrying our input id as `clientId`
 says which turn consumed it when the two responses race a turn's end.
+
+Why one module of this size: app-server's wire is big (threads, turns,
+steering, items of a dozen kinds, three approval families, MCP elicitations)
+and every handler here steers the same turn state; the pure shapes live in
+wire.py and approvals.py.
 """
 
 from __future__ import annotations
