@@ -115,6 +115,8 @@ def problems(name: str) -> List[str]:
 
 def _agent_problems(agent: str, preset: Any) -> List[str]:
     """What is wrong with one preset of an `agents` table."""
+    from .policy import MODES  # here: only a manifest's check needs the policy module
+
     where = "agents.%s." % agent
     if not re.fullmatch(r"[a-z][a-z0-9_-]*", agent):
         return ["agent preset name %r is not lower-case letters, digits, - and _" % agent]
@@ -128,8 +130,6 @@ def _agent_problems(agent: str, preset: Any) -> List[str]:
     for word in degraded if isinstance(degraded, dict) else {}:
         if word not in CAPABILITIES:
             found.append("%sdegraded: unknown capability %r" % (where, word))
-    from .policy import MODES  # only a manifest's check needs it
-
     modes = preset.get("modes")
     if isinstance(modes, dict) and not (modes and set(modes) <= set(MODES) and all(
             isinstance(v, str) and v for v in modes.values())):
