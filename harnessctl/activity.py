@@ -21,9 +21,15 @@ import time
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Tuple
+    from typing import Any, Dict, List, Optional, Protocol, Tuple
 
-    from .backend import Host
+    class Logs(Protocol):
+        """What `Activity` writes through: the `log` of backend.Host.  Named here,
+        not imported, so that the vocabulary knows nothing of the backend
+        interface that holds it (backend.py imports this module)."""
+
+        def log(self, kind: str, level: str = "info", run_id: Optional[str] = None, **fields: Any) -> None:
+            ...
 
 # The values each field may take; a value outside them is an adapter bug.
 TOOL_KINDS = ("command", "file_change", "mcp", "web_search", "read", "search", "subagent", "other")
@@ -54,7 +60,7 @@ class OpenTool:
 class Activity:
     """Writes the vocabulary's `log` lines through a Host."""
 
-    def __init__(self, host: Host) -> None:
+    def __init__(self, host: Logs) -> None:
         self.host = host
         self._open: Dict[str, OpenTool] = {}
 

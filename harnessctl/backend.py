@@ -41,28 +41,33 @@ adapter gets exposes the calls below and nothing of the runtime.
 
 from __future__ import annotations
 
+import os
+
 from .activity import Activity
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Optional, Sequence
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+    from .agentfiles import AgentFile
 
 # The values an adapter may report; anything else is a broken contract.
 DELIVERIES = ("start", "steer", "queued")  # Host.accepted(delivery=...)
 RESULT_STATUSES = ("completed", "cancelled", "failed")  # Host.result(status=...)
 REQUEST_KINDS = ("permission", "question")  # Host.request(kind=...)
-MODES = ("ask", "edit", "full")  # Config.mode (docs/PROTOCOL.md, "Permission policy")
 STDERR_TAIL = 2000  # bytes of a child's stderr kept for Child.stderr_tail
 
 
 class Config:
-    """What the runtime knows about the conversation when it creates a backend."""
+    """What the runtime knows about the conversation when it creates a backend,
+    and the session's own files as an adapter may use them."""
 
-    __slots__ = ("cwd", "model", "sidecar", "env", "debug", "harness", "agent", "mode", "schema")
+    __slots__ = ("cwd", "model", "sidecar", "env", "debug", "harness", "agent", "mode", "schema", "agents")
 
     def __init__(self, cwd: str, model: Optional[str], sidecar: str, env: Dict[str, str], debug: bool,
                  harness: Optional[Dict[str, Any]] = None, agent: Optional[str] = None,
-                 mode: Optional[str] = None, schema: Optional[Dict[str, Any]] = None) -> None:
+                 mode: Optional[str] = None, schema: Optional[Dict[str, Any]] = None,
+                 agents: Optional[Dict[str, Any]] = None) -> None:
         self.cwd = cwd  # bound working directory (absolute)
         self.model = model  # bound model, or None for the harness's default
         self.sidecar = sidecar  # FILE.d/: the adapter may keep small files here (resume ids)
@@ -70,12 +75,57 @@ class Config:
         self.debug = debug
         self.harness = harness or {}  # the manifest's `harness` section: binary, binary_env, args_env, ...
         self.agent = agent  # bound --agent (adapters whose manifest has `agents`), else None
-        # How much the agent may do without asking (MODES), mapped onto the
-        # harness's own controls; None: the harness's own configuration.
+        # How much the agent may do without asking (policy.MODES), mapped onto
+        # the harness's own controls; None: the harness's own configuration.
         self.mode = mode
         # For a backend with SCHEMA_PER_PROCESS: the schema of the input this
         # harness process was started for (send --schema), else None.
         self.schema = schema
+        self.agents = agents or {}  # the manifest's `agents` (presets), for an adapter that drives many
+
+    # -- the session's own files --------------------------------------------------
+
+    @property
+    def own_files(self) -> Tuple[str, str]:
+        """(the event file, its sidecar): what no agent may change, whatever its
+        mode (a harness's own deny rules name them).  The sidecar is the event
+        file's name with `.d` (address.Address.sidecar)."""
+        return self.sidecar[:-len(".d")], self.sidecar
+
+    def sidecar_file(self, name: str) -> str:
+        """FILE.d/NAME: a file the adapter keeps (a resume id, a transcript)."""
+        return os.path.join(self.sidecar, name)
+
+    def harness_file(self, name: str, what: str) -> str:
+        """FILE.d/NAME for the harness itself to open: an existing one that is not
+        a regular file of ours is refused here (private.check_file: UsageError
+        naming it as `what`), before the harness starts."""
+        from . import private
+
+        path = self.sidecar_file(name)
+        private.check_file(path, what)
+        return path
+
+    # -- what the agent may do --------------------------------------------------------
+
+    def edit_allows(self, details: Dict[str, Any]) -> bool:
+        """Whether mode `edit` lets the file change a permission request's
+        `details` describe (activity.permission_subject) through without
+        asking: every path it touches lies inside the cwd, and none is one of
+        `own_files` (policy.mode_allows, as the runtime judges it under rules).
+        For a harness with no mode that applies edits and asks for commands."""
+        from .policy import mode_allows
+
+        return self.mode == "edit" and mode_allows("edit", details, self.cwd, self.own_files)
+
+    def agent_file(self, path: Any) -> AgentFile:
+        """A file the agent asks its client to read or write (ACP's fs methods),
+        checked: inside the cwd and none of harnessctl's own, else
+        PermissionError (ValueError for a path that is not absolute).  Its
+        `open(flags, make_dirs)` opens it beneath the cwd (agentfiles.py)."""
+        from .agentfiles import AgentFile
+
+        return AgentFile(self.cwd, self.sidecar, path)
 
 
 class Input:

@@ -169,7 +169,7 @@ class ChildBackend(Backend):
         starts with `-` is not trusted (whoever wrote it, the harness or an
         agent editing the sidecar): passed as an argument it would be an option."""
         try:
-            value: object = (private.read_text(os.path.join(self.config.sidecar, name)) or "").strip()
+            value: object = (private.read_text(self.config.sidecar_file(name)) or "").strip()
         except (OSError, UsageError):
             return None
         if key is not None:
@@ -184,4 +184,4 @@ class ChildBackend(Backend):
         as the JSON object {key: value}; raises OSError."""
         if value != self.load_resume(name, key):
             text = value if key is None else json.dumps({key: value})
-            private.write_atomic(os.path.join(self.config.sidecar, name), text + "\n", sync=True)
+            private.write_atomic(self.config.sidecar_file(name), text + "\n", sync=True)

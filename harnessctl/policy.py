@@ -28,7 +28,6 @@ from fnmatch import fnmatchcase
 from functools import lru_cache
 
 from .activity import TOOL_KINDS
-from .backend import MODES
 from .errors import UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -43,6 +42,7 @@ if TYPE_CHECKING:
     # matches (found when first asked for).
     Part = Tuple[Optional[Tuple[str, ...]], int, Callable[[], List[Tuple[str, ...]]]]
 
+MODES = ("ask", "edit", "full")  # --mode, Config.mode (docs/PROTOCOL.md, "Permission policy")
 VERBS = ("allow", "deny")
 MAX_RULES = 1000
 MAX_POLICY_FILE = 1024 * 1024
@@ -148,7 +148,7 @@ def decide(binding: Dict[str, Any], request: Dict[str, Any],
 
         return _decide_line(binding, request, parse(command, cwd, own), own)
     for verb, text in rules + [["", "*"]]:  # the mode stands before the first catch-all `*`, else last
-        if text == "*" and _mode_allows(binding.get("mode"), request, cwd, own):
+        if text == "*" and mode_allows(binding.get("mode"), request, cwd, own):
             return _answer("allow", request, {"by": "mode", "mode": binding["mode"]})
         if verb and matches(text, verb, request, cwd, own):
             return _answer(verb, request, {"by": "rule", "rule": text})
@@ -163,8 +163,8 @@ def _decide_line(binding: Dict[str, Any], request: Dict[str, Any], line: Line,
     part, which only a deny or a rule without a pattern matches."""
     rules, cwd = binding["rules"], binding["cwd"]
     mode: str = binding.get("mode") or ""
-    mode_allows = _mode_allows(mode, request, cwd, own)
-    firsts = [_first_rule(rules, request, part, cwd, own, mode_allows) for part in _parts(line)]
+    by_mode = mode_allows(mode, request, cwd, own)
+    firsts = [_first_rule(rules, request, part, cwd, own, by_mode) for part in _parts(line)]
     denied = next((text for verb, text in firsts if verb == "deny"), None)
     if denied is not None:
         return _answer("deny", request, {"by": "rule", "rule": denied})
@@ -180,12 +180,12 @@ def _decide_line(binding: Dict[str, Any], request: Dict[str, Any], line: Line,
 
 
 def _first_rule(rules: List[List[str]], request: Dict[str, Any], part: Part, cwd: str, own: Tuple[str, ...],
-                mode_allows: bool) -> Tuple[str, Optional[str]]:
+                by_mode: bool) -> Tuple[str, Optional[str]]:
     """(verb, rule) of the first rule that matches one part of a line; the
     mode stands at the first catch-all `*`, else last ("allow", None);
     ("", None) when nothing matches."""
     for verb, text in rules + [["", "*"]]:
-        if text == "*" and mode_allows and part[0] is not None:
+        if text == "*" and by_mode and part[0] is not None:
             return "allow", None
         if verb and matches(text, verb, request, cwd, own, part):
             return verb, text
@@ -240,7 +240,7 @@ def _pattern_words(pattern: str) -> Optional[Tuple[str, ...]]:
     return split_pattern(pattern)
 
 
-def _mode_allows(mode: Optional[str], request: Dict[str, Any], cwd: str, own: Tuple[str, ...]) -> bool:
+def mode_allows(mode: Optional[str], request: Dict[str, Any], cwd: str, own: Tuple[str, ...]) -> bool:
     """What the mode lets through without asking: `full` everything but a
     change to the session's own files, `edit` a file change whose paths are
     all known and inside the cwd."""

@@ -20,7 +20,6 @@ import json
 import os
 import re
 
-from .backend import MODES
 from .errors import UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -116,6 +115,8 @@ def problems(name: str) -> List[str]:
 
 def _agent_problems(agent: str, preset: Any) -> List[str]:
     """What is wrong with one preset of an `agents` table."""
+    from .policy import MODES  # here: only a manifest's check needs the policy module
+
     where = "agents.%s." % agent
     if not re.fullmatch(r"[a-z][a-z0-9_-]*", agent):
         return ["agent preset name %r is not lower-case letters, digits, - and _" % agent]

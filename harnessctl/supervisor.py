@@ -55,10 +55,10 @@ class Supervisor:
         generation = self.generation
         self.loop.call_later(timeout, lambda: self._start_timed_out(generation, timeout))
         try:
-            harness = registry.manifest(binding["adapter"]).get("harness") or {}
+            manifest = registry.manifest(binding["adapter"])
             config = Config(cwd=binding["cwd"], model=binding.get("model"), sidecar=self.sidecar, env=dict(env),
-                            debug=debug, harness=harness, agent=binding.get("agent"),
-                            mode=native_mode(binding), schema=schema)
+                            debug=debug, harness=manifest.get("harness") or {}, agent=binding.get("agent"),
+                            mode=native_mode(binding), schema=schema, agents=manifest.get("agents"))
             self.backend = registry.backend_class(binding["adapter"])(host, config)
             self.backend.start()
         except HarnessctlError as e:  # e.g. private.py refused one of the adapter's sidecar files

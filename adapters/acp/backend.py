@@ -26,17 +26,18 @@ codex-acp 2.6.0, claude-agent-acp 0.101.0 and gemini-cli 0.61.0:
 * `session/cancel` is a notification; the client must itself answer every
   pending permission request `cancelled` (gemini waits for that), while
   codex-acp and claude-agent-acp withdraw theirs with `$/cancel_request`.
+
+Why one module of this size: ACP has no receipts and three ways to take a
+busy send (steering, promptRequired, held), each resting on the same session
+and prompt state; the pure mappings live in wire.py, the session updates in
+updates.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
 
-from harnessctl.backend import Config, Host, Input
-from harnessctl.childbackend import ChildBackend
-from harnessctl.holding import HeldInputs
-from harnessctl.jsonrpc import Calls
+from harnessctl.kit import Calls, ChildBackend, Config, HeldInputs, Host, Input
 
 from . import wire
 from .updates import Run, Tool, Updates
@@ -116,9 +117,7 @@ class AcpBackend(ChildBackend):
         self.calls.call("initialize", params, self._on_initialize)
 
     def _presets(self) -> Dict[str, Any]:
-        from harnessctl import registry
-
-        return registry.manifest("acp").get("agents") or {}
+        return self.config.agents
 
     def _on_initialize(self, result: Optional[Dict[str, Any]], error: Any) -> None:
         if error is not None:
@@ -279,7 +278,7 @@ class AcpBackend(ChildBackend):
         self._reset()
         if phase == "starting":
             self.host.start_failed("the ACP agent %s exited (code %s) before it was ready: its stderr is in %s" % (
-                self.label, returncode, os.path.join(self.config.sidecar, "runtime.log")))
+                self.label, returncode, self.config.sidecar_file("runtime.log")))
         self.host.log("diagnostic", "error" if busy or phase == "starting" else "info",
                       message="the ACP agent %s exited (code %s)" % (self.label, returncode))
 
@@ -456,9 +455,9 @@ class AcpBackend(ChildBackend):
             return
         try:
             if method == "fs/read_text_file":
-                self.calls.respond(agent_id, wire.read_text(self.config.cwd, self.config.sidecar, params))
+                self.calls.respond(agent_id, wire.read_text(self.config, params))
             elif method == "fs/write_text_file":
-                self.calls.respond(agent_id, wire.write_text(self.config.cwd, self.config.sidecar, params))
+                self.calls.respond(agent_id, wire.write_text(self.config, params))
             else:
                 self.host.log("diagnostic", "warning", run_id=self._run_id(),
                               message="the ACP agent asked %s, which harnessctl does not offer; refused" % method)

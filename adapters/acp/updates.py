@@ -6,8 +6,7 @@ lives; this holds what a run's updates build: its messages and open tools."""
 
 from __future__ import annotations
 
-from harnessctl.activity import Activity, unified_diff
-from harnessctl.backend import Host
+from harnessctl.kit import Activity, Host, unified_diff
 
 from . import wire
 

@@ -5,20 +5,23 @@ the client file system confined to the bound cwd.  No state, no I/O but the
 fs helpers: backend.py keeps the state machine.
 
 Every shape here was recorded from codex-acp 2.6.0, claude-agent-acp 0.101.0
-and gemini-cli 0.61.0 (`gemini --acp`) against loopback model mocks."""
+and gemini-cli 0.61.0 (`gemini --acp`) against loopback model mocks.
+Over 400 lines because the protocol is wide and each agent fills it its own
+way (commands, tool kinds, options, usage, cost): one small pure function a
+shape."""
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import stat
 
-from harnessctl import beneath, trusted
+from harnessctl.kit import amount, argv_line, permission_subject as subject
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
+
+    from harnessctl.kit import Config
 
 # ACP tool kinds -> the vocabulary's (activity.TOOL_KINDS)
 TOOL_KINDS = {"execute": "command", "edit": "file_change", "delete": "file_change", "move": "file_change",
@@ -311,8 +314,6 @@ def permission_subject(kind: str, name: Optional[str], title: str, raw_input: An
     whatever its `kind` says, and a title is never taken for a command (the
     agent's model writes it), so a call with nothing else is matched only by
     rules without a pattern."""
-    from harnessctl.activity import permission_subject as subject
-
     command = command_line(raw_input)
     if command is not None:
         return subject("command", name, command)
@@ -341,8 +342,6 @@ def command_line(raw_input: Any) -> Optional[str]:
     shell's -c/-lc wrapper removed) or rawInput.commands (cline, chained with
     &&); None when the call carries neither (gemini names its command only in
     the title)."""
-    from harnessctl.activity import argv_line
-
     raw = as_object(raw_input)
     command = raw.get("command")
     commands = raw.get("commands")  # cline's run_commands: a list of command lines
@@ -439,8 +438,6 @@ def usage(result: Dict[str, Any]) -> Optional[Dict[str, int]]:
 
 def cost(update: Dict[str, Any]) -> Optional[float]:
     """usage_update's `cost` (the session's cumulative cost) in US dollars."""
-    from harnessctl.activity import amount
-
     raw = as_object(update.get("cost"))
     return amount(raw.get("amount")) if raw.get("currency", "USD") == "USD" else None
 
@@ -453,34 +450,19 @@ def cost(update: Dict[str, Any]) -> Optional[float]:
 MAX_READ = 16 * 1024 * 1024
 
 
-def confined(cwd: str, path: Any) -> Tuple[str, List[str], str]:
-    """(the real cwd, the components of `path` below it, its real path) when
-    `path` lies inside the cwd and is none of harnessctl's own files
-    (trusted.refuse_agent_access: the event file, a sidecar, the state
-    directory); raises PermissionError otherwise (and ValueError for a path
-    that is not absolute).  The path is split, never resolved: the open that
-    follows walks it from a descriptor of the cwd and follows no symlink
-    (harnessctl.beneath), so no swap after this check can take it elsewhere."""
-    if not isinstance(path, str):
-        raise ValueError("path must be an absolute path")
-    root, names = beneath.split(cwd, path)
-    real = os.path.join(root, *names)
-    trusted.refuse_agent_access(real)
-    return root, names, real
-
-
-def read_text(cwd: str, sidecar: str, params: Dict[str, Any]) -> Dict[str, Any]:
+def read_text(config: Config, params: Dict[str, Any]) -> Dict[str, Any]:
     """fs/read_text_file: `line` (1-based) and `limit` honoured; a missing file
-    reads as empty text (gemini fails a write of a new file otherwise: REPORT §6)."""
-    root, names, real = confined(cwd, params.get("path"))
+    reads as empty text (gemini fails a write of a new file otherwise: REPORT §6).
+    Only a file inside the cwd and none of harnessctl's own (Config.agent_file)."""
+    target = config.agent_file(params.get("path"))
     try:
-        fd = _open_regular(root, names, real, os.O_RDONLY, sidecar)
+        fd = target.open(os.O_RDONLY)
     except FileNotFoundError:
         return {"content": ""}
     with os.fdopen(fd, "rb") as f:
         data = f.read(MAX_READ + 1)
     if len(data) > MAX_READ:
-        raise PermissionError("%s is larger than %d MiB" % (real, MAX_READ >> 20))
+        raise PermissionError("%s is larger than %d MiB" % (target.real, MAX_READ >> 20))
     text = data.decode("utf-8", "replace")
     line, limit = params.get("line"), params.get("limit")
     if isinstance(line, int) or isinstance(limit, int):
@@ -491,43 +473,18 @@ def read_text(cwd: str, sidecar: str, params: Dict[str, Any]) -> Dict[str, Any]:
     return {"content": text}
 
 
-def write_text(cwd: str, sidecar: str, params: Dict[str, Any]) -> Dict[str, Any]:
+def write_text(config: Config, params: Dict[str, Any]) -> Dict[str, Any]:
     """fs/write_text_file: creates missing parent folders inside the cwd; the
     file is truncated only once it has passed every check."""
-    root, names, real = confined(cwd, params.get("path"))
+    target = config.agent_file(params.get("path"))
     content = params.get("content")
     if not isinstance(content, str):
         raise ValueError("content must be a string")
     data = content.encode("utf-8")  # a lone surrogate: ValueError, before anything is touched
-    with os.fdopen(_open_regular(root, names, real, os.O_WRONLY | os.O_CREAT, sidecar, make_dirs=True), "wb") as f:
+    with os.fdopen(target.open(os.O_WRONLY | os.O_CREAT, make_dirs=True), "wb") as f:
         f.truncate()
         f.write(data)
     return {}
-
-
-def _open_regular(root: str, names: List[str], real: str, flags: int, sidecar: str, make_dirs: bool = False) -> int:
-    """The file, opened beneath the cwd's descriptor (harnessctl.beneath: no
-    symlink followed, and never blocking: a FIFO would stop the runtime's only
-    thread); anything but a regular file is refused, judged by fstat of what
-    was opened.  A hard link reaches past every path check, so a file with
-    other names is never written (it may be a sidecar's, or lie outside the
-    cwd) and never read when it is this session's own."""
-    try:
-        fd = beneath.open_file(root, names, flags, 0o666, make_dirs)
-    except OSError as e:
-        if e.errno not in (errno.EISDIR, errno.ENXIO):  # ENXIO: a FIFO or socket nobody reads
-            raise
-        raise PermissionError("%s is not a regular file" % real) from None
-    st = os.fstat(fd)
-    refusal = None
-    if not stat.S_ISREG(st.st_mode):
-        refusal = "%s is not a regular file" % real
-    elif st.st_nlink > 1 and (flags & os.O_WRONLY or trusted.is_session_file(st, sidecar)):
-        refusal = "%s has other hard links; harnessctl does not use them for an agent" % real
-    if refusal is not None:
-        os.close(fd)
-        raise PermissionError(refusal)
-    return fd
 
 
 # -- small helpers ---------------------------------------------------------------------------------

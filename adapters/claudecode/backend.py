@@ -32,15 +32,17 @@ the shapes behind each mapping (recorded the same way, transcripts activity__*):
   entry whose `permission_decision.decision` is `reject`;
 * `model_usage_since_last_result` is the turn's usage per model, sub-agents
   included (`result.usage` leaves them out), with the model's `contextWindow`.
+
+Why one module of this size: each fact above is a handler of the same
+receipt and turn state (receipts, consumption, results, control requests,
+the schema restart); the pure shapes live in wire.py.
 """
 
 from __future__ import annotations
 
 import json
 
-from harnessctl.activity import amount
-from harnessctl.backend import Config, Host, Input
-from harnessctl.childbackend import ChildBackend, on_handlers
+from harnessctl.kit import ChildBackend, Config, Host, Input, amount, on_handlers
 
 from . import wire
 
@@ -59,7 +61,7 @@ FORCED_ARGS = [
 ]
 
 
-def permission_settings(sidecar: str, mode: Optional[str]) -> List[str]:
+def permission_settings(own_files: Tuple[str, str], mode: Optional[str]) -> List[str]:
     """Claude's `--settings`, one only (a second replaces the first):
 
     * deny rules for the event file and its sidecar, as `.git` is kept from
@@ -70,14 +72,15 @@ def permission_settings(sidecar: str, mode: Optional[str]) -> List[str]:
     * under --mode edit, an ask rule for Bash: acceptEdits alone runs the
       commands it counts as file edits inside the cwd (touch, mkdir, mv, cp,
       rm -rf, `>`) without asking, and in `edit` every command asks."""
-    own = (sidecar[:-len(".d")], sidecar + "/**")
+    event_file, sidecar = own_files  # Config.own_files
+    own = (event_file, sidecar + "/**")
     permissions: Dict[str, Any] = {"deny": ["Edit(/%s)" % path for path in own]}
     if mode == "edit":
         permissions["ask"] = ["Bash"]
     return ["--settings", json.dumps({"permissions": permissions})]
 
 
-# --mode (harnessctl/backend.py MODES) as Claude's --permission-mode.  Recorded
+# --mode (harnessctl/policy.py MODES) as Claude's --permission-mode.  Recorded
 # differences (README): `default` lets read-only commands run and asks before
 # reads outside the cwd; Claude refuses `bypassPermissions` as root unless
 # IS_SANDBOX=1 (the start fails with its reason).
@@ -639,7 +642,7 @@ class ClaudeCodeBackend(ChildBackend):
     # -- helpers ----------------------------------------------------------------------
 
     def _arguments(self) -> List[str]:
-        args = FORCED_ARGS + permission_settings(self.config.sidecar, self.config.mode)
+        args = FORCED_ARGS + permission_settings(self.config.own_files, self.config.mode)
         session_id = self._stored_session()
         if session_id:
             args += ["--resume", session_id]

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import re
 
-from harnessctl import activity
-from harnessctl.activity import unified_diff
+from harnessctl.kit import permission_subject as subject, unified_diff
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -79,9 +78,8 @@ def permission_subject(name: str, tool_input: Dict[str, Any]) -> Dict[str, Any]:
     kind, title = tool_kind(name, tool_input)
     command = text_or_none(tool_input.get("command")) if kind == "command" else None
     path = text_or_none(tool_input.get("file_path") or tool_input.get("notebook_path"))
-    return activity.permission_subject(kind, name=name, command=command,
-                                       paths=[path] if path and kind == "file_change" else None,
-                                       mcp_tool=title if kind == "mcp" else None)
+    return subject(kind, name=name, command=command, paths=[path] if path and kind == "file_change" else None,
+                   mcp_tool=title if kind == "mcp" else None)
 
 
 def plan_entries(tool_input: Dict[str, Any]) -> Optional[List[Tuple[str, str]]]:

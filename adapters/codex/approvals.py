@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from harnessctl.activity import permission_subject
+from harnessctl.kit import permission_subject
 
 from . import wire
 

@@ -9,14 +9,16 @@ Attribution is only ever what codex confirmed: `turn/start`'s response names
 the turn (run) an input starts, `turn/steer`'s response says the input joined
 the active turn, and a `userMessage` item carrying our input id as `clientId`
 says which turn consumed it when the two responses race a turn's end.
+
+Why one module of this size: app-server's wire is big (threads, turns,
+steering, items of a dozen kinds, three approval families, MCP elicitations)
+and every handler here steers the same turn state; the pure shapes live in
+wire.py and approvals.py.
 """
 
 from __future__ import annotations
 
-from harnessctl import policy
-from harnessctl.backend import Config, Host, Input
-from harnessctl.childbackend import ChildBackend
-from harnessctl.jsonrpc import Calls
+from harnessctl.kit import Calls, ChildBackend, Config, Host, Input
 
 from . import approvals, wire
 
@@ -575,10 +577,8 @@ class CodexBackend(ChildBackend):
         its sidecar (harnessctl's record and binding still ask).  codex itself
         has no mode that applies edits and asks for commands, so `edit` runs as
         `untrusted` (wire.MODES), which asks for every patch; the rest is
-        answered here."""
-        own = (self.config.sidecar[:-len(".d")], self.config.sidecar)
-        return self.config.mode == "edit" and bool(details.get("paths")) and policy.matches(
-            "file_change", "allow", details, self.config.cwd, own)
+        answered here (Config.edit_allows)."""
+        return self.config.edit_allows(details)
 
 
 def _int(value: Any) -> Optional[int]:

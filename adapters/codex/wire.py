@@ -11,7 +11,7 @@ import json
 import re
 import shlex
 
-from harnessctl.activity import unified_diff
+from harnessctl.kit import unified_diff
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

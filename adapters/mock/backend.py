@@ -6,10 +6,7 @@ import json
 import os
 import sys
 
-from harnessctl import private
-from harnessctl.activity import argv_line, permission_subject, unified_diff
-from harnessctl.backend import Input
-from harnessctl.childbackend import ChildBackend
+from harnessctl.kit import ChildBackend, Input, argv_line, permission_subject, unified_diff
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -27,8 +24,7 @@ class MockBackend(ChildBackend):
     def start(self) -> None:
         self.runs: Dict[int, str] = {}  # stand-in turn number -> our run id
         self.session_logged = False
-        transcript = os.path.join(self.config.sidecar, "mock-transcript.jsonl")
-        private.check_file(transcript, "transcript")  # the stand-in opens it: refuse one that is not ours here
+        transcript = self.config.harness_file("mock-transcript.jsonl", "transcript")  # the stand-in opens it
         argv = [sys.executable, "-I", "-S", STANDIN, transcript]
         if self.config.mode:
             argv.append(self.config.mode)  # the stand-in asks as the mode says

@@ -3,11 +3,15 @@ touches nothing outside `adapters/<name>/`: dropped into a copy of the
 repository, it is picked up by the manifest checks, the conformance suite and
 package.py with no other edit.  So is a leaner one (tests/tiny_adapter_lean)
 that claims neither steering nor approvals and reports no exit codes: the
-suite tests what a manifest claims, and the core holds its busy sends."""
+suite tests what a manifest claims, and the core holds its busy sends.  Every
+adapter imports harnessctl only through the kit (harnessctl/kit.py), and
+docs/ADAPTERS.md names exactly what the kit holds."""
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,6 +19,8 @@ import tarfile
 
 import pytest
 from cliutil import ROOT, cli_env, kill_all_under
+
+from harnessctl import kit
 
 TINY = os.path.join(ROOT, "tests", "tiny_adapter")
 LEAN = os.path.join(ROOT, "tests", "tiny_adapter_lean")
@@ -63,3 +69,34 @@ def test_package_py_ships_the_new_adapter_with_its_harness(checkout):
     with tarfile.open(proc.stdout.decode().strip()) as tar:
         harness = tar.getmember("tiny/lib/adapters/tiny/harness.py")
     assert harness.mode & 0o111
+
+
+def _harnessctl_imports(path):
+    """The harnessctl modules a file imports, function-local and type-only imports included."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == "harnessctl")
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "harnessctl":
+            found.update("%s.%s" % (node.module, a.name) if node.module == "harnessctl" else node.module
+                         for a in node.names)
+    return found
+
+
+def test_adapters_import_nothing_of_harnessctl_but_the_kit():
+    folders = [os.path.join(ROOT, "adapters"), TINY, LEAN]
+    files = [os.path.join(d, f) for folder in folders for d, _, names in os.walk(folder) for f in names
+             if f.endswith(".py")]
+    reached = {os.path.relpath(path, ROOT): sorted(_harnessctl_imports(path) - {"harnessctl.kit"}) for path in files}
+    assert {path: found for path, found in reached.items() if found} == {}
+    assert any(_harnessctl_imports(path) for path in files)  # the walk found the adapters
+
+
+def test_adapters_md_documents_exactly_the_kit():
+    with open(os.path.join(ROOT, "docs", "ADAPTERS.md"), encoding="utf-8") as f:
+        section = f.read().split("### The kit", 1)[1].split("\n#", 1)[0]
+    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+    documented = [name for row in rows for name in re.findall(r"`(\w+)`", row)]
+    assert sorted(documented) == sorted(kit.__all__)

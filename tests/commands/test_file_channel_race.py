@@ -17,6 +17,7 @@ import sys
 
 from adapters.acp import wire
 from cliutil import ROOT, cli_env, run
+from harnessctl.kit import Config
 
 SECONDS = float(os.environ.get("HARNESSCTL_RACE_SECONDS", "30"))
 FLIPPER = os.path.join(ROOT, "tests", "acp_support", "flipper.py")
@@ -52,8 +53,8 @@ def test_a_folder_flipped_to_a_symlink_never_takes_the_file_channel_outside_the_
         while flipper.poll() is None:
             for ask, name in ASKS:
                 try:
-                    reads.add(ask(str(cwd), sidecar, {"path": str(cwd / "flip" / name), "content": "inside"})
-                              .get("content"))
+                    reads.add(ask(Config(str(cwd), None, sidecar, {}, False),
+                                  {"path": str(cwd / "flip" / name), "content": "inside"}).get("content"))
                     answered += 1
                 except OSError:  # refused (PermissionError), or the folder was gone a moment
                     refused += 1

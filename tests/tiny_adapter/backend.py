@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from harnessctl.backend import Input
-from harnessctl.childbackend import ChildBackend, on_handlers
+from harnessctl.kit import ChildBackend, Input, on_handlers
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

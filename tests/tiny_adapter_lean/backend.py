@@ -4,9 +4,7 @@ take an input while it works, so the core holds busy sends
 
 from __future__ import annotations
 
-from harnessctl.backend import Input
-from harnessctl.childbackend import ChildBackend, on_handlers
-from harnessctl.holding import HeldInputs
+from harnessctl.kit import ChildBackend, HeldInputs, Input, on_handlers
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

@@ -11,6 +11,7 @@ import pytest
 
 from adapters.acp import wire
 from harnessctl import beneath
+from harnessctl.kit import Config
 
 WRITE = os.O_WRONLY | os.O_CREAT
 
@@ -129,8 +130,13 @@ def test_a_fifo_is_opened_without_blocking(cwd):
         os.close(fd)
 
 
-@pytest.mark.parametrize("ask", [wire.read_text, lambda cwd, sidecar, params: wire.write_text(
-    cwd, sidecar, dict(params, content="x"))])
+def config(cwd: str, sidecar: str) -> Config:
+    return Config(cwd, None, sidecar, {}, False)
+
+
+@pytest.mark.parametrize("ask", [lambda cwd, sidecar, params: wire.read_text(config(cwd, sidecar), params),
+                                 lambda cwd, sidecar, params: wire.write_text(config(cwd, sidecar),
+                                                                              dict(params, content="x"))])
 def test_the_file_channel_refuses_a_fifo_without_blocking(cwd, ask):
     os.mkfifo(str(cwd / "pipe"))
     with pytest.raises(PermissionError, match="not a regular file"):

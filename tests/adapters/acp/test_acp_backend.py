@@ -25,7 +25,9 @@ CWD = "/work/project"  # the recorded sessions' cwd, as the fixtures spell it
 def make(tmp_path, agent: Optional[str] = "fake-agent --flag", cwd: str = CWD, model: Optional[str] = None,
          mode: Optional[str] = None, **env: str):
     host = FakeHost()
-    config = Config(cwd, model, str(tmp_path), dict(env), False, registry.manifest("acp")["harness"], agent, mode)
+    manifest = registry.manifest("acp")
+    config = Config(cwd, model, str(tmp_path), dict(env), False, manifest["harness"], agent, mode,
+                    agents=manifest["agents"])
     return host, AcpBackend(host, config)
 
 
@@ -766,7 +768,8 @@ def test_gemini_reads_a_missing_file_as_empty_and_writes_through_the_client(tmp_
 def test_fs_reads_honour_line_and_limit(tmp_path):
     (tmp_path / "f.txt").write_text("1\n2\n3\n4\n")
     params = {"path": str(tmp_path / "f.txt"), "line": 2, "limit": 2}
-    assert wire.read_text(str(tmp_path), str(tmp_path / "e.jsonl.d"), params) == {"content": "2\n3\n"}
+    config = Config(str(tmp_path), None, str(tmp_path / "e.jsonl.d"), {}, False)
+    assert wire.read_text(config, params) == {"content": "2\n3\n"}
 
 
 def test_fs_outside_the_bound_cwd_is_refused(tmp_path):
