@@ -3,15 +3,17 @@
 It holds the sidecar's runtime lock and the event file's own lock for life
 (locks.py), serves commands on a local socket, owns the adapter's backend (and
 through it the harness), and is the only writer of the event file while it
-lives.  `Runtime` is the command state machine; it ties together the parts
-that each do one job:
+lives.  `Runtime` is the command state machine and the coordinator: what one
+part's news means for the others is written here once, as named moments
+(`send_confirmed`, `request_arrived`, `run_ended`, `harness_gone`, ...).
+Each part is given only what it needs, and none knows `Runtime`:
 
 * loop.py: the one thread everything runs on, and its timers;
 * server.py: the socket, one thread per command, and their reply slots;
 * writer.py: the critical writes, the disk-full queue, the logs;
 * watches.py: the `wait` commands held open;
 * supervisor.py: the harness, its backend and child process;
-* host.py: what the adapter sees, its reports turned into events;
+* host.py: what the adapter sees, its reports turned into events and moments;
 * sends.py: the sends waiting and the one the harness is confirming;
 * cancel.py: `cancel`, and its grace period;
 * replies.py: the answers to the harness's requests, a `reply`'s or the policy's;
@@ -44,8 +46,9 @@ from .writer import EventWriter
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional
+    from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+    from .proc import Process
     from .runtimelog import RuntimeLog
 
 # How often the runtime checks that its path still names its file and its
@@ -73,13 +76,16 @@ class Runtime:
         self.server = CommandServer(sock, addr.socket, self.timeout, self._submit, self.debug)
         self.sidecar_identity = identity(addr.sidecar)
         self.watches = Watches(self.conv, self.writer, self.status)
-        self.supervisor = Supervisor(self, self.loop, addr.sidecar, addr.harness_pid, log)
-        self.host = AdapterHost(self)
-        self.hooks = hookrunner.Hooks(self)
-        self.sends = Sends(self)
-        self.cancel = cancel.Cancel(self, knobs.seconds(env, "HARNESSCTL_CANCEL_GRACE", cancel.GRACE))
-        self.replies = Replies(self)
-        self.spending = Spending(self)
+        self.supervisor = Supervisor(self, self.loop, addr.sidecar, addr.harness_pid, log.write)
+        self.host = AdapterHost(self.conv, self.writer, self.loop, binding["adapter"], self)
+        self.hooks = hookrunner.Hooks(binding, env, addr, log.fd, self.loop, self.diagnostic, self.debug)
+        self.sends = Sends(self.conv, self.supervisor, self.host, self.loop, self.timeout, addr.path,
+                           self.start_harness, self.debug)
+        self.cancel = cancel.Cancel(self.conv, self.supervisor, self.loop,
+                                    knobs.seconds(env, "HARNESSCTL_CANCEL_GRACE", cancel.GRACE), self.cancel_overdue)
+        self.replies = Replies(self.conv, self.writer, self.supervisor, self.host, self.loop,
+                               (addr.path, addr.sidecar), self.debug)
+        self.spending = Spending(self.conv, addr, self.debug)
         self.idle_since: Optional[float] = time.monotonic()
         self.stopping = False
 
@@ -96,7 +102,7 @@ class Runtime:
         self.hooks.arm()
         warning = trusted.inside_workspace(self.addr.path, self.binding["cwd"]) if self.conv.seq == 0 else None
         if warning is not None:  # once, in a new file (the first send also says it on stderr)
-            self.host.log("diagnostic", "warning", message=warning)
+            self.diagnostic(warning)
         self.loop.call_later(REACHABLE_CHECK, self._check_reachable)
         if not registry.backend_class(self.binding["adapter"]).SCHEMA_PER_PROCESS:
             self.start_harness()
@@ -165,14 +171,14 @@ class Runtime:
                           "on_result": request[10] or None, "max_tokens": int(request[11]) if request[11] else None,
                           "max_cost_usd": float(request[12]) if request[12] else None}
                 check_binding(self.binding, wanted)
-                item = Input(new_id(), request[1], self.sends.schema(request[8]))
-                self.spending.rebind(wanted)
-                self.spending.check()
+                item = Input(new_id(), request[1], self.sends.schema(request[8], self.binding))
+                self.binding = self.spending.rebind(self.binding, wanted)  # the one place the binding changes
+                self.spending.check(self.binding)
                 self.sends.add(item, waiter)
             elif op == "status":
                 waiter.ok(status_line(self.status()))
             elif op == "cancel":
-                self.cancel.request()
+                self._cancel()
                 waiter.ok()
             elif op == "reply" and len(request) == 3:
                 self.replies.reply(request[1], request[2])
@@ -195,15 +201,64 @@ class Runtime:
                              last_activity=timestamp(last) if last else None,
                              running_tokens=self.spending.running_tokens())
 
+    # -- moments: what one part's news means for the others ---------------------
+
+    def send_confirmed(self, input_id: str, error: Optional[HarnessctlError], interrupt: bool = False) -> None:
+        """The send in flight was accepted (error None) or failed: its command
+        hears it, a cancel that came meanwhile reaches the harness (or one
+        that may have the input although it failed: `interrupt`), and the next
+        send goes."""
+        if self.sends.confirm(input_id, error):
+            interrupt = self.cancel.confirmed(error is None) or interrupt
+        if interrupt:
+            self.cancel.interrupt(only_if_busy=False)
+        self.sends.pump()
+
+    def request_arrived(self, kind: str, request: Dict[str, Any]) -> Optional[Tuple[str, Dict[str, str]]]:
+        """The harness asks: the bound policy's answer to a permission, or None (a reply answers)."""
+        return self.replies.decide(self.binding, request) if kind == "permission" else None
+
+    def request_recorded(self, request: Dict[str, Any], decision: Optional[Tuple[str, Dict[str, str]]]) -> None:
+        """A request was written: the policy's answer goes to the harness, or its line runs --on-request."""
+        if decision is not None:
+            self.replies.by_policy(request, *decision)
+        else:
+            self.hooks.parked(request["request_id"])
+
+    def run_ending(self, run_id: Optional[str]) -> Optional[str]:
+        """A run's result is being written: why the budget ended it, if it did."""
+        return self.spending.run_ended(run_id)
+
+    def run_ended(self) -> None:
+        self.cancel.settled()
+
+    def usage_reported(self, run_id: Optional[str], usage: Dict[str, Any]) -> None:
+        """A run that spent the budget is interrupted at once, like a cancel."""
+        if self.spending.usage_seen(run_id, usage, self.binding):
+            # the adapter is reporting from inside one of its methods: it hears the cancel after it returned
+            self.loop.call_later(0, lambda: self._cancel() if run_id in self.conv.open_runs else None)
+
+    def _cancel(self) -> None:
+        self.cancel.request(sending=self.sends.in_flight is not None)
+
+    def diagnostic(self, message: str, level: str = "warning", **fields: Any) -> None:
+        self.host.log("diagnostic", level, message=message, **fields)
+
     # -- the harness ----------------------------------------------------------
 
     def start_harness(self) -> None:
         self.supervisor.start(self.host, self.binding, self.env, self.debug_enabled, self.timeout * 0.8,
                               self.sends.next_schema())
 
+    def spawn(self, argv: Sequence[str], env: Dict[str, str], cwd: str) -> Process:
+        return self.supervisor.spawn(argv, env, cwd)
+
     def harness_ready(self) -> None:
         if self.supervisor.ready():
             self.sends.pump()
+
+    def harness_start_failed(self, error: HarnessctlError) -> None:
+        self.supervisor.refused(error)
 
     def harness_refused(self, error: HarnessctlError) -> None:
         """The start failed: the waiting sends exit 5 (or 2 for a sidecar file
@@ -226,11 +281,29 @@ class Runtime:
             self.harness_refused(UnavailableError(message))
             if self.stopping:
                 return
+        self.harness_gone(message)
+
+    def cancel_overdue(self, message: str) -> None:
+        """The harness ignored a cancel for the grace period: it is stopped,
+        and what is open ends `cancelled` (the caller asked for that)."""
+        self.debug(message)
+        self.supervisor.drop()
+        self.harness_gone(message, cancelled=True)
+
+    def harness_gone(self, message: str, cancelled: bool = False) -> None:
+        """The harness is gone: the send it was confirming fails, what is open
+        ends with `message` (its runs `cancelled`, or `failed` where the
+        budget asked for the cancel), none of its requests will be answered,
+        and the next send starts a new harness, resuming the conversation."""
         if self.sends.in_flight:
             self.host.send_failed(self.sends.in_flight[0].input_id, message, unavailable=True)
-        self.writer.write_all(close_open_work(self.conv, message))
+        ended = close_open_work(self.conv, message)
+        if cancelled:
+            ended = [cancel.cancelled(e, self.spending.run_ended(e["run_id"])) if e["type"] == "result" else e
+                     for e in ended]
+        self.writer.write_all(ended)
         self.host.forget_requests()
-        self.cancel.cancelling = False
+        self.cancel.over()
         self.sends.pump()
 
     def debug(self, text: str) -> None:
@@ -245,6 +318,7 @@ class Runtime:
             return
         self.debug("shutting down: %s" % reason)
         self.stopping = True
+        self.sends.close()
         self.hooks.stop()  # running hooks are killed; what is written from now on runs none
         self.server.stop()
         self.supervisor.stop()
