@@ -26,14 +26,17 @@ if TYPE_CHECKING:
 
     Decision = Optional[Tuple[str, Dict[str, str]]]  # the policy's (option, why), or None: a reply answers
 
-    class Moments(Protocol):
-        """What the adapter's reports mean to the runtime, each told once, as it happens."""
+    class Harness(Protocol):
+        """The harness's process and start (supervisor.py)."""
 
         def spawn(self, argv: Sequence[str], env: Dict[str, str], cwd: str) -> Process: ...
 
-        def harness_ready(self) -> None: ...
+        def refused(self, error: HarnessctlError) -> None: ...
 
-        def harness_start_failed(self, error: HarnessctlError) -> None: ...
+    class Moments(Protocol):
+        """What the adapter's reports mean to the runtime, each told once, as it happens."""
+
+        def harness_ready(self) -> None: ...
 
         def send_confirmed(self, input_id: str, error: Optional[HarnessctlError], interrupt: bool = False) -> None:
             ...
@@ -52,10 +55,12 @@ if TYPE_CHECKING:
 
 
 class AdapterHost(Host):
-    def __init__(self, conv: Conversation, writer: EventWriter, loop: Loop, adapter: str, moments: Moments) -> None:
+    def __init__(self, conv: Conversation, writer: EventWriter, loop: Loop, harness: Harness, adapter: str,
+                 moments: Moments) -> None:
         """`conv` is read (what is open), `writer` takes the events; `adapter`
         names the adapter in what its broken contract says."""
         self._conv = conv
+        self._harness = harness
         self._writer = writer
         self._loop = loop
         self._adapter = adapter
@@ -91,7 +96,7 @@ class AdapterHost(Host):
     # -- process plumbing -------------------------------------------------
 
     def spawn(self, argv: Sequence[str], env: Dict[str, str], cwd: str) -> Process:
-        return self._moments.spawn(argv, env, cwd)
+        return self._harness.spawn(argv, env, cwd)
 
     def call_later(self, seconds: float, callback: Callable[[], None]) -> None:
         self._loop.call_later(seconds, callback)
@@ -102,7 +107,7 @@ class AdapterHost(Host):
         self._moments.harness_ready()
 
     def start_failed(self, message: str) -> None:
-        self._moments.harness_start_failed(UnavailableError(message))
+        self._harness.refused(UnavailableError(message))
 
     # -- sends ----------------------------------------------------------------
 

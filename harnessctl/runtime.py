@@ -12,6 +12,7 @@ Each part is given only what it needs, and none knows `Runtime`:
 * server.py: the socket, one thread per command, and their reply slots;
 * writer.py: the critical writes, the disk-full queue, the logs;
 * watches.py: the `wait` commands held open;
+* lifetime.py: when the runtime ends by itself, and the file it leaves;
 * supervisor.py: the harness, its backend and child process;
 * host.py: what the adapter sees, its reports turned into events and moments;
 * sends.py: the sends waiting and the one the harness is confirming;
@@ -25,19 +26,17 @@ Its process's start-up, from exec to `serve`, is runtimemain.py.
 
 from __future__ import annotations
 
-import os
-import time
-
 from . import cancel, hookrunner, knobs, pidfile, policy, registry, snapshot, trusted
 from .address import Address, check_binding
 from .backend import Input
 from .errors import HarnessctlError, UnavailableError
 from .eventlog import EventLog, timestamp
 from .host import AdapterHost, new_id
+from .lifetime import Lifetime, close_file
 from .loop import Loop
 from .replies import Replies
 from .sends import Sends
-from .server import CommandServer, Waiter, identity
+from .server import CommandServer, Waiter
 from .spending import Spending
 from .state import LOST, close_open_work, status_line, status_report
 from .supervisor import STARTING, Supervisor
@@ -46,15 +45,9 @@ from .writer import EventWriter
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Sequence, Tuple
+    from typing import Any, Dict, List, Optional, Tuple
 
-    from .proc import Process
     from .runtimelog import RuntimeLog
-
-# How often the runtime checks that its path still names its file and its
-# socket is still its own: one that cannot be reached stops, so that the
-# file's next writer does not wait for it.
-REACHABLE_CHECK = 1.0
 
 
 class Runtime:
@@ -67,17 +60,15 @@ class Runtime:
         self.env = env
         self.log = log
         self.debug_enabled = env.get("HARNESSCTL_DEBUG") == "1"
-        self.idle_timeout = knobs.seconds(env, "HARNESSCTL_IDLE_TIMEOUT", 60.0)
         self.timeout = knobs.seconds(env, "HARNESSCTL_TIMEOUT", 30.0)
         self.loop = Loop(on_error=lambda trace: self.debug("error in job:\n" + trace))
         self.conv = snapshot.load(addr)[0]
         self.writer = EventWriter(EventLog(event_fd, addr.path, self.conv.seq), self.conv, self.loop.call_later,
                                   self.debug)
         self.server = CommandServer(sock, addr.socket, self.timeout, self._submit, self.debug)
-        self.sidecar_identity = identity(addr.sidecar)
         self.watches = Watches(self.conv, self.writer, self.status)
         self.supervisor = Supervisor(self, self.loop, addr.sidecar, addr.harness_pid, log.write)
-        self.host = AdapterHost(self.conv, self.writer, self.loop, binding["adapter"], self)
+        self.host = AdapterHost(self.conv, self.writer, self.loop, self.supervisor, binding["adapter"], self)
         self.hooks = hookrunner.Hooks(binding, env, addr, log.fd, self.loop, self.diagnostic, self.debug)
         self.sends = Sends(self.conv, self.supervisor, self.host, self.loop, self.timeout, addr.path,
                            self.start_harness, self.debug)
@@ -86,7 +77,8 @@ class Runtime:
         self.replies = Replies(self.conv, self.writer, self.supervisor, self.host, self.loop,
                                (addr.path, addr.sidecar), self.debug)
         self.spending = Spending(self.conv, addr, self.debug)
-        self.idle_since: Optional[float] = time.monotonic()
+        self.lifetime = Lifetime(knobs.seconds(env, "HARNESSCTL_IDLE_TIMEOUT", 60.0), addr, self.writer.events,
+                                 self.server, self.loop, self.shutdown, self.watches.drop_hung_up)
         self.stopping = False
 
     # -- the loop -------------------------------------------------------------
@@ -103,15 +95,15 @@ class Runtime:
         warning = trusted.inside_workspace(self.addr.path, self.binding["cwd"]) if self.conv.seq == 0 else None
         if warning is not None:  # once, in a new file (the first send also says it on stderr)
             self.diagnostic(warning)
-        self.loop.call_later(REACHABLE_CHECK, self._check_reachable)
+        self.lifetime.watch_reachable()
         if not registry.backend_class(self.binding["adapter"]).SCHEMA_PER_PROCESS:
             self.start_harness()
 
     def serve(self) -> None:
         while not self.stopping:
-            self.loop.run_once(None if self.idle_since is None else self.idle_since + self.idle_timeout)
+            self.loop.run_once(self.lifetime.deadline())
             self._written()
-            self._check_idle()
+            self.lifetime.check_idle(self._is_idle() and not self.hooks.busy())  # an idle exit waits for the hooks
 
     def _written(self) -> None:
         """Tell the watches what this pass appended (also with none open: a
@@ -126,26 +118,6 @@ class Runtime:
     def _is_idle(self) -> bool:
         return not (self.conv.is_busy() or self.sends.pending() or self.supervisor.state == STARTING
                     or self.writer.may_pass())
-
-    def _check_idle(self) -> None:
-        if not self._is_idle() or self.hooks.busy():  # an idle exit waits for the hooks (each has a timeout)
-            self.idle_since = None
-        elif self.idle_since is None:
-            self.idle_since = time.monotonic()
-        elif time.monotonic() >= self.idle_since + self.idle_timeout:
-            self.shutdown("idle")
-
-    def _check_reachable(self) -> None:
-        """Stop once no command can reach us for this file: the path names
-        another file (or none), or the sidecar or our socket was removed or
-        replaced.  The file's next writer is waiting for our lock."""
-        if self.writer.events.replaced():
-            self.shutdown("the event file was moved, removed or replaced")
-        elif identity(self.addr.sidecar) != self.sidecar_identity or not self.server.is_ours():
-            self.shutdown("the sidecar or the socket was removed or replaced")
-        else:
-            self.watches.drop_hung_up()
-            self.loop.call_later(REACHABLE_CHECK, self._check_reachable)
 
     # -- commands -------------------------------------------------------------
 
@@ -250,15 +222,9 @@ class Runtime:
         self.supervisor.start(self.host, self.binding, self.env, self.debug_enabled, self.timeout * 0.8,
                               self.sends.next_schema())
 
-    def spawn(self, argv: Sequence[str], env: Dict[str, str], cwd: str) -> Process:
-        return self.supervisor.spawn(argv, env, cwd)
-
     def harness_ready(self) -> None:
         if self.supervisor.ready():
             self.sends.pump()
-
-    def harness_start_failed(self, error: HarnessctlError) -> None:
-        self.supervisor.refused(error)
 
     def harness_refused(self, error: HarnessctlError) -> None:
         """The start failed: the waiting sends exit 5 (or 2 for a sidecar file
@@ -330,20 +296,4 @@ class Runtime:
         for waiter in self.loop.drain():  # commands that reached us after we stopped listening
             waiter.retry()
         self.server.join(2)
-        self._close_file()
-
-    def _close_file(self) -> None:
-        """Write what a full disk held back if we can, and leave a snapshot of
-        exactly what we wrote (the next writer may append at once)."""
-        writer = self.writer
-        try:
-            writer.write_unwritten()
-        except OSError as e:  # the file keeps that work open: the next command applies the lost-runtime rule
-            self.debug("%d events could not be written (%s)" % (len(writer.unwritten), e.strerror))
-        replaced = writer.events.replaced()
-        writer.events.flush_logs()
-        covered = os.fstat(writer.events.fd).st_size  # while we are the writer
-        writer.events.close()
-        self.conv.seq = writer.events.seq  # log lines written after the last critical event count too
-        if not (replaced or writer.unwritten):  # the snapshot must describe the file at the path
-            snapshot.save(self.addr, self.conv, covered, self.binding)
+        close_file(self.writer, self.conv, self.addr, self.binding, self.debug)
