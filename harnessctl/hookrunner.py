@@ -145,7 +145,7 @@ class Hooks:
             return
         try:
             threading.Thread(target=self._work, args=(job,), daemon=True).start()
-        except threading.ThreadError as e:  # no thread (ulimit -u); RuntimeError by its other name
+        except threading.ThreadError as e:  # no thread (ulimit -u)
             with self._lock:
                 self._running -= 1
             self._diagnostic(job, "could not be started: %s" % e, error=str(e))

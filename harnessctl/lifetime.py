@@ -5,7 +5,7 @@ waiting, no hook running), or once no command can reach it for its file: the
 path names another file (or none), or the sidecar or its socket was removed
 or replaced; the file's next writer is waiting for its lock.  Its last act is
 the snapshot of exactly what it wrote (`close_file`).  What stopping means
-for the parts is the runtime's (`Runtime.shutdown`)."""
+for the parts is the runtime's (its `shutdown`)."""
 
 from __future__ import annotations
 
