@@ -170,7 +170,7 @@ class AdapterHost(Host):
         if self._unknown(run_id):
             return
         self._writer.write({"type": "message", "run_id": run_id, "message_id": message_id, "role": role,
-                                    "text": text})
+                            "text": text})
 
     def request(self, run_id: Optional[str], kind: str, message: str, options: Optional[List[str]] = None,
                 details: Optional[Dict[str, Any]] = None, token: Any = None) -> str:
