@@ -21,7 +21,10 @@ from .hooks import KEYS, argv
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Deque, Dict, Iterable, Optional, Set, Tuple
+    from typing import Any, Callable, Deque, Dict, Iterable, Optional, Set, Tuple
+
+    from .address import Address
+    from .loop import Loop
 
 RUNNING = 4  # hooks running at once
 QUEUED = 64  # hooks waiting for one of those; beyond that one is dropped
@@ -54,13 +57,23 @@ class Hooks:
     """The runtime's hooks.  Every method but the workers' runs on the loop
     thread; the lock guards what the workers share with it."""
 
-    def __init__(self, runtime: Any) -> None:
-        """`runtime` provides binding, env, addr, log, loop, host and debug."""
+    def __init__(self, binding: Dict[str, Any], env: Dict[str, str], addr: Address, stderr_fd: int, loop: Loop,
+                 diagnostic: Callable[..., None], debug: Callable[[str], None]) -> None:
+        """`binding` gives the hooks and their cwd (a later send cannot change
+        those: address.check_binding); a hook's stderr goes to `stderr_fd`
+        (the runtime log); `diagnostic(message, **fields)` writes what went
+        wrong into the event file."""
         from . import knobs
 
-        self._runtime = runtime
+        self._binding = binding
+        self._env = env
+        self._addr = addr
+        self._stderr_fd = stderr_fd
+        self._loop = loop
+        self._note = diagnostic
+        self._debug = debug
         try:
-            self.timeout = knobs.seconds(runtime.env, "HARNESSCTL_HOOK_TIMEOUT", TIMEOUT)
+            self.timeout = knobs.seconds(env, "HARNESSCTL_HOOK_TIMEOUT", TIMEOUT)
         except UsageError:  # refused by the send that spawned us (spawn.py); never here
             self.timeout = TIMEOUT
         self._lock = threading.Lock()
@@ -80,7 +93,7 @@ class Hooks:
 
     def parked(self, request_id: str) -> None:
         """`request_id` was written pending and no rule answered it: its line runs --on-request."""
-        if self._runtime.binding.get("on_request"):
+        if self._binding.get("on_request"):
             self._parked.add(request_id)
 
     def written(self, events: Iterable[Dict[str, Any]]) -> None:
@@ -111,11 +124,11 @@ class Hooks:
         for child in children:
             kill_group(child.pid)
         if children or dropped:
-            self._runtime.debug("the runtime stops: %d running hooks killed, %d waiting ones dropped"
+            self._debug("the runtime stops: %d running hooks killed, %d waiting ones dropped"
                                 % (len(children), dropped))
 
     def _submit(self, key: str, event: Dict[str, Any]) -> None:
-        if not self._armed or self._stopped or not self._runtime.binding.get(key):
+        if not self._armed or self._stopped or not self._binding.get(key):
             return
         from .eventlog import encode
 
@@ -132,7 +145,7 @@ class Hooks:
             return
         try:
             threading.Thread(target=self._work, args=(job,), daemon=True).start()
-        except RuntimeError as e:  # no thread (ulimit -u)
+        except threading.ThreadError as e:  # no thread (ulimit -u)
             with self._lock:
                 self._running -= 1
             self._diagnostic(job, "could not be started: %s" % e, error=str(e))
@@ -140,11 +153,11 @@ class Hooks:
     def _diagnostic(self, job: Job, what: str, **fields: Any) -> None:
         """A hook that went wrong, in the event file (and the runtime log)."""
         message = "the %s hook for %s %s" % (job.name, job.about(), what)
-        self._runtime.debug(message)
+        self._debug(message)
         event = job.event
         ids = {"request_id": event["request_id"]} if event["type"] == "request" else {}
-        self._runtime.host.log("diagnostic", "warning", run_id=event.get("run_id"), message=message, hook=job.key,
-                               event_seq=event.get("seq"), **dict(ids, **fields))
+        self._note(message, run_id=event.get("run_id"), hook=job.key, event_seq=event.get("seq"),
+                   **dict(ids, **fields))
 
     # -- the workers --------------------------------------------------------------------------------
 
@@ -165,10 +178,10 @@ class Hooks:
 
     def _report(self, job: Job, outcome: Optional[Tuple[str, Dict[str, Any]]]) -> None:
         if outcome is None:
-            self._runtime.loop.post(lambda: None)  # wakes the loop for its idle check
+            self._loop.post(lambda: None)  # wakes the loop for its idle check
         else:
             what, fields = outcome
-            self._runtime.loop.post(lambda: None if self._stopped else self._diagnostic(job, what, **fields))
+            self._loop.post(lambda: None if self._stopped else self._diagnostic(job, what, **fields))
 
     def _run(self, job: Job) -> Optional[Tuple[str, Dict[str, Any]]]:
         """Run one hook to its end; None when it succeeded (or the runtime
@@ -181,30 +194,29 @@ class Hooks:
 
         prepare = preparer(session=True)  # its own session: its process group is killed at its timeout
 
-        runtime = self._runtime
-        command = runtime.binding[job.key]
+        command = self._binding[job.key]
         words = argv(command, job.name)
-        env = dict(runtime.env, HARNESSCTL_FILE=runtime.addr.path, HARNESSCTL_EVENT=job.event["type"])
+        env = dict(self._env, HARNESSCTL_FILE=self._addr.path, HARNESSCTL_EVENT=job.event["type"])
         try:
-            child = subprocess.Popen(words, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=runtime.log.fd,
-                                     cwd=runtime.binding["cwd"], env=env, close_fds=True, preexec_fn=prepare)
+            child = subprocess.Popen(words, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._stderr_fd,
+                                     cwd=self._binding["cwd"], env=env, close_fds=True, preexec_fn=prepare)
         except OSError as e:
             where = e.filename if e.filename is not None else words[0]  # the cwd, when that is what is missing
-            return ("could not be started: %s: %s (see %s)" % (where, e.strerror, runtime.addr.runtime_log),
+            return ("could not be started: %s: %s (see %s)" % (where, e.strerror, self._addr.runtime_log),
                     {"error": e.strerror})
         with self._lock:
             if self._stopped:
                 kill_group(child.pid)
             else:
                 self._children[child.pid] = child
-        runtime.debug("the %s hook for %s started (%s, pid %d)" % (job.name, job.about(), words[0], child.pid))
+        self._debug("the %s hook for %s started (%s, pid %d)" % (job.name, job.about(), words[0], child.pid))
         try:
             try:
                 child.communicate(job.line, timeout=self.timeout)
             except subprocess.TimeoutExpired:
                 kill_group(child.pid)
                 child.wait()
-                return ("was killed after %g s (HARNESSCTL_HOOK_TIMEOUT)%s" % (self.timeout, stderr_at(runtime)),
+                return ("was killed after %g s (HARNESSCTL_HOOK_TIMEOUT)%s" % (self.timeout, self._stderr_at()),
                         {"timeout": self.timeout})
         finally:
             with self._lock:
@@ -214,12 +226,12 @@ class Hooks:
         if child.returncode != 0:
             code = child.returncode
             what = "was killed by signal %d" % -code if code < 0 else "exited with code %d" % code
-            return (what + stderr_at(runtime), {"exit_code": code})
-        runtime.debug("the %s hook for %s succeeded" % (job.name, job.about()))
+            return (what + self._stderr_at(), {"exit_code": code})
+        self._debug("the %s hook for %s succeeded" % (job.name, job.about()))
         return None
 
+    def _stderr_at(self) -> str:
+        """Where a hook that ran and went wrong said why: the user reads the
+        diagnostic in the event file, and its stderr is only in the runtime log."""
+        return "; its stderr went to %s" % self._addr.runtime_log
 
-def stderr_at(runtime: Any) -> str:
-    """Where a hook that ran and went wrong said why: the user reads the
-    diagnostic in the event file, and its stderr is only in the runtime log."""
-    return "; its stderr went to %s" % runtime.addr.runtime_log

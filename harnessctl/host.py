@@ -1,8 +1,8 @@
 """What an adapter sees of its runtime: exactly the `Host` calls of backend.py,
 and nothing else.  Its reports become events here (`accepted`, `message`,
 `request`, `result`, `log`), checked against the backend contract; what they
-mean for the waiting commands is the runtime's (`Runtime.finish_send`,
-`Runtime.harness_ready`, `Runtime.settled`)."""
+mean for the waiting commands, the policy, the hooks and the budget is the
+runtime's, told as the named moments of `Moments` (runtime.py decides)."""
 
 from __future__ import annotations
 
@@ -16,17 +16,55 @@ from .state import result_event, totals_after
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
     from .backend import Input
+    from .loop import Loop
     from .proc import Process
+    from .state import Conversation
+    from .writer import EventWriter
+
+    Decision = Optional[Tuple[str, Dict[str, str]]]  # the policy's (option, why), or None: a reply answers
+
+    class Harness(Protocol):
+        """The harness's process and start (supervisor.py)."""
+
+        def spawn(self, argv: Sequence[str], env: Dict[str, str], cwd: str) -> Process: ...
+
+        def refused(self, error: HarnessctlError) -> None: ...
+
+    class Moments(Protocol):
+        """What the adapter's reports mean to the runtime, each told once, as it happens."""
+
+        def harness_ready(self) -> None: ...
+
+        def send_confirmed(self, input_id: str, error: Optional[HarnessctlError], interrupt: bool = False) -> None:
+            ...
+
+        def request_arrived(self, kind: str, request: Dict[str, Any]) -> Decision: ...
+
+        def request_recorded(self, request: Dict[str, Any], decision: Decision) -> None: ...
+
+        def run_ending(self, run_id: Optional[str]) -> Optional[str]: ...
+
+        def run_ended(self) -> None: ...
+
+        def usage_reported(self, run_id: Optional[str], usage: Dict[str, Any]) -> None: ...
+
+        def debug(self, text: str) -> None: ...
 
 
 class AdapterHost(Host):
-    def __init__(self, runtime: Any) -> None:
-        """`runtime` provides conv, writer, loop, supervisor, binding and debug,
-        and hears of sends that end (finish_send) and runs that end (settled)."""
-        self._runtime = runtime
+    def __init__(self, conv: Conversation, writer: EventWriter, loop: Loop, harness: Harness, adapter: str,
+                 moments: Moments) -> None:
+        """`conv` is read (what is open), `writer` takes the events; `adapter`
+        names the adapter in what its broken contract says."""
+        self._conv = conv
+        self._harness = harness
+        self._writer = writer
+        self._loop = loop
+        self._adapter = adapter
+        self._moments = moments
         self._texts: Dict[str, Tuple[str, str]] = {}  # input_id -> (text, delivery) until attributed
         self._tokens: Dict[str, Any] = {}  # request id -> the harness's token, while the request is open
         self._schemas: Dict[str, Dict[str, Any]] = {}  # input_id -> its send's schema, until its result
@@ -38,7 +76,7 @@ class AdapterHost(Host):
     def expect(self, item: Input) -> None:
         """A send is being handed to the backend: its text (and schema) go into `accepted`."""
         self._texts[item.input_id] = (item.text, "")
-        open_inputs = self._runtime.conv.open_inputs  # the runtime itself ended the others (a harness that died)
+        open_inputs = self._conv.open_inputs  # the runtime itself ended the others (a harness that died)
         self._schemas = {i: schema for i, schema in self._schemas.items() if i in open_inputs}
         if item.schema is not None:
             self._schemas[item.input_id] = item.schema
@@ -58,18 +96,18 @@ class AdapterHost(Host):
     # -- process plumbing -------------------------------------------------
 
     def spawn(self, argv: Sequence[str], env: Dict[str, str], cwd: str) -> Process:
-        return self._runtime.supervisor.spawn(argv, env, cwd)
+        return self._harness.spawn(argv, env, cwd)
 
     def call_later(self, seconds: float, callback: Callable[[], None]) -> None:
-        self._runtime.loop.call_later(seconds, callback)
+        self._loop.call_later(seconds, callback)
 
     # -- start --------------------------------------------------------------
 
     def ready(self) -> None:
-        self._runtime.harness_ready()
+        self._moments.harness_ready()
 
     def start_failed(self, message: str) -> None:
-        self._runtime.supervisor.refused(UnavailableError(message))
+        self._harness.refused(UnavailableError(message))
 
     # -- sends ----------------------------------------------------------------
 
@@ -84,28 +122,28 @@ class AdapterHost(Host):
         text = self._texts.pop(input_id, ("", ""))[0]
         event = self._accepted_event(input_id, text, delivery, run_id)
         try:
-            self._runtime.writer.write(event, now=True)
+            self._writer.write(event, now=True)
         except OSError as e:
             if run_id is None:
                 self._unrecorded_inputs.add(input_id)  # a run it starts later is found when attributed
             elif delivery == "start":
                 self._unrecorded_runs.add(run_id)
-            self._runtime.sends.finish(input_id, HarnessctlError(
+            self._moments.send_confirmed(input_id, HarnessctlError(
                 "could not record the input in the event file (%s); the harness may have seen it" % e.strerror),
                 interrupt=True)
             return
         if run_id is None:
             self._texts[input_id] = (text, delivery)
-        self._runtime.sends.finish(input_id, None)
+        self._moments.send_confirmed(input_id, None)
 
     def attributed(self, input_id: str, run_id: str) -> None:
-        conv = self._runtime.conv
+        conv = self._conv
         if input_id in self._unrecorded_inputs:
             self._unrecorded_inputs.discard(input_id)
             self._unrecorded_runs.add(run_id)
         if input_id in conv.open_inputs and conv.open_inputs[input_id] is None:
             text, delivery = self._texts.pop(input_id, ("", "steer"))
-            self._runtime.writer.write(self._accepted_event(input_id, text, delivery, run_id))
+            self._writer.write(self._accepted_event(input_id, text, delivery, run_id))
 
     def _accepted_event(self, input_id: str, text: str, delivery: str, run_id: Optional[str]) -> Dict[str, Any]:
         event: Dict[str, Any] = {"type": "accepted", "input_id": input_id, "text": text, "delivery": delivery,
@@ -117,7 +155,7 @@ class AdapterHost(Host):
     def send_failed(self, input_id: str, message: str, unavailable: bool = False) -> None:
         self._texts.pop(input_id, None)
         self._schemas.pop(input_id, None)
-        self._runtime.sends.finish(input_id, UnavailableError(message) if unavailable else HarnessctlError(message))
+        self._moments.send_confirmed(input_id, UnavailableError(message) if unavailable else HarnessctlError(message))
 
     # -- what the agent does ------------------------------------------------
 
@@ -126,19 +164,19 @@ class AdapterHost(Host):
         with an input whose send failed (exit 1), and no recorded input joined
         it.  Its activity, requests and result are left out, so the file never
         holds a run without its `accepted` (the failed send was interrupted)."""
-        return run_id in self._unrecorded_runs and run_id not in self._runtime.conv.open_runs
+        return run_id in self._unrecorded_runs and run_id not in self._conv.open_runs
 
     def message(self, run_id: Optional[str], message_id: str, text: str, role: str = "assistant") -> None:
         if self._unknown(run_id):
             return
-        self._runtime.writer.write({"type": "message", "run_id": run_id, "message_id": message_id, "role": role,
-                                    "text": text})
+        self._writer.write({"type": "message", "run_id": run_id, "message_id": message_id, "role": role,
+                            "text": text})
 
     def request(self, run_id: Optional[str], kind: str, message: str, options: Optional[List[str]] = None,
                 details: Optional[Dict[str, Any]] = None, token: Any = None) -> str:
         if kind not in REQUEST_KINDS:
             self._broken_contract("request() with kind %r (allowed: %s)" % (kind, ", ".join(REQUEST_KINDS)))
-        request_id = "req-%d" % (self._runtime.conv.request_count + 1)
+        request_id = "req-%d" % (self._conv.request_count + 1)
         if self._unknown(run_id):
             return request_id  # not asked in the file: the interrupt sent with the failed send ends it
         names, renamed = plain_options(options or [])
@@ -147,44 +185,25 @@ class AdapterHost(Host):
         event.update(details or {})
         if renamed:
             event["agent_options"] = renamed
-        decided = self._decided(event) if kind == "permission" else None
-        self._runtime.writer.write(event, sync=decided is None)  # a decided one is fsynced with its answer
+        decision = self._moments.request_arrived(kind, event)
+        self._writer.write(event, sync=decision is None)  # a decided one is fsynced with its answer
         self._tokens[request_id] = request_id if token is None else token
-        if decided is not None:
-            self._runtime.replies.by_policy(self._runtime.conv.pending.get(request_id, event), *decided)
-        else:
-            self._runtime.hooks.parked(request_id)  # its line, once written, runs --on-request
+        self._moments.request_recorded(self._conv.pending.get(request_id, event), decision)
         return request_id
-
-    def _decided(self, request: Dict[str, Any]) -> Optional[Tuple[str, Dict[str, str]]]:
-        """The policy's answer to a permission request, or None: it parks for a
-        `reply`.  A path with a NUL names no file the rules could look at, so a
-        request naming one parks (the agent chose the bytes; a person judges);
-        so does one the policy fails to judge for any other reason in its input."""
-        paths = request.get("paths")
-        if isinstance(paths, list) and any("\x00" in str(p) for p in paths):
-            self.debug("%s parks: a path it names holds a NUL" % request["request_id"])
-            return None
-        try:
-            return self._runtime.replies.decide(request)
-        except (ValueError, TypeError, OSError, RecursionError) as e:
-            self.debug("%s parks: the policy could not judge it (%s: %s)" % (request["request_id"],
-                                                                            type(e).__name__, e))
-            return None
 
     def request_closed(self, token: Any) -> None:
         request_id = next((r for r, t in self._tokens.items() if t == token), None)
         if request_id is None:
             return
         del self._tokens[request_id]
-        request = self._runtime.conv.pending.get(request_id)
+        request = self._conv.pending.get(request_id)
         if request is not None:
-            self._runtime.writer.write(dict(request, state="expired"))
+            self._writer.write(dict(request, state="expired"))
 
     def result(self, run_id: Optional[str], input_ids: Sequence[str], status: str, output: str = "",
                usage: Optional[Dict[str, Any]] = None, cost_usd: Optional[float] = None,
                error: Optional[str] = None, error_class: Optional[str] = None, output_json: Any = None) -> None:
-        conv, writer = self._runtime.conv, self._runtime.writer
+        conv, writer = self._conv, self._writer
         covered = [i for i in input_ids if i in conv.open_inputs]
         if self._unknown(run_id) or (run_id is None and input_ids and not covered):
             # a run the file never heard of, or inputs that no run consumed and none of them open
@@ -193,12 +212,12 @@ class AdapterHost(Host):
             self._unrecorded_inputs.difference_update(input_ids)
             self.debug("result %s of run %s left out of the file: none of its inputs %s is recorded and open"
                        % (status, run_id, list(input_ids)))
-            self._runtime.cancel.settled()
+            self._moments.run_ended()
             return
         if status not in RESULT_STATUSES:
             self._broken_contract("result() with status %r (allowed: %s)" % (status, ", ".join(RESULT_STATUSES)))
             status, error = "failed", "the %s adapter reported an invalid result status %r" % (
-                self._runtime.binding["adapter"], status)
+                self._adapter, status)
         if len(covered) != len(input_ids):
             self.debug("result for run %s: ignoring inputs that are not open: %s"
                        % (run_id, [i for i in input_ids if i not in covered]))
@@ -210,7 +229,7 @@ class AdapterHost(Host):
         for request in [r for r in conv.pending.values() if r.get("run_id") in (run_id, None)]:
             self._tokens.pop(request["request_id"], None)
             writer.write(dict(request, state="expired"))
-        over = self._runtime.spending.run_ended(run_id)
+        over = self._moments.run_ending(run_id)
         if over is not None:  # the budget interrupted it, whatever the harness made of that
             status, error, error_class = "failed", "%s: the run was interrupted" % over, budget.CLASS
         if schemas and status == "completed":
@@ -226,7 +245,7 @@ class AdapterHost(Host):
         if schemas and status == "completed":
             event["output_json"] = output_json
         writer.write(event)
-        self._runtime.cancel.settled()
+        self._moments.run_ended()
 
     def log(self, kind: str, level: str = "info", run_id: Optional[str] = None, **fields: Any) -> None:
         if self._unknown(run_id):
@@ -237,9 +256,9 @@ class AdapterHost(Host):
         if kind == "usage":
             fields = self._counted(run_id, fields) or {}
         event.update(fields)
-        self._runtime.writer.log(event)
+        self._writer.log(event)
         if kind == "usage":
-            self._runtime.spending.usage_seen(run_id, fields)
+            self._moments.usage_reported(run_id, fields)
 
     def _counted(self, run_id: Optional[str], usage: Any) -> Any:
         """`usage` (a result's, or a `usage` line's fields) without the token
@@ -256,17 +275,17 @@ class AdapterHost(Host):
         return {k: None if k in absurd else v for k, v in usage.items()}
 
     def debug(self, text: str) -> None:
-        self._runtime.debug(text)
+        self._moments.debug(text)
 
     def _broken_contract(self, what: str, input_id: Optional[str] = None) -> None:
         """An adapter bug: said in runtime.log and the event file, and the send
         it concerns fails at once (exit 1) instead of waiting for a receipt."""
-        message = "the %s adapter broke the backend contract: %s" % (self._runtime.binding["adapter"], what)
+        message = "the %s adapter broke the backend contract: %s" % (self._adapter, what)
         self.debug(message)
         self.log("diagnostic", level="error", message=message)
         if input_id is not None:
             self._texts.pop(input_id, None)
-            self._runtime.sends.finish(input_id, HarnessctlError(message))
+            self._moments.send_confirmed(input_id, HarnessctlError(message))
 
 
 MAX_COUNT = 10 ** 18  # a token count beyond it is no count (AdapterHost._counted)

@@ -3,15 +3,18 @@
 It holds the sidecar's runtime lock and the event file's own lock for life
 (locks.py), serves commands on a local socket, owns the adapter's backend (and
 through it the harness), and is the only writer of the event file while it
-lives.  `Runtime` is the command state machine; it ties together the parts
-that each do one job:
+lives.  `Runtime` is the command state machine and the coordinator: what one
+part's news means for the others is written here once, as named moments
+(`send_confirmed`, `request_arrived`, `run_ended`, `harness_gone`, ...).
+Each part is given only what it needs, and none knows `Runtime`:
 
 * loop.py: the one thread everything runs on, and its timers;
 * server.py: the socket, one thread per command, and their reply slots;
 * writer.py: the critical writes, the disk-full queue, the logs;
 * watches.py: the `wait` commands held open;
+* lifetime.py: when the runtime ends by itself, and the file it leaves;
 * supervisor.py: the harness, its backend and child process;
-* host.py: what the adapter sees, its reports turned into events;
+* host.py: what the adapter sees, its reports turned into events and moments;
 * sends.py: the sends waiting and the one the harness is confirming;
 * cancel.py: `cancel`, and its grace period;
 * replies.py: the answers to the harness's requests, a `reply`'s or the policy's;
@@ -23,19 +26,17 @@ Its process's start-up, from exec to `serve`, is runtimemain.py.
 
 from __future__ import annotations
 
-import os
-import time
-
 from . import cancel, hookrunner, knobs, pidfile, policy, registry, snapshot, trusted
 from .address import Address, check_binding
 from .backend import Input
 from .errors import HarnessctlError, UnavailableError
 from .eventlog import EventLog, timestamp
 from .host import AdapterHost, new_id
+from .lifetime import Lifetime, close_file
 from .loop import Loop
 from .replies import Replies
 from .sends import Sends
-from .server import CommandServer, Waiter, identity
+from .server import CommandServer, Waiter
 from .spending import Spending
 from .state import LOST, close_open_work, status_line, status_report
 from .supervisor import STARTING, Supervisor
@@ -44,14 +45,9 @@ from .writer import EventWriter
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional
+    from typing import Any, Dict, List, Optional, Tuple
 
     from .runtimelog import RuntimeLog
-
-# How often the runtime checks that its path still names its file and its
-# socket is still its own: one that cannot be reached stops, so that the
-# file's next writer does not wait for it.
-REACHABLE_CHECK = 1.0
 
 
 class Runtime:
@@ -64,23 +60,25 @@ class Runtime:
         self.env = env
         self.log = log
         self.debug_enabled = env.get("HARNESSCTL_DEBUG") == "1"
-        self.idle_timeout = knobs.seconds(env, "HARNESSCTL_IDLE_TIMEOUT", 60.0)
         self.timeout = knobs.seconds(env, "HARNESSCTL_TIMEOUT", 30.0)
         self.loop = Loop(on_error=lambda trace: self.debug("error in job:\n" + trace))
         self.conv = snapshot.load(addr)[0]
         self.writer = EventWriter(EventLog(event_fd, addr.path, self.conv.seq), self.conv, self.loop.call_later,
                                   self.debug)
         self.server = CommandServer(sock, addr.socket, self.timeout, self._submit, self.debug)
-        self.sidecar_identity = identity(addr.sidecar)
         self.watches = Watches(self.conv, self.writer, self.status)
-        self.supervisor = Supervisor(self, self.loop, addr.sidecar, addr.harness_pid, log)
-        self.host = AdapterHost(self)
-        self.hooks = hookrunner.Hooks(self)
-        self.sends = Sends(self)
-        self.cancel = cancel.Cancel(self, knobs.seconds(env, "HARNESSCTL_CANCEL_GRACE", cancel.GRACE))
-        self.replies = Replies(self)
-        self.spending = Spending(self)
-        self.idle_since: Optional[float] = time.monotonic()
+        self.supervisor = Supervisor(self, self.loop, addr.sidecar, addr.harness_pid, log.write)
+        self.host = AdapterHost(self.conv, self.writer, self.loop, self.supervisor, binding["adapter"], self)
+        self.hooks = hookrunner.Hooks(binding, env, addr, log.fd, self.loop, self.diagnostic, self.debug)
+        self.sends = Sends(self.conv, self.supervisor, self.host, self.loop, self.timeout, addr.path,
+                           self.start_harness, self.debug)
+        self.cancel = cancel.Cancel(self.conv, self.supervisor, self.loop,
+                                    knobs.seconds(env, "HARNESSCTL_CANCEL_GRACE", cancel.GRACE), self.cancel_overdue)
+        self.replies = Replies(self.conv, self.writer, self.supervisor, self.host, self.loop,
+                               (addr.path, addr.sidecar), self.debug)
+        self.spending = Spending(self.conv, addr, self.debug)
+        self.lifetime = Lifetime(knobs.seconds(env, "HARNESSCTL_IDLE_TIMEOUT", 60.0), addr, self.writer.events,
+                                 self.server, self.loop, self.shutdown, self.watches.drop_hung_up)
         self.stopping = False
 
     # -- the loop -------------------------------------------------------------
@@ -96,16 +94,16 @@ class Runtime:
         self.hooks.arm()
         warning = trusted.inside_workspace(self.addr.path, self.binding["cwd"]) if self.conv.seq == 0 else None
         if warning is not None:  # once, in a new file (the first send also says it on stderr)
-            self.host.log("diagnostic", "warning", message=warning)
-        self.loop.call_later(REACHABLE_CHECK, self._check_reachable)
+            self.diagnostic(warning)
+        self.lifetime.watch_reachable()
         if not registry.backend_class(self.binding["adapter"]).SCHEMA_PER_PROCESS:
             self.start_harness()
 
     def serve(self) -> None:
         while not self.stopping:
-            self.loop.run_once(None if self.idle_since is None else self.idle_since + self.idle_timeout)
+            self.loop.run_once(self.lifetime.deadline())
             self._written()
-            self._check_idle()
+            self.lifetime.check_idle(self._is_idle() and not self.hooks.busy())  # an idle exit waits for the hooks
 
     def _written(self) -> None:
         """Tell the watches what this pass appended (also with none open: a
@@ -120,26 +118,6 @@ class Runtime:
     def _is_idle(self) -> bool:
         return not (self.conv.is_busy() or self.sends.pending() or self.supervisor.state == STARTING
                     or self.writer.may_pass())
-
-    def _check_idle(self) -> None:
-        if not self._is_idle() or self.hooks.busy():  # an idle exit waits for the hooks (each has a timeout)
-            self.idle_since = None
-        elif self.idle_since is None:
-            self.idle_since = time.monotonic()
-        elif time.monotonic() >= self.idle_since + self.idle_timeout:
-            self.shutdown("idle")
-
-    def _check_reachable(self) -> None:
-        """Stop once no command can reach us for this file: the path names
-        another file (or none), or the sidecar or our socket was removed or
-        replaced.  The file's next writer is waiting for our lock."""
-        if self.writer.events.replaced():
-            self.shutdown("the event file was moved, removed or replaced")
-        elif identity(self.addr.sidecar) != self.sidecar_identity or not self.server.is_ours():
-            self.shutdown("the sidecar or the socket was removed or replaced")
-        else:
-            self.watches.drop_hung_up()
-            self.loop.call_later(REACHABLE_CHECK, self._check_reachable)
 
     # -- commands -------------------------------------------------------------
 
@@ -165,14 +143,14 @@ class Runtime:
                           "on_result": request[10] or None, "max_tokens": int(request[11]) if request[11] else None,
                           "max_cost_usd": float(request[12]) if request[12] else None}
                 check_binding(self.binding, wanted)
-                item = Input(new_id(), request[1], self.sends.schema(request[8]))
-                self.spending.rebind(wanted)
-                self.spending.check()
+                item = Input(new_id(), request[1], self.sends.schema(request[8], self.binding))
+                self.binding = self.spending.rebind(self.binding, wanted)  # the one place the binding changes
+                self.spending.check(self.binding)
                 self.sends.add(item, waiter)
             elif op == "status":
                 waiter.ok(status_line(self.status()))
             elif op == "cancel":
-                self.cancel.request()
+                self._cancel()
                 waiter.ok()
             elif op == "reply" and len(request) == 3:
                 self.replies.reply(request[1], request[2])
@@ -194,6 +172,49 @@ class Runtime:
         return status_report(self.conv, self.binding, alive=True, cancelling=self.cancel.cancelling,
                              last_activity=timestamp(last) if last else None,
                              running_tokens=self.spending.running_tokens())
+
+    # -- moments: what one part's news means for the others ---------------------
+
+    def send_confirmed(self, input_id: str, error: Optional[HarnessctlError], interrupt: bool = False) -> None:
+        """The send in flight was accepted (error None) or failed: its command
+        hears it, a cancel that came meanwhile reaches the harness (or one
+        that may have the input although it failed: `interrupt`), and the next
+        send goes."""
+        if self.sends.confirm(input_id, error):
+            interrupt = self.cancel.confirmed(error is None) or interrupt
+        if interrupt:
+            self.cancel.interrupt(only_if_busy=False)
+        self.sends.pump()
+
+    def request_arrived(self, kind: str, request: Dict[str, Any]) -> Optional[Tuple[str, Dict[str, str]]]:
+        """The harness asks: the bound policy's answer to a permission, or None (a reply answers)."""
+        return self.replies.decide(self.binding, request) if kind == "permission" else None
+
+    def request_recorded(self, request: Dict[str, Any], decision: Optional[Tuple[str, Dict[str, str]]]) -> None:
+        """A request was written: the policy's answer goes to the harness, or its line runs --on-request."""
+        if decision is not None:
+            self.replies.by_policy(request, *decision)
+        else:
+            self.hooks.parked(request["request_id"])
+
+    def run_ending(self, run_id: Optional[str]) -> Optional[str]:
+        """A run's result is being written: why the budget ended it, if it did."""
+        return self.spending.run_ended(run_id)
+
+    def run_ended(self) -> None:
+        self.cancel.settled()
+
+    def usage_reported(self, run_id: Optional[str], usage: Dict[str, Any]) -> None:
+        """A run that spent the budget is interrupted at once, like a cancel."""
+        if self.spending.usage_seen(run_id, usage, self.binding):
+            # the adapter is reporting from inside one of its methods: it hears the cancel after it returned
+            self.loop.call_later(0, lambda: self._cancel() if run_id in self.conv.open_runs else None)
+
+    def _cancel(self) -> None:
+        self.cancel.request(sending=self.sends.in_flight is not None)
+
+    def diagnostic(self, message: str, level: str = "warning", **fields: Any) -> None:
+        self.host.log("diagnostic", level, message=message, **fields)
 
     # -- the harness ----------------------------------------------------------
 
@@ -226,11 +247,29 @@ class Runtime:
             self.harness_refused(UnavailableError(message))
             if self.stopping:
                 return
+        self.harness_gone(message)
+
+    def cancel_overdue(self, message: str) -> None:
+        """The harness ignored a cancel for the grace period: it is stopped,
+        and what is open ends `cancelled` (the caller asked for that)."""
+        self.debug(message)
+        self.supervisor.drop()
+        self.harness_gone(message, cancelled=True)
+
+    def harness_gone(self, message: str, cancelled: bool = False) -> None:
+        """The harness is gone: the send it was confirming fails, what is open
+        ends with `message` (its runs `cancelled`, or `failed` where the
+        budget asked for the cancel), none of its requests will be answered,
+        and the next send starts a new harness, resuming the conversation."""
         if self.sends.in_flight:
             self.host.send_failed(self.sends.in_flight[0].input_id, message, unavailable=True)
-        self.writer.write_all(close_open_work(self.conv, message))
+        ended = close_open_work(self.conv, message)
+        if cancelled:
+            ended = [cancel.cancelled(e, self.spending.run_ended(e["run_id"])) if e["type"] == "result" else e
+                     for e in ended]
+        self.writer.write_all(ended)
         self.host.forget_requests()
-        self.cancel.cancelling = False
+        self.cancel.over()
         self.sends.pump()
 
     def debug(self, text: str) -> None:
@@ -245,6 +284,7 @@ class Runtime:
             return
         self.debug("shutting down: %s" % reason)
         self.stopping = True
+        self.sends.close()
         self.hooks.stop()  # running hooks are killed; what is written from now on runs none
         self.server.stop()
         self.supervisor.stop()
@@ -256,20 +296,4 @@ class Runtime:
         for waiter in self.loop.drain():  # commands that reached us after we stopped listening
             waiter.retry()
         self.server.join(2)
-        self._close_file()
-
-    def _close_file(self) -> None:
-        """Write what a full disk held back if we can, and leave a snapshot of
-        exactly what we wrote (the next writer may append at once)."""
-        writer = self.writer
-        try:
-            writer.write_unwritten()
-        except OSError as e:  # the file keeps that work open: the next command applies the lost-runtime rule
-            self.debug("%d events could not be written (%s)" % (len(writer.unwritten), e.strerror))
-        replaced = writer.events.replaced()
-        writer.events.flush_logs()
-        covered = os.fstat(writer.events.fd).st_size  # while we are the writer
-        writer.events.close()
-        self.conv.seq = writer.events.seq  # log lines written after the last critical event count too
-        if not (replaced or writer.unwritten):  # the snapshot must describe the file at the path
-            snapshot.save(self.addr, self.conv, covered, self.binding)
+        close_file(self.writer, self.conv, self.addr, self.binding, self.debug)

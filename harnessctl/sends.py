@@ -16,20 +16,37 @@ from .supervisor import READY, STOPPED
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Deque, Dict, Optional, Tuple
-
-    from .runtime import Runtime
+    from typing import Any, Callable, Deque, Dict, Optional, Protocol, Tuple
 
     from .backend import Input
     from .errors import HarnessctlError
+    from .loop import Loop
     from .server import Waiter
+    from .state import Conversation
+    from .supervisor import Supervisor
+
+    class Hands(Protocol):
+        """Where a send handed to the backend is recorded (host.py): its text
+        goes into `accepted`, and one the backend refused fails there."""
+
+        def expect(self, item: Input) -> None: ...
+
+        def send_failed(self, input_id: str, message: str, unavailable: bool = False) -> None: ...
 
 
 class Sends:
-    def __init__(self, runtime: Runtime) -> None:
-        """`runtime` provides conv, binding, addr, supervisor, host, cancel,
-        loop, timeout, stopping, start_harness and debug."""
-        self._runtime = runtime
+    def __init__(self, conv: Conversation, supervisor: Supervisor, hands: Hands, loop: Loop, timeout: float,
+                 path: str, start_harness: Callable[[], None], debug: Callable[[str], None]) -> None:
+        """`start_harness` is the runtime's: a send waits for a harness it starts."""
+        self._conv = conv
+        self._supervisor = supervisor
+        self._hands = hands
+        self._loop = loop
+        self._timeout = timeout
+        self._path = path
+        self._start_harness = start_harness
+        self._debug = debug
+        self._closed = False  # the runtime stops: nothing more is handed to the backend
         self.waiting: Deque[Tuple[Input, Waiter]] = deque()
         self.in_flight: Optional[Tuple[Input, Waiter]] = None
 
@@ -40,19 +57,18 @@ class Sends:
         """The schema of the send the harness will be given next."""
         return self.waiting[0][0].schema if self.waiting else None
 
-    def schema(self, field: str) -> Optional[Dict[str, Any]]:
+    def schema(self, field: str, binding: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         """A send's schema (structured.py), refused where the harness cannot
         promise it, and while a run is going or about to start: that run's
         answer is asked for already, and this send would only steer it."""
         schema = structured.from_field(field)
         if schema is None:
             return None
-        runtime = self._runtime
-        structured.check_claimed(registry.manifest(runtime.binding["adapter"]), runtime.binding.get("agent"))
-        if runtime.conv.is_busy() or self.pending():
+        structured.check_claimed(registry.manifest(binding["adapter"]), binding.get("agent"))
+        if self._conv.is_busy() or self.pending():
             raise UsageError("--schema: a run is going on %s and its answer cannot change schema: wait for it "
                              "(harnessctl wait FILE) and send again, or send without --schema to steer it"
-                             % runtime.addr.path)
+                             % self._path)
         return schema
 
     def add(self, item: Input, waiter: Waiter) -> None:
@@ -61,64 +77,62 @@ class Sends:
 
     def pump(self) -> None:
         """Hand the next waiting send to the backend: one at a time."""
-        runtime = self._runtime
-        if self.in_flight or not self.waiting or runtime.stopping:
+        if self.in_flight or not self.waiting or self._closed:
             return
-        supervisor = runtime.supervisor
+        supervisor = self._supervisor
         if supervisor.state == STOPPED:
-            runtime.start_harness()
+            self._start_harness()
             return
         backend = supervisor.backend
         if supervisor.state != READY or backend is None:
             return
         schema = self.waiting[0][0].schema
-        if backend.SCHEMA_PER_PROCESS and schema != backend.config.schema and not runtime.conv.is_busy():
-            runtime.debug("restarting the harness: the next input asks for %s"
-                          % ("another schema" if schema else "none"))
+        if backend.SCHEMA_PER_PROCESS and schema != backend.config.schema and not self._conv.is_busy():
+            self._debug("restarting the harness: the next input asks for %s" % ("another schema" if schema else "none"))
             supervisor.stop()
-            runtime.start_harness()
+            self._start_harness()
             return
         item, waiter = self.waiting.popleft()
         self.in_flight = (item, waiter)
-        runtime.host.expect(item)
+        self._hands.expect(item)
         generation = supervisor.generation
-        runtime.loop.call_later(runtime.timeout, lambda: self._timed_out(item.input_id, generation))
+        self._loop.call_later(self._timeout, lambda: self._timed_out(item.input_id, generation))
         try:
             backend.send(item)
         except Exception as e:
             import traceback
 
-            runtime.debug("backend.send failed:\n" + traceback.format_exc())
-            runtime.host.send_failed(item.input_id, "adapter error: %s" % e)
+            self._debug("backend.send failed:\n" + traceback.format_exc())
+            self._hands.send_failed(item.input_id, "adapter error: %s" % e)
 
     def _timed_out(self, input_id: str, generation: int) -> None:
-        runtime = self._runtime
-        if self.in_flight and self.in_flight[0].input_id == input_id and generation == runtime.supervisor.generation:
+        if self.in_flight and self.in_flight[0].input_id == input_id and generation == self._supervisor.generation:
             self.in_flight[1].fail(OutcomeUnknownError(
                 "the harness did not confirm the input within %g s; it may still be accepted: "
-                "read the event file before retrying" % runtime.timeout))
+                "read the event file before retrying" % self._timeout))
             self.in_flight = None
             self.pump()
 
-    def finish(self, input_id: str, error: Optional[HarnessctlError], interrupt: bool = False) -> None:
-        """The send in flight is accepted (error None) or failed; `interrupt`:
-        the harness may have its input although it failed here."""
-        cancel = self._runtime.cancel
-        if self.in_flight and self.in_flight[0].input_id == input_id:
-            waiter = self.in_flight[1]
-            self.in_flight = None
-            if error is None:
-                waiter.ok(input_id)
-            else:
-                waiter.fail(error)
-            interrupt = cancel.confirmed(error is None) or interrupt
-        if interrupt:
-            cancel.interrupt(only_if_busy=False)
-        self.pump()
+    def confirm(self, input_id: str, error: Optional[HarnessctlError]) -> bool:
+        """The send in flight is accepted (error None) or failed: its command
+        hears it.  False if `input_id` is not that send (any more)."""
+        if not (self.in_flight and self.in_flight[0].input_id == input_id):
+            return False
+        waiter = self.in_flight[1]
+        self.in_flight = None
+        if error is None:
+            waiter.ok(input_id)
+        else:
+            waiter.fail(error)
+        return True
 
     def fail_waiting(self, error: HarnessctlError) -> None:
         while self.waiting:
             self.waiting.popleft()[1].fail(error)
+
+    def close(self) -> None:
+        """The runtime is stopping: no send is handed to the backend from now on."""
+        self._closed = True
 
     def stop(self, reason: str) -> None:
         """The runtime stops: the send in flight has an unknown outcome, the waiting ones can go again."""

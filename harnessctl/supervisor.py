@@ -4,8 +4,8 @@ pid record, and which incarnation of it is current.
 Each start is a new generation; lines, exits and start timeouts of an older
 one are ignored, so a harness that went away can never report into its
 successor's runs.  What a start or an exit means for the waiting commands
-and the open runs is the runtime's to decide (`Runtime.harness_refused`,
-`Runtime.harness_exited`).
+and the open runs is the runtime's to decide: the supervisor only tells it
+(`Moments`).
 """
 
 from __future__ import annotations
@@ -20,25 +20,36 @@ from .proc import MAX_LINE, Process
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Sequence
+    from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence
 
     from .backend import Backend, Host
     from .loop import Loop
-    from .runtimelog import RuntimeLog
+
+    class Moments(Protocol):
+        """What the supervisor tells its runtime (what a start or an exit means is the runtime's)."""
+
+        def harness_refused(self, error: HarnessctlError) -> None: ...
+
+        def harness_exited(self, while_starting: bool, returncode: Optional[int]) -> None: ...
+
+        def diagnostic(self, message: str, level: str = "warning", **fields: Any) -> None: ...
+
+        def debug(self, text: str) -> None: ...
+
 
 STOPPED, STARTING, READY = "stopped", "starting", "ready"
 
 
 class Supervisor:
-    def __init__(self, runtime: Any, loop: Loop, sidecar: str, harness_pid: str, log: RuntimeLog) -> None:
-        """`runtime` is told what starts and exits mean (harness_refused,
-        harness_exited) and logs (host, debug); nothing else of it is used here.
-        The harness's stderr goes into `log`."""
-        self.runtime = runtime
+    def __init__(self, moments: Moments, loop: Loop, sidecar: str, harness_pid: str,
+                 stderr: Callable[[bytes], None]) -> None:
+        """`moments` hears of refused starts and exits, and takes what is
+        logged.  The harness's stderr goes to `stderr` (the runtime log's write)."""
+        self.moments = moments
         self.loop = loop
         self.sidecar = sidecar
         self.harness_pid = harness_pid
-        self.log = log
+        self.stderr = stderr
         self.state = STOPPED
         self.generation = 0
         self.backend: Optional[Backend] = None
@@ -62,12 +73,12 @@ class Supervisor:
             self.backend = registry.backend_class(binding["adapter"])(host, config)
             self.backend.start()
         except HarnessctlError as e:  # e.g. private.py refused one of the adapter's sidecar files
-            self.runtime.debug("backend.start refused: %s" % e)
+            self.moments.debug("backend.start refused: %s" % e)
             self.refused(e)
         except Exception as e:
             import traceback
 
-            self.runtime.debug("backend.start failed:\n" + traceback.format_exc())
+            self.moments.debug("backend.start failed:\n" + traceback.format_exc())
             self.refused(UnavailableError(str(e)))
 
     def ready(self) -> bool:
@@ -81,19 +92,19 @@ class Supervisor:
         """The start failed: the waiting sends fail with `error`."""
         if self.state == STARTING:
             self.drop()
-            self.runtime.harness_refused(error)
+            self.moments.harness_refused(error)
 
     def spawn(self, argv: Sequence[str], env: Dict[str, str], cwd: str) -> Process:
         generation = self.generation
         self.child = Process(
-            argv, env, cwd, self.log.write,
+            argv, env, cwd, self.stderr,
             on_lines=lambda lines: self.loop.post(lambda: self._lines(generation, lines)),
             on_overlong=lambda size: self.loop.post(lambda: self._overlong(generation, size)),
             on_exit=lambda code: self.loop.post(lambda: self._exit(generation, code)),
         )
         self.recorded_pid = self.child.pid
         pidfile.record(self.harness_pid, self.child.pid)
-        self.runtime.debug("started harness pid %d: %s" % (self.child.pid, " ".join(argv)))
+        self.moments.debug("started harness pid %d: %s" % (self.child.pid, " ".join(argv)))
         return self.child
 
     def stop(self) -> None:
@@ -132,8 +143,8 @@ class Supervisor:
             return
         message = ("the harness wrote a line of %d bytes, longer than the %d MiB a line may have: it was discarded"
                    % (size, MAX_LINE // (1024 * 1024)))
-        self.runtime.debug(message)
-        self.runtime.host.log("diagnostic", "warning", message=message, bytes=size)
+        self.moments.debug(message)
+        self.moments.diagnostic(message, bytes=size)
 
     def _exit(self, generation: int, returncode: Optional[int]) -> None:
         if generation != self.generation:
@@ -145,4 +156,4 @@ class Supervisor:
                 backend.on_exit(returncode)
         finally:
             self.drop()
-        self.runtime.harness_exited(was == STARTING, returncode)
+        self.moments.harness_exited(was == STARTING, returncode)

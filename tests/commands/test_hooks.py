@@ -238,35 +238,26 @@ def test_hooks_beyond_four_running_and_sixty_four_waiting_are_dropped_with_a_dia
     """The queue's bound, on the Hooks object itself (69 runs through the CLI would take long)."""
     from harnessctl import hookrunner
 
-    class Runtime:  # what Hooks uses of the runtime
-        def __init__(self):
-            self.binding = {"on_result": "%s -c 'import time; time.sleep(600)'" % sys.executable,
-                            "cwd": str(tmp_path)}
-            self.env = dict(os.environ, HARNESSCTL_HOOK_TIMEOUT="600")
-            self.addr = type("Addr", (), {"path": str(tmp_path / "events.jsonl")})
-            self.log = type("Log", (), {"fd": os.open(os.devnull, os.O_WRONLY)})
-            self.loop = type("Loop", (), {"post": staticmethod(lambda job: None)})
-            self.notes = []
-            self.host = type("Host", (), {"log": staticmethod(lambda *a, **f: self.notes.append((a, f)))})
-
-        def debug(self, text):
-            pass
-
-    runtime = Runtime()
-    runner = hookrunner.Hooks(runtime)
+    binding = {"on_result": "%s -c 'import time; time.sleep(600)'" % sys.executable, "cwd": str(tmp_path)}
+    env = dict(os.environ, HARNESSCTL_HOOK_TIMEOUT="600")
+    addr = type("Addr", (), {"path": str(tmp_path / "events.jsonl")})
+    log_fd = os.open(os.devnull, os.O_WRONLY)
+    loop = type("Loop", (), {"post": staticmethod(lambda job: None)})
+    dropped = []  # the diagnostics' fields
+    runner = hookrunner.Hooks(binding, env, addr, log_fd, loop,
+                              lambda message, **f: dropped.append(dict(f, message=message)), lambda text: None)
     runner.arm()
     try:
         results = [{"type": "result", "seq": n, "run_id": "run-%d" % n, "status": "completed"} for n in range(70)]
         runner.written(results)
         assert runner.busy() and len(runner._queue) == 64
-        dropped = [f for _, f in runtime.notes]
         assert [(f["hook"], f["event_seq"], f["run_id"]) for f in dropped] == [
             ("on_result", 68, "run-68"), ("on_result", 69, "run-69")]
         assert "dropped: 4 hooks are running and 64 waiting" in dropped[0]["message"]
         wait_for(lambda: len(runner._children) == 4, what="four hooks running")
     finally:
         runner.stop()
-        os.close(runtime.log.fd)
+        os.close(log_fd)
     assert not runner._queue
 
 
