@@ -6,11 +6,12 @@ from __future__ import annotations
 import ast
 import os
 
+from cliutil import ROOT
 from harnessctl.cancel import Cancel
 from harnessctl.spending import Spending
 
 PARTS = ("sends", "cancel", "replies", "spending", "hookrunner", "host", "supervisor", "lifetime")
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harnessctl")
+HERE = os.path.join(ROOT, "harnessctl")
 
 
 def test_no_part_imports_or_names_the_runtime():
