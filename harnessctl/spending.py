@@ -7,7 +7,7 @@ Kept by the runtime, on its loop thread."""
 from __future__ import annotations
 
 from . import budget, registry
-from .address import write_binding
+from .binding import write_binding
 from .errors import HarnessctlError, UsageError
 from .state import spent
 
