@@ -9,16 +9,14 @@ from __future__ import annotations
 import time
 
 from .address import check_event_file, require_exists, resolve
-from .binding import check_binding, new_binding, read_binding, require_unused, send_request, wanted
 from .errors import StateError
 from .exchange import NoRuntime, exchange, status_once, timeout_seconds
-from .waiting import wait, wait_any
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, Optional
+    from typing import Any, Dict, List, Optional, Tuple
 
-__all__ = ["send", "status", "cancel", "reply", "wait", "wait_any"]
+    from .notes import Notes
 
 
 # -- the commands -----------------------------------------------------------
@@ -36,6 +34,8 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
     is this send's alone: the run it starts must answer with JSON that fits.
     `unattended` (cli.unattended): hooks, bound like the model, and limits,
     which a later send may change (binding.py)."""
+    from .binding import check_binding, new_binding, read_binding, require_unused, send_request, wanted
+
     addr = resolve(file)
     asked = wanted(dict(policy or {}, **(unattended or {}), cwd=cwd, model=model, adapter=adapter, agent=agent))
     schema_field = None
@@ -118,6 +118,21 @@ def reply(file: str, request_id: str, answer: str) -> None:
             if state == "unknown":
                 raise StateError("unknown request id %s" % request_id)
             raise StateError("%s is already %s" % (request_id, state))
+
+
+def wait(file: str, input_id: Optional[str], timeout: Optional[float],
+         notes: Optional[Notes] = None) -> Tuple[str, str]:
+    """`wait`: waiting.wait, imported only by the commands that wait."""
+    from . import waiting
+
+    return waiting.wait(file, input_id, timeout, notes)
+
+
+def wait_any(files: List[str], timeout: Optional[float]) -> Tuple[str, int, str]:
+    """`wait --any`: waiting.wait_any."""
+    from . import waiting
+
+    return waiting.wait_any(files, timeout)
 
 
 def _check_claims(binding: Dict[str, Any], schema: Optional[Dict[str, Any]], max_cost: Optional[float]) -> None:
