@@ -180,8 +180,8 @@ def new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:
     if wanted["rules"] is not None:
         binding["rules"] = wanted["rules"]
     _new_hooks(wanted, binding)
-    for field in FIELDS:
-        if field.change and wanted[field.name] is not None:
+    for field in FIELDS:  # the rest (the limits) as given
+        if field.name not in binding and wanted[field.name] is not None:
             binding[field.name] = wanted[field.name]
     return binding
 
