@@ -87,14 +87,14 @@ RULE = {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems":
 FIELDS = (
     Field("cwd", "--cwd", "[--cwd DIR]", """\
   --cwd DIR       the working directory of a new FILE (default: the current directory)
-""", _text, ALWAYS, mcp={"type": "string", "description": "the working directory of a new file, under an allowed "
-                                                           "root (default: the server's own)"}),
+""", _text, status=ALWAYS, mcp={"type": "string", "description": "the working directory of a new file, under an "
+                                                                 "allowed root (default: the server's own)"}),
     Field("model", "--model", "[--model MODEL]", """\
   --model MODEL   the model of a new FILE (default: the harness's own)
-""", _text_or_none, ALWAYS, mcp={"type": "string", "description": "the model of a new file"}),
+""", _text_or_none, status=ALWAYS, mcp={"type": "string", "description": "the model of a new file"}),
     Field("adapter", "--adapter", "[--adapter NAME]", """\
   --adapter NAME  the adapter of a new FILE ({adapters})
-""", _text, ALWAYS, "HARNESSCTL_ADAPTER",
+""", _text, status=ALWAYS, variable="HARNESSCTL_ADAPTER",
           mcp={"type": "string", "description": "the adapter of a new file (mock, codex, claudecode, acp)"}),
     Field("agent", "--agent", "[--agent AGENT]", """\
   --agent AGENT   the agent of a new FILE, for an adapter that drives many (acp):
@@ -103,7 +103,7 @@ FIELDS = (
     Field("mode", "--mode", "[--mode ask|edit|full]", """\
   --mode MODE     what the agent of a new FILE may do without asking: ask (read only),
                   edit (change files in the cwd), full (anything); default: the harness's own
-""", _policy("mode"), ALWAYS, mcp={"type": "string", "enum": ["ask", "edit", "full"],
+""", _policy("mode"), status=ALWAYS, mcp={"type": "string", "enum": ["ask", "edit", "full"],
                          "description": "what the agent may do without asking"}),
     Field("rules", "--allow", "[--allow RULE]... [--deny RULE]... | [--policy FILE]", """\
   --allow RULE    answer a matching permission request allow; RULE is KIND[:GLOB], KIND one of
@@ -129,11 +129,11 @@ FIELDS = (
                   and HARNESSCTL_EVENT=request in its environment, in the cwd; it never delays the
                   run, and is killed after HARNESSCTL_HOOK_TIMEOUT (default: HARNESSCTL_ON_REQUEST);
                   its program (and script) is recorded by absolute path, and refused inside the cwd
-""", _text_or_none, THAT_BOUND, "HARNESSCTL_ON_REQUEST"),
+""", _text_or_none, status=THAT_BOUND, variable="HARNESSCTL_ON_REQUEST"),
     Field("on_result", "--on-result", "[--on-result CMD]", """\
   --on-result CMD   the same whenever a run ends, with its result line, HARNESSCTL_EVENT=result
                   (default: HARNESSCTL_ON_RESULT)
-""", _text_or_none, THAT_BOUND, "HARNESSCTL_ON_RESULT"),
+""", _text_or_none, status=THAT_BOUND, variable="HARNESSCTL_ON_RESULT"),
 )
 NAMES = tuple(field.name for field in FIELDS)
 
@@ -146,7 +146,7 @@ def mcp_properties() -> Dict[str, Any]:
 # -- a send's binding ------------------------------------------------------------------------------
 
 
-def wanted(given: Dict[str, Any]) -> Dict[str, Any]:
+def asked(given: Dict[str, Any]) -> Dict[str, Any]:
     """What a send asks for, every field by name (None: not given), its cwd a
     real directory.  `given` holds the values of the flags it was given."""
     asked = {name: given.get(name) for name in NAMES}

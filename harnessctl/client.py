@@ -34,16 +34,16 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
     is this send's alone: the run it starts must answer with JSON that fits.
     `unattended` (cli.unattended): hooks, bound like the model, and limits,
     which a later send may change (binding.py)."""
-    from .binding import check_binding, new_binding, read_binding, require_unused, send_request, wanted
+    from .binding import asked, check_binding, new_binding, read_binding, require_unused, send_request
 
     addr = resolve(file)
-    asked = wanted(dict(policy or {}, **(unattended or {}), cwd=cwd, model=model, adapter=adapter, agent=agent))
+    wanted = asked(dict(policy or {}, **(unattended or {}), cwd=cwd, model=model, adapter=adapter, agent=agent))
     schema_field = None
     if schema is not None:
         from .structured import to_field
 
         schema_field = to_field(schema)
-    request = send_request(text, schema_field, asked)
+    request = send_request(text, schema_field, wanted)
     deadline = time.monotonic() + timeout_seconds()
     warning = None  # said once the send is accepted: a refused send says only why
     while True:
@@ -61,15 +61,15 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
             check_event_file(addr)
             bound = read_binding(addr)
             if bound is not None:
-                check_binding(bound, asked)
-                binding = asked
+                check_binding(bound, wanted)
+                binding = wanted
             else:
                 require_unused(addr)  # a used file whose binding.json is gone is never bound anew
-                binding = new_binding(asked)
+                binding = new_binding(wanted)
                 from .trusted import inside_workspace
 
                 warning = inside_workspace(addr.path, binding["cwd"])
-            _check_claims(bound or binding, schema, asked["max_cost_usd"])
+            _check_claims(bound or binding, schema, wanted["max_cost_usd"])
             ensure_runtime(addr, binding, deadline, starter)
 
 

@@ -149,7 +149,7 @@ def test_a_command_hears_that_an_earlier_runtime_cannot_read_its_send(tmp_path):
 def test_a_new_file_binds_each_field_a_send_gives(field, tmp_path):
     given = {"adapter": "acp" if field.name == "agent" else "mock", field.name: SAMPLES[field.name]}
     given["cwd"] = str(tmp_path)  # the cwd's sample too: a real directory
-    new = binding.new_binding(binding.wanted(given))
+    new = binding.new_binding(binding.asked(given))
     assert field.name in new and new["adapter"] == given["adapter"] and new["cwd"] == os.path.realpath(given["cwd"])
     if field.status != THAT_BOUND and field.name != "cwd":  # a hook's program is recorded by its real path
         assert new[field.name] == SAMPLES[field.name]
