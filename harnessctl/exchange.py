@@ -92,7 +92,5 @@ def _earlier(addr: Address, op: str, text: str) -> Optional[UnavailableError]:
     name, slash, version = op.partition("/")
     if not slash or text != "malformed request %r" % op:
         return None
-    from . import __version__
-
     return UnavailableError(ipc.other_version(addr.path, name, "an earlier harnessctl", 1,
-                                              "harnessctl %s" % __version__, version))
+                                              "harnessctl %s" % ipc.own_version(), version))

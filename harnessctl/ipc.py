@@ -144,7 +144,7 @@ def decode_fields(data: bytes) -> List[str]:
 def named(op: str, version: int, values: Dict[str, str]) -> List[str]:
     """The fields of a versioned request: `OP/VERSION`, this harnessctl's
     version, then each value as `name=value` (in any order)."""
-    return ["%s/%d" % (op, version), "harnessctl=" + _own_version()] + ["%s=%s" % item for item in values.items()]
+    return ["%s/%d" % (op, version), "harnessctl=" + own_version()] + ["%s=%s" % item for item in values.items()]
 
 
 def read_named(request: List[str], op: str, version: int, path: str) -> Dict[str, str]:
@@ -152,11 +152,11 @@ def read_named(request: List[str], op: str, version: int, path: str) -> Dict[str
     version (an earlier command's positional one too) is refused with both
     versions named: nothing is applied."""
     if request[0] != "%s/%d" % (op, version):
-        _, _, theirs = request[0].partition("/")
-        command = next((field[11:] for field in request[1:] if field.startswith("harnessctl=")), None)
-        raise UnavailableError(other_version(path, op, "harnessctl %s" % _own_version(), version,
-                                             "harnessctl %s" % command if command else "an earlier harnessctl",
-                                             theirs or "1"))
+        _, _, theirs = request[0].partition("/")  # none: the positional request of version 1
+        given = [field[11:51] for field in request[1:] if theirs and field.startswith("harnessctl=")]
+        raise UnavailableError(other_version(path, op, "harnessctl %s" % own_version(), version,
+                                             "harnessctl %s" % given[0] if given else "an earlier harnessctl",
+                                             theirs[:20] or "1"))
     values: Dict[str, str] = {}
     for field in request[1:]:
         name, equals, value = field.partition("=")
@@ -175,7 +175,8 @@ def other_version(path: str, op: str, runtime: str, reads: object, command: str,
             "(60 s by default): send again then" % (path, runtime, op, reads, command, sent))
 
 
-def _own_version() -> str:
+def own_version() -> str:
+    """This harnessctl's version (the package's)."""
     from . import __version__
 
     return __version__
