@@ -2,7 +2,9 @@
 
 Status, recovery of a lost runtime and the runtime's own start-up all read the
 conversation through `Conversation.apply`, so there is one definition of what
-the event file means.  `log` lines only move `seq` and `last_activity`.
+the event file means (a line it skips: wellformed.py).  `log` lines only
+move `seq` and `last_activity`.  The status line is the conversation's state
+with the binding shown as binding.FIELDS says.
 """
 
 from __future__ import annotations
