@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import os
 
-
 from .errors import NotFoundError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, Optional, Tuple
+    from typing import Optional, Tuple
 
 # AF_UNIX sun_path is 108 bytes including the terminating NUL.
 MAX_SOCKET_PATH = 107
@@ -140,20 +139,6 @@ def require_exists(addr: Address) -> None:
         raise UsageError("cannot access event file %s: %s" % (addr.path, e.strerror)) from None
 
 
-def check_binding(bound: Dict[str, Any], wanted: Dict[str, Any]) -> None:
-    """A later command may omit adapter/cwd/model/agent/mode/rules/hooks; a
-    different value is a conflict.  (Limits may change: budget.changes.)"""
-    for key in ("adapter", "cwd", "model", "agent", "mode", "rules", "on_request", "on_result"):
-        if wanted.get(key) is not None and wanted[key] != bound.get(key):
-            value = bound.get(key)
-            if key in ("on_request", "on_result") and value is not None:
-                value = "a hook (its command line is not shown: it may hold a secret)"
-            if key == "rules" and value is not None:
-                value = ", ".join("--%s %s" % (verb, rule) for verb, rule in value)
-            raise UsageError("%s is bound to this event path: %s (new workspace = new file)"
-                             % (key, value if value is not None else "the harness default"))
-
-
 def open_event_file(addr: Address, flags: int) -> int:
     """The event file, opened only if it is a regular file of ours (a FIFO or a
     device is refused without blocking on it)."""
@@ -221,86 +206,3 @@ def make_sidecar(addr: Address) -> Tuple[bool, Optional[Tuple[int, int]]]:
     st = os.fstat(fd)
     os.close(fd)
     return made_sidecar, (st.st_dev, st.st_ino)
-
-
-def read_binding(addr: Address) -> Optional[Dict[str, Any]]:
-    """The adapter/cwd/model bound to this file, or None before the first send.
-    A binding that is not the latest recorded for this file is refused (exit
-    2, trusted.check): it decides what runs."""
-    binding = parse_binding(addr)
-    if binding is not None:
-        from . import trusted
-
-        trusted.check(addr.path, binding, addr.binding)
-    return binding
-
-
-def parse_binding(addr: Address) -> Optional[Dict[str, Any]]:
-    """binding.json as written, checked for its shape only (not trusted yet);
-    None when there is none."""
-    import json
-
-    from . import private
-
-    try:
-        text = private.read_text(addr.binding)
-    except OSError as e:
-        raise UsageError("unreadable binding %s: %s" % (addr.binding, e.strerror)) from None
-    if text is None:
-        return None
-    try:
-        binding = json.loads(text)
-    except ValueError:
-        binding = None
-    if not (isinstance(binding, dict) and isinstance(binding.get("adapter"), str)
-            and isinstance(binding.get("cwd"), str) and isinstance(binding.get("model"), (str, type(None)))
-            and isinstance(binding.get("agent"), (str, type(None))) and _valid_policy(binding)
-            and _valid_unattended(binding)):
-        raise UsageError("unreadable binding %s (not JSON with adapter, cwd and model): `harnessctl rebind %s` "
-                         "restores the recorded one" % (addr.binding, addr.path))
-    return binding
-
-
-def require_unused(addr: Address) -> None:
-    """A file without a binding is bound only while it has no event: one
-    whose binding.json was removed keeps its policy (`harnessctl rebind`)."""
-    try:
-        used = os.stat(addr.path).st_size > 0
-    except FileNotFoundError:
-        return
-    except OSError as e:
-        raise UsageError("cannot access event file %s: %s" % (addr.path, e.strerror)) from None
-    if used:
-        from . import trusted
-
-        raise trusted.missing(addr.path, addr.binding)
-
-
-def _valid_unattended(binding: Dict[str, Any]) -> bool:
-    """Hooks are command lines; limits, numbers (budget.is_valid)."""
-    if not all(isinstance(binding.get(k), (str, type(None))) for k in ("on_request", "on_result")):
-        return False
-    if binding.get("max_tokens") is None and binding.get("max_cost_usd") is None:
-        return True  # no limit bound (and no import)
-    from .budget import is_valid
-
-    return is_valid(binding)
-
-
-def _valid_policy(binding: Dict[str, Any]) -> bool:
-    if binding.get("mode") is None and binding.get("rules") is None:
-        return True  # no policy (and no import of it)
-    from .policy import is_valid
-
-    return is_valid(binding)
-
-
-def write_binding(addr: Address, binding: Dict[str, Any]) -> None:
-    """Record the binding outside the workspace first (trusted.py), then
-    write it into the sidecar, where a runtime finds it."""
-    import json
-
-    from . import private, trusted
-
-    trusted.record(addr.path, binding)
-    private.write_atomic(addr.binding, json.dumps(binding))

@@ -84,11 +84,11 @@ def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str], List[Tuple[s
 
 
 def check_count(command: str, args: List[str]) -> None:
-    from .usage import SYNOPSIS
-
     low, high = POSITIONALS[command]
     names = NAMES[command]
     if len(args) < low:
+        from .usage import SYNOPSIS
+
         usages = [" ".join(usage.split()) for usage in SYNOPSIS[command].split("\n       harnessctl ")]  # wait: two
         raise UsageError("%s: missing %s (usage: %s)" % (command, " and ".join(names[len(args):low]),
                                                         " or harnessctl ".join(usages)))

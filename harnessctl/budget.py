@@ -16,7 +16,6 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Dict, Optional
 
-KEYS = ("max_tokens", "max_cost_usd")
 CLASS = "budget"  # the error_class of a run the budget ended
 
 
@@ -41,11 +40,6 @@ def cost(value: str) -> float:
     if not (math.isfinite(number) and number > 0):
         raise UsageError("--max-cost-usd must be a number of US dollars > 0, got %r" % value)
     return number
-
-
-def changes(bound: Dict[str, Any], wanted: Dict[str, Any]) -> Dict[str, Any]:
-    """The limits a send gives that differ from the bound ones (they replace them)."""
-    return {key: wanted[key] for key in KEYS if wanted.get(key) is not None and wanted[key] != bound.get(key)}
 
 
 def check_cost_reported(manifest: Dict[str, Any], agent: Optional[str]) -> None:

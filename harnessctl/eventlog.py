@@ -325,10 +325,10 @@ def find_result(f: BinaryIO, input_id: str) -> Tuple[Optional[bytes], bool]:
     and whether the file accepted that input at all.  Read backwards from the
     end: a script usually waits for an input it sent recently.
 
-    Lines are read as the fold reads them (state.problem skips the same ones)
+    Lines are read as the fold reads them (wellformed.problem skips the same ones)
     and ids compared parsed: a line that may spell the id another way (a JSON
     escape) is parsed too, so wait never misses a result the fold has seen."""
-    from .state import problem
+    from .wellformed import problem
 
     needle = json.dumps(input_id, ensure_ascii=False).encode("utf-8")
     for line in _lines_backwards(f):

@@ -4,7 +4,9 @@ One request and one response per connection, each ended by the sender
 shutting down its side:
 
 * request: the fields (operation, then its arguments) as netstrings,
-  `<byte length>:<UTF-8 bytes>,` each;
+  `<byte length>:<UTF-8 bytes>,` each.  A send's are named and versioned
+  (`named`): `send/2`, `harnessctl=VERSION`, then `name=value` each, so a
+  runtime of another version says so instead of misreading them;
 * response: `<exit code> <text>` — the text is what the command prints (the
   status line) or its error message — or the single word `retry` when the
   runtime is exiting and the command should start a new one.
@@ -24,11 +26,11 @@ import _socket
 import os
 import sys
 
-from .errors import UsageError
+from .errors import HarnessctlError, UnavailableError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import List, Optional, Tuple
+    from typing import Dict, List, Optional, Tuple
 
 MAX_MESSAGE = 64 * 1024 * 1024
 RETRY = "retry"
@@ -137,6 +139,47 @@ def decode_fields(data: bytes) -> List[str]:
         fields.append(data[colon + 1:end].decode("utf-8"))
         pos = end + 1
     return fields
+
+
+def named(op: str, version: int, values: Dict[str, str]) -> List[str]:
+    """The fields of a versioned request: `OP/VERSION`, this harnessctl's
+    version, then each value as `name=value` (in any order)."""
+    return ["%s/%d" % (op, version), "harnessctl=" + own_version()] + ["%s=%s" % item for item in values.items()]
+
+
+def read_named(request: List[str], op: str, version: int, path: str) -> Dict[str, str]:
+    """The values of a `named` request, by name.  A request of another
+    version (an earlier command's positional one too) is refused with both
+    versions named: nothing is applied."""
+    if request[0] != "%s/%d" % (op, version):
+        _, _, theirs = request[0].partition("/")  # none: the positional request of version 1
+        given = [field[11:51] for field in request[1:] if theirs and field.startswith("harnessctl=")]
+        raise UnavailableError(other_version(path, op, "harnessctl %s" % own_version(), version,
+                                             "harnessctl %s" % given[0] if given else "an earlier harnessctl",
+                                             theirs[:20] or "1"))
+    values: Dict[str, str] = {}
+    for field in request[1:]:
+        name, equals, value = field.partition("=")
+        if not equals or name in values:
+            raise HarnessctlError("malformed %s request: a field %r" % (op, name[:40]))
+        values[name] = value
+    values.pop("harnessctl", None)
+    return values
+
+
+def other_version(path: str, op: str, runtime: str, reads: object, command: str, sent: object) -> str:
+    """The one line a command hears when it and the runtime serving `path`
+    speak different versions of an `op` request."""
+    return ("the runtime serving %s is %s, which reads %s requests of version %s; this command (%s) sent version "
+            "%s: nothing was sent; that runtime exits once the conversation is idle for HARNESSCTL_IDLE_TIMEOUT "
+            "(60 s by default): send again then" % (path, runtime, op, reads, command, sent))
+
+
+def own_version() -> str:
+    """This harnessctl's version (the package's)."""
+    from . import __version__
+
+    return __version__
 
 
 def encode_response(code: int, text: str) -> bytes:

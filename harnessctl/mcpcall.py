@@ -64,7 +64,8 @@ class Grants:
         allows = any(verb == "allow" for verb, _ in rules)
         if mode is None and not allows:
             return
-        from .address import read_binding, resolve
+        from .address import resolve
+        from .binding import read_binding
 
         if read_binding(resolve(file)) is not None:
             return

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 
-from . import client, commands
+from . import binding, client, commands
 from .commands import OUTCOME_CODES, Send, check_text, error_line, file_status, fixed, policy, unattended, waited_line
 from .errors import HarnessctlError, UsageError
 
@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 FILE = {"type": "string", "minLength": 1,
         "description": "the event file (its path is the session); it must lie under an allowed root"}
 TIMEOUT = {"type": "number", "minimum": 0, "description": "stop waiting after this many seconds (default: no limit)"}
-RULE = {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2,
-        "description": '["allow" or "deny", "KIND[:GLOB]"]'}
 
 
 def _tool(description: str, properties: Dict[str, Any], required: List[str]) -> Dict[str, Any]:
@@ -42,18 +40,8 @@ SCHEMAS = {
         "Start a run of the agent on FILE when it is idle, or steer the run going on (harnessctl send). "
         "Returns the accepted input_id; with wait: true, also waits for its result or the first request "
         "that needs a reply (outcome completed, failed, cancelled, request or timeout).",
-        {"file": FILE, "text": {"type": "string", "description": "the input"},
-         "adapter": {"type": "string", "description": "the adapter of a new file (mock, codex, claudecode, acp)"},
-         "agent": {"type": "string", "description": "the agent preset of a new acp file (harnessctl agents)"},
-         "cwd": {"type": "string", "description": "the working directory of a new file, under an allowed root "
-                                                  "(default: the server's own)"},
-         "model": {"type": "string", "description": "the model of a new file"},
-         "mode": {"type": "string", "enum": ["ask", "edit", "full"],
-                  "description": "what the agent may do without asking"},
-         "rules": {"type": "array", "items": RULE, "description": "permission rules, first match decides"},
+        {"file": FILE, "text": {"type": "string", "description": "the input"}, **binding.mcp_properties(),
          "schema": {"type": "object", "description": "a JSON Schema the run's final answer must fit"},
-         "max_tokens": {"type": "integer", "minimum": 1, "description": "token budget of the conversation"},
-         "max_cost_usd": {"type": "number", "exclusiveMinimum": 0, "description": "cost budget, US dollars"},
          "wait": {"type": "boolean", "description": "wait for the result (or a request) of this input"},
          "timeout": TIMEOUT},
         ["file", "text"]),

@@ -94,7 +94,7 @@ class Notes:
         if self.harness is None:
             self.harness = "the harness"
             try:
-                from .address import read_binding
+                from .binding import read_binding
 
                 binding = read_binding(self.addr or resolve(self.file)) or {}
             except (OSError, UsageError, ValueError):

@@ -14,7 +14,8 @@ runs, and nothing can change it between the two commands.
 from __future__ import annotations
 
 from . import private, trusted
-from .address import check_event_file, make_sidecar, parse_binding, require_exists, resolve, write_binding
+from .address import check_event_file, make_sidecar, require_exists, resolve
+from .binding import parse_binding, write_binding
 from .errors import UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)

@@ -26,9 +26,10 @@ Its process's start-up, from exec to `serve`, is runtimemain.py.
 
 from __future__ import annotations
 
-from . import cancel, hookrunner, knobs, pidfile, policy, registry, snapshot, trusted
-from .address import Address, check_binding
+from . import cancel, hookrunner, knobs, pidfile, registry, snapshot, trusted
+from .address import Address
 from .backend import Input
+from .binding import check_binding, read_send_request
 from .errors import HarnessctlError, UnavailableError
 from .eventlog import EventLog, timestamp
 from .host import AdapterHost, new_id
@@ -126,8 +127,7 @@ class Runtime:
         self.loop.post(lambda: self._dispatch(request, waiter), owner=waiter)
 
     def _dispatch(self, request: List[str], waiter: Waiter) -> None:
-        """Fields as ipc.py encodes them: send TEXT CWD MODEL ADAPTER AGENT MODE RULES SCHEMA ON_REQUEST
-        ON_RESULT MAX_TOKENS MAX_COST_USD | status | cancel |
+        """Fields as ipc.py encodes them: send/VERSION and named fields (binding.send_request) | status | cancel |
         reply ID ANSWER |
         wait INPUT_ID (empty: the conversation) [notes]."""
         op = request[0]
@@ -136,14 +136,10 @@ class Runtime:
             self.shutdown("the event file was removed or replaced")
             return
         try:
-            if op == "send" and len(request) == 13:
-                wanted = {"cwd": request[2] or None, "model": request[3] or None, "adapter": request[4] or None,
-                          "agent": request[5] or None, "mode": request[6] or None,
-                          "rules": policy.from_field(request[7]), "on_request": request[9] or None,
-                          "on_result": request[10] or None, "max_tokens": int(request[11]) if request[11] else None,
-                          "max_cost_usd": float(request[12]) if request[12] else None}
+            if op.partition("/")[0] == "send":
+                text, schema, wanted = read_send_request(request, self.addr.path)
                 check_binding(self.binding, wanted)
-                item = Input(new_id(), request[1], self.sends.schema(request[8], self.binding))
+                item = Input(new_id(), text, self.sends.schema(schema, self.binding))
                 self.binding = self.spending.rebind(self.binding, wanted)  # the one place the binding changes
                 self.spending.check(self.binding)
                 self.sends.add(item, waiter)

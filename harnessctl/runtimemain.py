@@ -12,7 +12,8 @@ import sys
 import time
 
 from . import ipc, knobs, locks, private, proc
-from .address import Address, open_event_file, read_binding
+from .address import Address, open_event_file
+from .binding import read_binding
 from .errors import HarnessctlError, UnavailableError
 from .runtime import Runtime
 from .runtimelog import RuntimeLog

@@ -10,7 +10,8 @@ import sys
 import time
 
 from . import ipc
-from .address import Address, check_binding, make_sidecar, read_binding, require_unused, write_binding
+from .address import Address, make_sidecar
+from .binding import changed, check_binding, merge, read_binding, require_unused, write_binding
 from .errors import HarnessctlError, OutcomeUnknownError, UnavailableError, from_code
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -166,12 +167,10 @@ def _prepare_spawn(addr: Address, binding: Dict[str, Any]) -> bool:
         # A file with no event yet may still be re-bound (its first send failed).
         if not locks.is_held(addr.runtime_lock):
             clear_foreign(addr)
-        write_binding(addr, _merge(current, binding))
+        write_binding(addr, merge(current, binding))
     else:
         check_binding(current, binding)
-        from .budget import changes
-
-        raised = changes(current, binding)
+        raised = changed(current, binding)
         if raised:  # a new limit replaces the bound one
             write_binding(addr, dict(current, **raised))
     return not locks.is_held(addr.runtime_lock)  # held: a runtime is starting or exiting; ask it again
@@ -233,13 +232,6 @@ def _take_back(addr: Address, made_sidecar: bool, made_file: Optional[Tuple[int,
             os.rmdir(addr.sidecar)  # fails, as it should, if anything else is there
     except OSError:
         pass
-
-
-def _merge(current: Optional[Dict[str, Any]], binding: Dict[str, Any]) -> Dict[str, Any]:
-    merged = dict(current or {})
-    merged.update({k: v for k, v in binding.items() if v is not None})
-    merged.setdefault("model", None)
-    return merged
 
 
 def _listening(addr: Address) -> bool:

@@ -8,7 +8,7 @@ spending against is the runtime's, given to each call."""
 from __future__ import annotations
 
 from . import budget, registry
-from .address import write_binding
+from .binding import changed, write_binding
 from .errors import HarnessctlError, UsageError
 from .state import spent
 
@@ -42,7 +42,7 @@ class Spending:
         """The binding in force once a send gives limits that differ from the
         bound ones: recorded like any binding, then in force (that is how a
         spent budget is raised).  `binding` itself when nothing changes."""
-        limits = budget.changes(binding, wanted)
+        limits = changed(binding, wanted)
         if not limits:
             return binding
         binding = dict(binding, **limits)

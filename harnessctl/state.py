@@ -2,23 +2,22 @@
 
 Status, recovery of a lost runtime and the runtime's own start-up all read the
 conversation through `Conversation.apply`, so there is one definition of what
-the event file means.  `log` lines only move `seq` and `last_activity`.
+the event file means (a line it skips: wellformed.py).  `log` lines only
+move `seq` and `last_activity`.  The status line is the conversation's state
+with the binding shown as binding.FIELDS says.
 """
 
 from __future__ import annotations
 
+from .binding import ALWAYS, FIELDS, THAT_BOUND, WHEN_BOUND
+from .wellformed import MAX_ANOMALIES, MAX_SEQ, SAVED_FIELDS, is_ts, problem
+
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, Iterable, List, Optional
+    from typing import Any, Dict, Iterable, List, Optional
 
 
 LOST = "runtime lost; input outcome is uncertain"
-# The largest `seq` counted: every JSON reader (JavaScript's too) holds it exactly.
-MAX_SEQ = 2 ** 53 - 1
-# Skipped lines and other anomalies remembered (the newest): a file full of
-# foreign lines must not grow the snapshot without bound.
-MAX_ANOMALIES = 100
-
 
 class Conversation:
     """What the critical events say, kept compact: only open work is remembered
@@ -51,7 +50,7 @@ class Conversation:
         counted = type(seq) is int and 0 < seq <= MAX_SEQ
         if counted and seq > self.seq:
             self.seq = seq  # the highest: a foreign line with a low seq never makes us reuse one
-        if counted and event.get("type") == "log" and _is_ts(event.get("ts")):
+        if counted and event.get("type") == "log" and is_ts(event.get("ts")):
             self.last_activity = event["ts"]  # most lines: only their seq and ts matter
             return
         reason = problem(event, unwritten)
@@ -159,175 +158,6 @@ class Conversation:
         return conv
 
 
-# -- what a well-formed line is ---------------------------------------------------
-#
-# One definition, used by the fold (status, recovery, the runtime's start-up),
-# the snapshot's conversation and `wait`'s search of the file: a line that
-# breaks it is skipped by all of them alike (EVENT.md, "Rules for readers").
-# Plain isinstance checks: the fold runs this on every line of a long file.
-
-
-def _is_seq(value: Any) -> bool:
-    return type(value) is int and 1 <= value <= MAX_SEQ
-
-
-def _is_ts(value: Any) -> bool:
-    """`2026-12-02T10:40:33.794Z`: the separators in place, ASCII digits elsewhere
-    (checked without importing re, on bytes: the fastest way in the fold)."""
-    if type(value) is not str:
-        return False
-    data = value.encode("utf-8", "replace")
-    return len(data) == 24 and data[4:20:3] == b"--T::." and data[23] == 90 and data.translate(None, b"0123456789") \
-        == b"--T::.Z"
-
-
-def _is_str(value: Any) -> bool:
-    return type(value) is str
-
-
-def _is_id(value: Any) -> bool:
-    return type(value) is str and value != ""
-
-
-def _is_id_or_null(value: Any) -> bool:
-    return value is None or _is_id(value)
-
-
-def _is_str_or_null(value: Any) -> bool:
-    return value is None or type(value) is str
-
-
-def _is_ids(value: Any) -> bool:
-    return type(value) is list and all(_is_id(item) for item in value)
-
-
-def _is_strs(value: Any) -> bool:
-    return type(value) is list and all(type(item) is str for item in value)
-
-
-def _is_object(value: Any) -> bool:
-    return type(value) is dict
-
-
-def _is_any(value: Any) -> bool:
-    return True
-
-
-def _is_object_or_null(value: Any) -> bool:
-    return value is None or type(value) is dict
-
-
-def _is_cost(value: Any) -> bool:
-    """A finite number or null (`Infinity` and `NaN` are not JSON)."""
-    return value is None or type(value) is int or (type(value) is float and value - value == 0)
-
-
-def _is_request_id(value: Any) -> bool:
-    """`req-N`, N from 1, short enough to read as a number."""
-    return (type(value) is str and 5 <= len(value) <= 24 and value[:4] == "req-" and value[4] != "0"
-            and value[4:].isdigit() and value.isascii())
-
-
-def _is_questions(value: Any) -> bool:
-    return type(value) is list and all(type(q) is dict and _is_str(q.get("id")) and _is_str(q.get("question"))
-                                       for q in value)
-
-
-def _is_answer(value: Any) -> bool:
-    return type(value) in (str, dict)
-
-
-def _one_of(*values: str) -> Callable[[Any], bool]:
-    return lambda value: type(value) is str and value in values
-
-
-# Per critical type: (field, check, required).  `log` lines need only the common fields.
-FIELDS = {
-    "accepted": (("input_id", _is_id, True), ("text", _is_str, True),
-                 ("delivery", _one_of("start", "steer", "queued"), True), ("run_id", _is_id_or_null, True),
-                 ("schema", _is_object, False)),
-    "message": (("run_id", _is_id_or_null, True), ("message_id", _is_id, True), ("role", _is_str, True),
-                ("text", _is_str, True)),
-    "request": (("run_id", _is_id_or_null, True), ("request_id", _is_request_id, True),
-                ("state", _one_of("pending", "replied", "expired"), True),
-                ("kind", _one_of("permission", "question"), True), ("message", _is_str, True),
-                ("options", _is_strs, True), ("tool", _is_str_or_null, False), ("questions", _is_questions, False),
-                ("answer", _is_answer, False)),
-    "result": (("run_id", _is_id_or_null, True), ("input_ids", _is_ids, True),
-               ("status", _one_of("completed", "cancelled", "failed"), True), ("output", _is_str, True),
-               ("usage", _is_object_or_null, True), ("cost_usd", _is_cost, True), ("error", _is_str_or_null, True),
-               ("error_class", _is_str_or_null, False), ("output_json", _is_any, False), ("totals", _is_object, False)),
-    "log": (),
-}
-
-
-def problem(event: Any, unwritten: bool = False) -> Optional[str]:
-    """Why `event` (a parsed line) is not a well-formed event, or None: every
-    field EVENT.md gives is there (optional ones may be left out) with its
-    type.  `unwritten`: our own event before it is written may lack `ts` and `seq`."""
-    if type(event) is not dict:
-        return "not a JSON object"
-    kind = event.get("type")
-    fields = FIELDS.get(kind) if type(kind) is str else None
-    if fields is None:
-        return "type %s" % _short(kind)
-    if ("seq" in event or not unwritten) and not _is_seq(event.get("seq")):
-        return "%s with seq %s" % (kind, _short(event.get("seq")))
-    if ("ts" in event or not unwritten) and not _is_ts(event.get("ts")):
-        return "%s with ts %s" % (kind, _short(event.get("ts")))
-    for name, check, required in fields:
-        if name in event:
-            if not check(event[name]):
-                return "%s with %s %s" % (kind, name, _short(event[name]))
-        elif required:
-            return "%s without %s" % (kind, name)
-    return None
-
-
-def _short(value: Any) -> str:
-    """A value for a message: short, whatever it is."""
-    if type(value) in (dict, list):
-        return "a JSON %s" % ("object" if type(value) is dict else "array")
-    if type(value) is int and value.bit_length() > 64:
-        return "a %d-bit integer" % value.bit_length()
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _is_count(value: Any) -> bool:
-    return type(value) is int and 0 <= value <= MAX_SEQ
-
-
-def _is_pending(value: Any) -> bool:
-    return type(value) is dict and all(type(r) is dict and problem(r) is None and r.get("type") == "request"
-                                       and r.get("state") == "pending" and r.get("request_id") == key
-                                       for key, r in value.items())
-
-
-def _is_last_result(value: Any) -> bool:
-    return value is None or (type(value) is dict and _is_id_or_null(value.get("run_id"))
-                             and _is_str_or_null(value.get("status")) and _is_str_or_null(value.get("error"))
-                             and (value.get("seq") is None or _is_seq(value.get("seq"))))
-
-
-# What Conversation.from_dict accepts for each field (the types __init__ declares).
-SAVED_FIELDS: Dict[str, Callable[[Any], bool]] = {
-    "seq": _is_count,
-    "open_inputs": lambda v: type(v) is dict and all(_is_id(k) and _is_id_or_null(r) for k, r in v.items()),
-    "open_runs": lambda v: type(v) is dict and all(_is_id(k) and _is_ids(i) for k, i in v.items()),
-    "pending": _is_pending,
-    "closed_requests": lambda v: type(v) is dict and all(_is_request_id(k) and _is_str(c) for k, c in v.items()),
-    "request_count": _is_count,
-    "last_result": _is_last_result,
-    "last_activity": lambda v: v is None or _is_ts(v),
-    "inputs_seen": _is_count,
-    "results_seen": _is_count,
-    "spent_tokens": _is_count,
-    "spent_cost": lambda v: v is None or _is_cost(v),
-    "anomalies": lambda v: _is_strs(v) and len(v) <= MAX_ANOMALIES,
-}
-
-
 # The counts a run's tokens are: every prompt token and every output token.
 # Codex and the vocabulary's `usage` line count cached prompt tokens inside
 # input_tokens; the Messages API (Claude's results) counts cache reads and
@@ -425,27 +255,28 @@ def status_report(
     running_tokens: int = 0,
 ) -> Dict[str, Any]:
     """The one JSON line `status` prints.  `running_tokens`: what the open runs
-    spent so far (a live runtime's count of their `usage` lines)."""
+    spent so far (a live runtime's count of their `usage` lines).  The
+    fields always shown come first; the totals stand before the limits on
+    them; a hook shows only that it is bound."""
     binding = binding or {}
     report = conv.status(cancelling)
-    report.update({
-        "cwd": binding.get("cwd"),
-        "model": binding.get("model"),
-        "adapter": binding.get("adapter"),
-        "mode": binding.get("mode"),
-        "runtime": "alive" if alive else "stopped",
-        "last_activity": last_activity or conv.last_activity,
-    })
-    if binding.get("agent") is not None:
-        report["agent"] = binding["agent"]
-    if binding.get("rules") is not None:
-        report["rules"] = binding["rules"]
+    report.update(shown(binding, ALWAYS))
+    report.update({"runtime": "alive" if alive else "stopped", "last_activity": last_activity or conv.last_activity})
+    report.update(shown(binding, WHEN_BOUND, change=False))
     totals = totals_after(conv, None, None)
     report["totals"] = dict(totals, tokens=totals["tokens"] + running_tokens)
-    for key in ("max_tokens", "max_cost_usd"):
-        if binding.get(key) is not None:
-            report[key] = binding[key]
-    for key in ("on_request", "on_result"):
-        if binding.get(key) is not None:
-            report[key] = True  # that a hook is bound, never its command line: it may hold a secret (a token)
+    report.update(shown(binding, WHEN_BOUND, change=True))
+    report.update(shown(binding, THAT_BOUND))
     return report
+
+
+def shown(binding: Dict[str, Any], status: str, change: Optional[bool] = None) -> Dict[str, Any]:
+    """What `status` shows of the bound fields whose status is `status` (and,
+    unless None, that a later send may `change` or not), in table order."""
+    found: Dict[str, Any] = {}
+    for field in FIELDS:
+        value = binding.get(field.name)
+        if field.status != status or change not in (None, field.change) or (status != ALWAYS and value is None):
+            continue
+        found[field.name] = True if status == THAT_BOUND else value  # a hook's command line may hold a secret
+    return found

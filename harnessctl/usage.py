@@ -5,15 +5,30 @@ is asked for or a command line is wrong."""
 
 from __future__ import annotations
 
+from .binding import FIELDS
+
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Optional, Sequence
+    from typing import List, Optional, Sequence
+
+SYNOPSIS_WIDTH = 100
+INDENT = " " * len("harnessctl send   ")
+
+
+def _wrapped(words: List[str]) -> str:
+    """A synopsis's parts on lines of at most SYNOPSIS_WIDTH, the later ones indented."""
+    lines = [words[0]]
+    for word in words[1:]:
+        if len(lines[-1]) + 1 + len(word) > SYNOPSIS_WIDTH:
+            lines.append(INDENT + word)
+        else:
+            lines[-1] += " " + word
+    return "\n".join(lines)
+
 
 SYNOPSIS = {
-    "send": "harnessctl send   FILE [TEXT] [--cwd DIR] [--model MODEL] [--adapter NAME] [--agent AGENT]\n"
-            "                  [--mode ask|edit|full] [--allow RULE]... [--deny RULE]... | [--policy FILE]\n"
-            "                  [--max-tokens N] [--max-cost-usd X] [--on-request CMD] [--on-result CMD]\n"
-            "                  [--schema SCHEMA_FILE] [--print-id] [--wait [--timeout S]]",
+    "send": _wrapped(["harnessctl send   FILE [TEXT]"] + [field.usage for field in FIELDS]
+                     + ["[--schema SCHEMA_FILE]", "[--print-id]", "[--wait [--timeout S]]"]),
     "wait": "harnessctl wait   FILE [INPUT_ID] [--timeout S]\n"
             "       harnessctl wait   --any FILE... [--timeout S]",
     "status": "harnessctl status FILE...",
@@ -102,30 +117,7 @@ arguments:
   TEXT            the input (quote it: one argument); omitted: read from stdin
 
 options:
-  --cwd DIR       the working directory of a new FILE (default: the current directory)
-  --model MODEL   the model of a new FILE (default: the harness's own)
-  --adapter NAME  the adapter of a new FILE ({adapters})
-  --agent AGENT   the agent of a new FILE, for an adapter that drives many (acp):
-                  a preset name or a command line
-  --mode MODE     what the agent of a new FILE may do without asking: ask (read only),
-                  edit (change files in the cwd), full (anything); default: the harness's own
-  --allow RULE    answer a matching permission request allow; RULE is KIND[:GLOB], KIND one of
-  --deny RULE     command, file_change, read, search, mcp, web_search, subagent, other or *;
-                  GLOB matches the command line, the paths (relative to the cwd) or server.tool.
-                  Repeatable: the first rule that matches decides; the rest waits for reply
-  --policy FILE   the mode and rules as JSON: {{"mode": "ask", "rules": [["allow", "RULE"], ...]}}
-  --max-tokens N    a budget of the whole conversation: tokens (input + output, all runs),
-  --max-cost-usd X  or US dollars where the harness reports a cost; a run that reaches it is
-                  interrupted and fails (error_class budget), later sends exit 2 until a send
-                  gives a higher limit (limits, unlike the rest of the binding, may change)
-  --on-request CMD  a hook of a new FILE: run CMD (split like a shell would, run without one)
-                  whenever a request is parked for a reply, with its line on stdin, HARNESSCTL_FILE
-                  and HARNESSCTL_EVENT=request in its environment, in the cwd; it never delays the
-                  run, and is killed after HARNESSCTL_HOOK_TIMEOUT (default: HARNESSCTL_ON_REQUEST);
-                  its program (and script) is recorded by absolute path, and refused inside the cwd
-  --on-result CMD   the same whenever a run ends, with its result line, HARNESSCTL_EVENT=result
-                  (default: HARNESSCTL_ON_RESULT)
-  --schema FILE   a JSON Schema the run's final answer must fit (this send only, starting a run):
+{bound}  --schema FILE   a JSON Schema the run's final answer must fit (this send only, starting a run):
                   the result carries it parsed as output_json; an answer that does not fit
                   fails the run (error_class schema).  codex, claudecode and mock; exit 2 elsewhere
   --print-id      print the accepted input_id on one line
@@ -328,7 +320,8 @@ def command_help(command: str, fixed_adapter: Optional[str]) -> str:
     adapters = ("only this package's own, %s" % fixed_adapter if fixed_adapter
                 else "%s; default: $HARNESSCTL_ADAPTER" % ", ".join(names()))
     codes = exit_codes(command) if command in CODES else ""
-    return HELP[command].format(synopsis=SYNOPSIS[command], adapters=adapters, codes=codes)
+    bound = "".join(field.help for field in FIELDS).format(adapters=adapters)  # send's options, binding.FIELDS
+    return HELP[command].format(synopsis=SYNOPSIS[command], adapters=adapters, codes=codes, bound=bound)
 
 
 def suggestion(word: str, choices: Sequence[str]) -> str:

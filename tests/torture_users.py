@@ -36,7 +36,8 @@ from torture_support import Sends, check, of_kind, one_clear_line
 sys.path.insert(0, ROOT)
 
 from harnessctl import client, snapshot, trusted  # noqa: E402
-from harnessctl.address import Address, fallback_socket_dir, read_binding  # noqa: E402
+from harnessctl.address import Address, fallback_socket_dir  # noqa: E402
+from harnessctl.binding import read_binding  # noqa: E402
 from harnessctl.eventlog import read_events  # noqa: E402
 from harnessctl.state import LOST, fold  # noqa: E402
 

@@ -18,7 +18,8 @@ from cliutil import ROOT, alive, ok, of_type, run, runtime_pids, wait_for
 sys.path.insert(0, ROOT)
 
 from harnessctl import snapshot  # noqa: E402
-from harnessctl.address import Address, read_binding  # noqa: E402
+from harnessctl.address import Address  # noqa: E402
+from harnessctl.binding import read_binding  # noqa: E402
 from harnessctl.eventlog import encode  # noqa: E402
 from harnessctl.state import Conversation  # noqa: E402
 

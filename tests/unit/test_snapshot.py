@@ -6,7 +6,8 @@ import json
 import os
 
 from harnessctl import snapshot
-from harnessctl.address import Address, write_binding
+from harnessctl.address import Address
+from harnessctl.binding import write_binding
 from harnessctl import locks
 from harnessctl.eventlog import EventLog
 
