@@ -87,9 +87,11 @@ def test_another_sessions_binding_copied_in_is_refused(workdir):
 def test_the_records_are_found_whatever_home_and_xdg_state_home_say(workdir):
     path, elsewhere = str(workdir / "s.jsonl"), workdir / "elsewhere"
     elsewhere.mkdir()
-    ok("send", path, "hi", "--adapter", "mock", "--mode", "ask", "--wait", env=cli_env(HARNESSCTL_IDLE_TIMEOUT="0.3"))
+    interactive = cli_env(HARNESSCTL_IDLE_TIMEOUT="0.3")
+    del interactive["HARNESSCTL_STATE_DIR"]  # the default: under the passwd entry's home
+    ok("send", path, "hi", "--adapter", "mock", "--mode", "ask", "--wait", env=interactive)
     wait_for(lambda: not runtime_pids(path), what="idle exit")
-    cron = cli_env(HOME=str(elsewhere), XDG_STATE_HOME=str(elsewhere / "state"), HARNESSCTL_IDLE_TIMEOUT="0.3")
+    cron = dict(interactive, HOME=str(elsewhere), XDG_STATE_HOME=str(elsewhere / "state"))
     ok("send", path, "from cron", "--wait", env=cron)
     assert json.loads(ok("status", path, env=cron).stdout)["mode"] == "ask"
     assert os.listdir(str(elsewhere)) == []

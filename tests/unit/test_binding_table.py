@@ -14,7 +14,7 @@ import pytest
 from harnessctl import binding, client, ipc, usage
 from harnessctl.address import Address
 from harnessctl.binding import ALWAYS, FIELDS, NAMES, THAT_BOUND, WHEN_BOUND
-from harnessctl.cli import OPTIONS
+from harnessctl.arguments import OPTIONS
 from harnessctl.errors import HarnessctlError, UnavailableError, UsageError
 from harnessctl.mcptools import SCHEMAS
 from harnessctl.state import Conversation, status_report
