@@ -13,15 +13,16 @@ import pytest
 def state_dir(tmp_path_factory):
     """One state directory (binding records, seal key) for the whole session,
     not the user's: a record a deleted test file left can never judge a file
-    of another run or another session's tests that got its inode number."""
+    of another run or another session's tests that got its inode number.  The
+    tests' own in-process calls (trusted.record, seals) use it too."""
     path = str(tmp_path_factory.mktemp("harnessctl-state"))
-    old = os.environ.get("HARNESSCTL_TEST_STATE_DIR")
-    os.environ["HARNESSCTL_TEST_STATE_DIR"] = path
+    old = os.environ.get("HARNESSCTL_STATE_DIR")
+    os.environ["HARNESSCTL_STATE_DIR"] = path
     yield path
     if old is None:
-        del os.environ["HARNESSCTL_TEST_STATE_DIR"]
+        del os.environ["HARNESSCTL_STATE_DIR"]
     else:
-        os.environ["HARNESSCTL_TEST_STATE_DIR"] = old
+        os.environ["HARNESSCTL_STATE_DIR"] = old
 
 
 @pytest.fixture

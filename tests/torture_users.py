@@ -293,7 +293,8 @@ def _sidecar_joins(module: ast.Module) -> List[str]:
         function = ast.unparse(node.func)
         if function == "os.path.join" and len(node.args) == 2 and ast.unparse(node.args[0]) == "self.config.sidecar":
             arg = node.args[1]
-        elif function in ("self.load_resume", "self.save_resume") and node.args:
+        elif function in ("self.load_resume", "self.save_resume", "self.config.sidecar_file",
+                          "self.config.harness_file") and node.args:
             arg = node.args[0]
         else:
             continue
