@@ -1,6 +1,6 @@
 """The command line's grammar: what each command takes (arguments, options
 with a value, flags), the parser that holds argv to it, and the readers of
-the option values that are numbers.  cli.py runs what it parses; usage.py
+the option values that are numbers.  cli.py runs what it parses; helptext.py
 spells the same grammar for people.
 
 The parser is hand-written on purpose: the grammar is a few fixed commands,
@@ -87,7 +87,7 @@ def check_count(command: str, args: List[str]) -> None:
     low, high = POSITIONALS[command]
     names = NAMES[command]
     if len(args) < low:
-        from .usage import SYNOPSIS
+        from .helptext import SYNOPSIS
 
         usages = [" ".join(usage.split()) for usage in SYNOPSIS[command].split("\n       harnessctl ")]  # wait: two
         raise UsageError("%s: missing %s (usage: %s)" % (command, " and ".join(names[len(args):low]),
@@ -108,7 +108,7 @@ def check_count(command: str, args: List[str]) -> None:
 
 
 def _suggest(word: str, choices: Sequence[str]) -> str:
-    from .usage import suggestion
+    from .helptext import suggestion
 
     return suggestion(word, choices)
 

@@ -4,8 +4,8 @@ it: built by a first send, checked against a later one, merged, read and
 written (recorded outside the workspace first: trusted.py), carried to the
 runtime by name.  A later send may omit a field; a different value is
 refused (exit 2), except for one it may change (the limits: that is how a
-spent budget is raised).  `send --help` (usage.py), `status` (state.py) and
-the MCP send tool's schema (mcptools.py) read FIELDS too: a new bound
+spent budget is raised).  `send --help` (helptext.py), `status` (state.py) and
+the MCP send tool's schema (mcp/tools.py) read FIELDS too: a new bound
 setting is one row and its check.  Start-up: policy, budget, hooks, the
 registry and the records are imported only by the functions that need them."""
 
@@ -58,7 +58,7 @@ def _policy(name: str) -> Callable[[Any], bool]:
     def check(value: Any) -> bool:
         if value is None:
             return True  # no policy (and no import of it)
-        from .policy import is_valid
+        from .checks.policy import is_valid
 
         return is_valid({name: value})
     return check
@@ -68,14 +68,14 @@ def _limit(name: str) -> Callable[[Any], bool]:
     def check(value: Any) -> bool:
         if value is None:
             return True  # no limit bound (and no import)
-        from .budget import is_valid
+        from .checks.budget import is_valid
 
         return is_valid({name: value})
     return check
 
 
 def _read_rules(text: str) -> Any:
-    from .policy import from_field
+    from .checks.policy import from_field
 
     return from_field(text)  # checked again: the runtime trusts no command
 
@@ -205,7 +205,7 @@ def _new_mode(wanted: Dict[str, Any], manifest: Dict[str, Any], adapter: str, ag
 def _new_hooks(wanted: Dict[str, Any], binding: Dict[str, Any]) -> None:
     """The hooks of a new file, a flag's or else its variable's: resolved and
     refused inside the cwd (hooks.py)."""
-    from .hooks import KEYS, check_reach, resolve
+    from .checks.hooks import KEYS, check_reach, resolve
 
     for field in FIELDS:
         if field.name not in KEYS:
@@ -222,7 +222,7 @@ def _mode_table(manifest: Dict[str, Any], agent: Optional[str]) -> Dict[str, Any
     """The --mode values the adapter can put its harness in: all of them for
     one harness, else those of the agent's table in the manifest (a preset may
     map only some: an agent with no mode that means `edit` leaves it out)."""
-    from .policy import MODES
+    from .checks.policy import MODES
 
     agents = manifest.get("agents")
     if agents is None:
@@ -361,7 +361,7 @@ def send_request(text: str, schema: Optional[str], wanted: Dict[str, Any]) -> Li
 
 def _to_text(value: Any) -> str:
     if isinstance(value, list):  # the rules
-        from .policy import to_field
+        from .checks.policy import to_field
 
         return to_field(value)
     return repr(value) if isinstance(value, float) else str(value)

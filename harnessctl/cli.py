@@ -132,12 +132,12 @@ def fail(message: str, code: int) -> int:
 def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str] = None) -> int:
     options_part = argv[: argv.index("--")] if "--" in argv else argv
     if not argv:
-        from .usage import overview
+        from .helptext import overview
 
         say(overview())
         return 2
     if "-h" in options_part or "--help" in options_part:
-        from .usage import command_help, overview
+        from .helptext import command_help, overview
 
         emit(command_help(argv[0], fixed_adapter) if argv[0] in POSITIONALS else overview())
         return 0
@@ -157,7 +157,7 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
         say("harnessctl: %s" % said)
         return 0
     if command == "mcp":
-        from .mcp import serve
+        from .mcp.server import serve
 
         return serve([root for verb, root in rules if verb == "root"], "--allow-agent-commands" in options,
                      fixed_adapter, fixed_agent, options.get("--max-mode", "ask"), "--allow-rules" in options)
@@ -195,7 +195,7 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
     text = check_text(args[1] if len(args) > 1 else read_stdin("TEXT"))
     schema = None
     if "--schema" in options:
-        from .structured import read_file
+        from .checks.structured import read_file
 
         schema = read_file(options["--schema"])
     request = Send(args[0], text, options.get("--cwd"), options.get("--model"), adapter, agent,
@@ -226,7 +226,7 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
 
 def hooks(options: Dict[str, str]) -> Dict[str, str]:
     """The hook commands a send gives (--on-request, --on-result), by binding key."""
-    from .hooks import KEYS
+    from .checks.hooks import KEYS
 
     return {key: options[flag] for key, (flag, _) in KEYS.items() if flag in options}
 
@@ -269,7 +269,7 @@ def log(args: List[str], options: Dict[str, str]) -> int:
     since, runs = count(options, "--since"), count(options, "--runs")
     if since is not None and runs is not None:
         raise UsageError("--since and --runs both say where to start: give one")
-    from .log import show
+    from .log.show import show
 
     return show(args[0], "--follow" in options, since, runs, "--json" in options, "--diff" in options)
 

@@ -40,7 +40,7 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
     wanted = asked(dict(policy or {}, **(unattended or {}), cwd=cwd, model=model, adapter=adapter, agent=agent))
     schema_field = None
     if schema is not None:
-        from .structured import to_field
+        from .checks.structured import to_field
 
         schema_field = to_field(schema)
     request = send_request(text, schema_field, wanted)
@@ -144,11 +144,11 @@ def _check_claims(binding: Dict[str, Any], schema: Optional[Dict[str, Any]], max
 
     found = manifest(str(binding["adapter"]))
     if schema is not None:
-        from .structured import check_claimed
+        from .checks.structured import check_claimed
 
         check_claimed(found, binding.get("agent"))
     if max_cost is not None:
-        from .budget import check_cost_reported
+        from .checks.budget import check_cost_reported
 
         check_cost_reported(found, binding.get("agent"))
 

@@ -1,5 +1,5 @@
 """The commands as both faces ask them: the layer under cli.py (argv) and
-mcptools.py (MCP tool arguments), so that neither face imports the other and
+mcp/tools.py (MCP tool arguments), so that neither face imports the other and
 a tool never behaves otherwise than its command.
 
 Here are a send as data (`Send`, built by either face and handed to
@@ -93,13 +93,13 @@ def policy(mode: Optional[str], rules: List[Tuple[str, str]],
     if policy_file is not None:
         if rules or mode is not None:
             raise UsageError("--policy FILE holds the mode and the rules: give it, or --mode/--allow/--deny")
-        from .policy import read_file
+        from .checks.policy import read_file
 
         mode, checked = read_file(policy_file)
         return {"mode": mode, "rules": checked}
     if not rules and mode is None:
         return None
-    from .policy import check_mode, check_rules
+    from .checks.policy import check_mode, check_rules
 
     return {"mode": check_mode(mode), "rules": check_rules(rules)}
 
@@ -110,13 +110,13 @@ def unattended(hooks: Dict[str, str], max_tokens: Optional[str], max_cost_usd: O
     those it gives."""
     found: Dict[str, Any] = {}
     if hooks:
-        from .hooks import KEYS, resolve
+        from .checks.hooks import KEYS, resolve
 
         for key, (flag, _) in KEYS.items():
             if key in hooks:
                 found[key] = resolve(hooks[key], flag)
     if max_tokens is not None or max_cost_usd is not None:
-        from . import budget
+        from .checks import budget
 
         if max_tokens is not None:
             found["max_tokens"] = budget.tokens(max_tokens)

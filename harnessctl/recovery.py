@@ -74,8 +74,8 @@ def _open_writer(addr: Address) -> int:
 def status_written_elsewhere(addr: Address) -> str:
     """The status line of a file that a runtime serving another of its names
     writes: what the file says, and that runtime alive."""
-    from . import snapshot
-    from .state import status_line, status_report
+    from .eventfile import snapshot
+    from .eventfile.state import status_line, status_report
 
     return status_line(status_report(snapshot.load(addr)[0], read_binding(addr), alive=True))
 
@@ -83,11 +83,11 @@ def status_written_elsewhere(addr: Address) -> str:
 def stopped_status(addr: Address, fd: int) -> str:
     """The status line without a runtime: from the snapshot when the file has
     not changed since it was taken (no JSON parse), else from the fold."""
-    from . import snapshot
+    from .eventfile import snapshot
 
     line = snapshot.current_status(addr)
     if line is None:
-        from .state import status_line, status_report
+        from .eventfile.state import status_line, status_report
 
         line = status_line(status_report(recovered(addr, fd, reading=True), read_binding(addr), alive=False))
     return line
@@ -105,15 +105,15 @@ def recovered(addr: Address, fd: int, reading: bool = False) -> Any:
     `reading`: for a command that only reads (status), a file that cannot be
     written (a read-only filesystem) gets the rule applied in memory only: it
     shows what the next writer will record.  Otherwise that is an error."""
-    from . import snapshot
-    from .state import LOST, close_open_work
+    from .eventfile import snapshot
+    from .eventfile.state import LOST, close_open_work
 
     check_event_file(addr)
     binding = read_binding(addr)  # refused (untrusted) before anything is written, never after
     conv, offset, stale = snapshot.load(addr)
     lost = close_open_work(conv, LOST)
     if lost:
-        from .eventlog import EventLog
+        from .eventfile.eventlog import EventLog
 
         log = EventLog(os.dup(fd), addr.path, conv.seq)  # the dup shares the lock; closing it keeps the lock
         first = log.seq

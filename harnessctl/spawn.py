@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from typing import Any, Dict, Optional, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from harnessctl.runtimemain import main; sys.exit(main())"
+BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from harnessctl.runtime.main import main; sys.exit(main())"
 
 
 def starting_or_exiting(addr: Address, deadline: float) -> bool:

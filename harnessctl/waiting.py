@@ -311,7 +311,7 @@ def _result_in_file(addr: Address, input_id: str) -> Optional[Tuple[str, str]]:
     the file accepted it but holds no result for it yet."""
     import json
 
-    from .eventlog import find_result
+    from .eventfile.eventlog import find_result
 
     with os.fdopen(open_event_file(addr, os.O_RDONLY), "rb") as f:
         line, accepted = find_result(f, input_id)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional
 
-from harnessctl.backend import Host
+from harnessctl.kit.backend import Host
 
 
 class FakeChild:

@@ -5,7 +5,7 @@ after round.  After each round every command still exits with a documented
 code (never 1), and the file passes the independent checker while the
 project's fold reads it exactly as it reads the file without those lines.
 
-Which lines are hostile is decided here, independently of harnessctl.state:
+Which lines are hostile is decided here, independently of harnessctl.eventfile.state:
 a line is hostile when schema/events.schema.json rejects it (tests/schemacheck.py),
 when it holds a number that is not finite (`Infinity` is not JSON), or when
 its `seq` is beyond 2^53 - 1 (EVENT.md, "Rules for readers").  A variant that
@@ -26,8 +26,8 @@ import schemacheck
 from cliutil import alive, cli_env, run, runtime_pids
 from torture_support import Sends, of_kind, scan, send, settle, wait_until
 
-from harnessctl.eventlog import read_events
-from harnessctl.state import fold
+from harnessctl.eventfile.eventlog import read_events
+from harnessctl.eventfile.state import fold
 
 TS = "2026-12-02T10:40:33.794Z"
 MAX_SEQ = 2 ** 53 - 1

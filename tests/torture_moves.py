@@ -93,7 +93,7 @@ def runtimes(directory: str) -> Dict[int, str]:
         except OSError:
             continue
         paths = [arg for arg in argv if arg.endswith(b".jsonl")]
-        if b"harnessctl.runtime" in b" ".join(argv) and paths and alive(pid):
+        if b"harnessctl.runtime." in b" ".join(argv) and paths and alive(pid):
             found[pid] = os.fsdecode(paths[0])
     return found
 

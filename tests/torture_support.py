@@ -3,7 +3,7 @@ event file, the project's own fold as a second opinion, send bookkeeping, and
 the scenario drivers shared by tests/torture/test_torture_*.py and bench/torture_report.py.
 
 The checker deliberately re-implements what the event file must look like from
-the protocol text instead of calling harnessctl.state, so a bug in the fold
+the protocol text instead of calling harnessctl.eventfile.state, so a bug in the fold
 cannot hide a bug in the writer.
 """
 
@@ -29,8 +29,8 @@ sys.path.insert(0, ROOT)
 
 from harnessctl import locks  # noqa: E402
 from harnessctl.address import Address  # noqa: E402
-from harnessctl.eventlog import read_events  # noqa: E402
-from harnessctl.state import fold  # noqa: E402
+from harnessctl.eventfile.eventlog import read_events  # noqa: E402
+from harnessctl.eventfile.state import fold  # noqa: E402
 
 TYPES = ("accepted", "message", "request", "result", "log")
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")

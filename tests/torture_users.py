@@ -35,11 +35,12 @@ from torture_support import Sends, check, of_kind, one_clear_line
 
 sys.path.insert(0, ROOT)
 
-from harnessctl import client, snapshot, trusted  # noqa: E402
+from harnessctl import client, trusted  # noqa: E402
+from harnessctl.eventfile import snapshot  # noqa: E402
 from harnessctl.address import Address, fallback_socket_dir  # noqa: E402
 from harnessctl.binding import read_binding  # noqa: E402
-from harnessctl.eventlog import read_events  # noqa: E402
-from harnessctl.state import LOST, fold  # noqa: E402
+from harnessctl.eventfile.eventlog import read_events  # noqa: E402
+from harnessctl.eventfile.state import LOST, fold  # noqa: E402
 
 USERADD, USERDEL = "/usr/sbin/useradd", "/usr/sbin/userdel"
 ENV = cli_env(HARNESSCTL_ADAPTER="mock", HARNESSCTL_IDLE_TIMEOUT="5", HARNESSCTL_TIMEOUT="10")

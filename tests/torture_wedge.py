@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 WEDGE = os.path.join(ROOT, "tests", "wedge_agent.py")
 MOVES = ("plain", "noline", "overlong", "stderr", "storm", "deaf")
-LOG_CAP = 4 * 1024 * 1024 + 65536  # harnessctl/runtimelog.py, and one read beyond it
+LOG_CAP = 4 * 1024 * 1024 + 65536  # harnessctl/runtime/runtimelog.py, and one read beyond it
 TIMEOUT = 300
 
 

@@ -16,7 +16,7 @@ codex-acp 2.6.0, claude-agent-acp 0.101.0 and gemini-cli 0.61.0:
   response to end it);
 * an agent without steering must never get a second `session/prompt` while
   one runs (gemini cancels the running one): the core holds the input
-  (harnessctl/holding.py: accepted queued, no run yet) and starts the next
+  (harnessctl/kit/holding.py: accepted queued, no run yet) and starts the next
   run with it;
 * `--mode` is the preset's own mode id (manifest `agents.<preset>.modes`),
   set by `session/set_mode` at every start, a resumed session's included;

@@ -1,5 +1,5 @@
 """What an ACP agent did, from its `session/update` notifications, in the
-activity vocabulary (harnessctl/activity.py): message chunks and their
+activity vocabulary (harnessctl/kit/activity.py): message chunks and their
 `message` snapshots, thoughts, tool calls with their streamed output, exit
 codes and diffs, plans, and usage.  The backend (backend.py) owns the runs'
 lives; this holds what a run's updates build: its messages and open tools."""

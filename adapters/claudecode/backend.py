@@ -17,7 +17,7 @@ Messages API mock):
   drops queued inputs (listed in the response's `cancelled`);
 * one malformed stdin line kills the process, so every line is validated.
 
-What the agent did becomes the activity vocabulary (harnessctl/activity.py);
+What the agent did becomes the activity vocabulary (harnessctl/kit/activity.py);
 the shapes behind each mapping (recorded the same way, transcripts activity__*):
 
 * `--include-partial-messages` adds `stream_event` frames whose `api_message_id`
@@ -80,7 +80,7 @@ def permission_settings(own_files: Tuple[str, str], mode: Optional[str]) -> List
     return ["--settings", json.dumps({"permissions": permissions})]
 
 
-# --mode (harnessctl/policy.py MODES) as Claude's --permission-mode.  Recorded
+# --mode (harnessctl/checks/policy.py MODES) as Claude's --permission-mode.  Recorded
 # differences (README): `default` lets read-only commands run and asks before
 # reads outside the cwd; Claude refuses `bypassPermissions` as root unless
 # IS_SANDBOX=1 (the start fails with its reason).

@@ -4,7 +4,7 @@ repository, it is picked up by the manifest checks, the conformance suite and
 package.py with no other edit.  So is a leaner one (tests/tiny_adapter_lean)
 that claims neither steering nor approvals and reports no exit codes: the
 suite tests what a manifest claims, and the core holds its busy sends.  Every
-adapter imports harnessctl only through the kit (harnessctl/kit.py), and
+adapter imports harnessctl only through the kit (harnessctl/kit/__init__.py), and
 docs/ADAPTERS.md names exactly what the kit holds."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import schemacheck
 from cliutil import ROOT
 
 from harnessctl import registry
-from harnessctl.backend import Backend
+from harnessctl.kit.backend import Backend
 
 with open(os.path.join(ROOT, "schema", "manifest.schema.json"), encoding="utf-8") as _f:
     SCHEMA = json.load(_f)

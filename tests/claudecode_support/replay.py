@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Optional
 from fakehost import FakeHost
 
 from harnessctl import registry
-from harnessctl.backend import Config, Input
+from harnessctl.kit.backend import Config, Input
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "transcripts")

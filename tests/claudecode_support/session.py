@@ -92,7 +92,7 @@ class Session:
         real = os.fsencode(os.path.realpath(self.path))
         for pid in _pids():
             argv = _cmdline(pid)
-            if b"harnessctl.runtime" in b" ".join(argv) and real in argv:
+            if b"harnessctl.runtime." in b" ".join(argv) and real in argv:
                 return pid
         return None
 

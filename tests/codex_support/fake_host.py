@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional
 from fakehost import FakeChild, FakeHost
 
 from harnessctl import registry
-from harnessctl.backend import Config
+from harnessctl.kit.backend import Config
 
 
 def make_config(tmp_path, model=None, env=None, debug=False, mode=None) -> Config:
@@ -130,7 +130,7 @@ class Wire:
 def open_run(tmp_path, host: FakeHost, turn_id: str = "turn-1") -> Wire:
     """A started backend with one open run (run-1, codex turn `turn_id`), and its Wire."""
     from adapters.codex.backend import CodexBackend
-    from harnessctl.backend import Input
+    from harnessctl.kit.backend import Input
 
     backend = CodexBackend(host, make_config(tmp_path))
     wire = Wire(backend, host)

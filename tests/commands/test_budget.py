@@ -11,7 +11,7 @@ import os
 import pytest
 from cliutil import cli_env, events, ok, only, run, runtime_pids, status, wait_for
 
-from harnessctl.state import spent
+from harnessctl.eventfile.state import spent
 
 SPEND_AND_WORK = "/usage 50 10\n/usage 50 10\n/sleep 30\nwork"  # 60 tokens, then 120, then works on
 

@@ -13,7 +13,7 @@ from typing import Any, Dict
 import pytest
 from cliutil import ROOT, cli_env, kill_all_under, matching, ok, run, runtime_pids, wait_for, wait_results
 
-LOG_LIMIT = 4 * 1024 * 1024 + 64 * 1024  # harnessctl/runtimelog.py LIMIT, and one write beyond it
+LOG_LIMIT = 4 * 1024 * 1024 + 64 * 1024  # harnessctl/runtime/runtimelog.py LIMIT, and one write beyond it
 
 MOCK = cli_env(HARNESSCTL_ADAPTER="mock")
 

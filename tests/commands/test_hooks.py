@@ -236,7 +236,7 @@ def test_a_run_the_harness_ends_by_crashing_runs_the_result_hook(efile, workdir)
 
 def test_hooks_beyond_four_running_and_sixty_four_waiting_are_dropped_with_a_diagnostic(tmp_path):
     """The queue's bound, on the Hooks object itself (69 runs through the CLI would take long)."""
-    from harnessctl import hookrunner
+    from harnessctl.runtime import hookrunner
 
     binding = {"on_result": "%s -c 'import time; time.sleep(600)'" % sys.executable, "cwd": str(tmp_path)}
     env = dict(os.environ, HARNESSCTL_HOOK_TIMEOUT="600")

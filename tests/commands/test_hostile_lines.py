@@ -17,11 +17,11 @@ from cliutil import ROOT, alive, ok, of_type, run, runtime_pids, wait_for
 
 sys.path.insert(0, ROOT)
 
-from harnessctl import snapshot  # noqa: E402
+from harnessctl.eventfile import snapshot  # noqa: E402
 from harnessctl.address import Address  # noqa: E402
 from harnessctl.binding import read_binding  # noqa: E402
-from harnessctl.eventlog import encode  # noqa: E402
-from harnessctl.state import Conversation  # noqa: E402
+from harnessctl.eventfile.eventlog import encode  # noqa: E402
+from harnessctl.eventfile.state import Conversation  # noqa: E402
 
 M = ("--adapter", "mock")
 TS = "2026-12-02T10:40:33.794Z"

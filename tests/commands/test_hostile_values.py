@@ -15,7 +15,7 @@ import subprocess
 import pytest
 from cliutil import ROOT, cli_env, events, matching, ok, only, results, run, start, wait_for
 
-from harnessctl.eventlog import EventLog
+from harnessctl.eventfile.eventlog import EventLog
 
 FAKE_ACP = os.path.join(ROOT, "tests", "acp_support", "fake_agent.py")
 HUGE = "9" * 4300  # a count the stand-in reads and writes; two of them add up to 4301 digits

@@ -460,7 +460,7 @@ def test_the_default_goes_back_over_a_last_line_longer_than_the_read_chunk_witho
 def test_folding_a_result_does_not_visit_the_entries_of_other_runs():
     """`log --since 1` of many runs: each result finds its run's cut-off
     streams by the run, never by looking at every entry so far."""
-    from harnessctl.transcript import Transcript
+    from harnessctl.log.transcript import Transcript
 
     class Counting(dict):
         visited = 0

@@ -479,7 +479,7 @@ def test_a_max_mode_that_is_not_a_mode_is_exit_2():
 
 
 def test_calls_beyond_the_cap_are_answered_busy_and_the_server_keeps_serving(mcp, efile):
-    from harnessctl.mcp import MAX_CALLS
+    from harnessctl.mcp.server import MAX_CALLS
 
     sent = structured(mcp.tool("send", file=efile, text="/sleep 60", adapter="mock"))
     waits = [mcp.start("tools/call", {"name": "wait", "arguments": {"file": efile, "input_id": sent["input_id"]}})
@@ -503,7 +503,7 @@ def test_calls_beyond_the_cap_are_answered_busy_and_the_server_keeps_serving(mcp
 def test_a_call_with_no_thread_to_be_had_is_answered_busy(monkeypatch):
     import io
 
-    from harnessctl import mcp as server_module
+    from harnessctl.mcp import server as server_module
 
     out = io.BytesIO()
     server = server_module.Server([], False, out)

@@ -12,7 +12,8 @@ import sys
 import pytest
 from cliutil import ROOT, events, ok, run, runtime_pids, status, wait_for, wait_results
 
-from harnessctl import policy, registry
+from harnessctl.checks import policy
+from harnessctl import registry
 
 UNATTENDED = ("--allow", "command:touch ok*", "--deny", "*")
 

@@ -328,3 +328,14 @@ def test_pipx_install_command_runs(tmp_path):
     version = subprocess.run([str(tmp_path / "bin" / "harnessctl"), "--version"], env=env, cwd="/",
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert version.returncode == 0 and version.stdout.startswith(b"harnessctl "), version.stderr
+
+
+def test_pyproject_lists_every_subpackage_of_harnessctl_for_pip():
+    with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
+        listed = re.search(r"^packages = \[(.*?)\]", f.read(), re.S | re.M).group(1)
+    packages = {"harnessctl.adapters"}
+    for directory, dirs, files in os.walk(os.path.join(ROOT, "harnessctl")):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        if "__init__.py" in files:
+            packages.add(os.path.relpath(directory, ROOT).replace(os.sep, "."))
+    assert set(re.findall(r'"([\w.]+)"', listed)) == packages

@@ -16,7 +16,7 @@ from claudecode_support.session import real_session as claude_session
 from codex_support import mock_responses as mr
 from codex_support.fixtures import real_session as codex_session
 
-from harnessctl.state import spent
+from harnessctl.eventfile.state import spent
 
 pytestmark = pytest.mark.real
 

@@ -1,6 +1,6 @@
 """The lean tiny adapter: a harness that runs one turn at a time and cannot
 take an input while it works, so the core holds busy sends
-(harnessctl/holding.py) and starts the next run with all of them."""
+(harnessctl/kit/holding.py) and starts the next run with all of them."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import pytest
 import torture_lines
 from torture_support import assert_no_leftovers, count
 
-from harnessctl.state import fold
+from harnessctl.eventfile.state import fold
 
 pytestmark = pytest.mark.torture
 

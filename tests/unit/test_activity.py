@@ -1,4 +1,4 @@
-"""The activity vocabulary's one spelling (harnessctl/activity.py): what each
+"""The activity vocabulary's one spelling (harnessctl/kit/activity.py): what each
 call writes, checked against schema/events.schema.json, and how fragments of
 different streams stay apart when the event log merges them."""
 
@@ -10,9 +10,9 @@ import os
 import pytest
 from fakehost import FakeHost
 
-from harnessctl import activity
-from harnessctl.activity import Activity
-from harnessctl.eventlog import EventLog
+from harnessctl.kit import activity
+from harnessctl.kit.activity import Activity
+from harnessctl.eventfile.eventlog import EventLog
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""harnessctl.beneath: a path is opened one component at a time from a
+"""harnessctl.kit.beneath: a path is opened one component at a time from a
 descriptor of the directory, and nothing below the directory is followed
 (issue 32, item 4).  The race itself is in test_file_channel_race.py."""
 
@@ -10,7 +10,7 @@ import stat
 import pytest
 
 from adapters.acp import wire
-from harnessctl import beneath
+from harnessctl.kit import beneath
 from harnessctl.kit import Config
 
 WRITE = os.O_WRONLY | os.O_CREAT

@@ -11,13 +11,13 @@ import threading
 
 import pytest
 
-from harnessctl import binding, client, ipc, usage
+from harnessctl import binding, client, ipc, helptext
 from harnessctl.address import Address
 from harnessctl.binding import ALWAYS, FIELDS, NAMES, THAT_BOUND, WHEN_BOUND
 from harnessctl.arguments import OPTIONS
 from harnessctl.errors import HarnessctlError, UnavailableError, UsageError
-from harnessctl.mcptools import SCHEMAS
-from harnessctl.state import Conversation, status_report
+from harnessctl.mcp.tools import SCHEMAS
+from harnessctl.eventfile.state import Conversation, status_report
 
 # A value of each bound field as binding.json holds it (a new row needs one here).
 SAMPLES = {"cwd": "/tmp", "model": "gpt-x", "adapter": "mock", "agent": "gemini", "mode": "edit",
@@ -34,8 +34,8 @@ def test_every_field_has_a_sample_and_one_name():
 
 @pytest.mark.parametrize("field", FIELDS, ids=NAMES)
 def test_each_field_has_its_flag_in_send_help_and_the_parser(field):
-    text = usage.command_help("send", None)
-    assert "\n  %s " % field.flag in text and field.usage in " ".join(usage.SYNOPSIS["send"].split())
+    text = helptext.command_help("send", None)
+    assert "\n  %s " % field.flag in text and field.usage in " ".join(helptext.SYNOPSIS["send"].split())
     assert field.flag in OPTIONS["send"]
     if field.variable is not None:
         assert field.variable in text

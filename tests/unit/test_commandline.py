@@ -1,5 +1,5 @@
 """The command-line parser the permission policy judges commands by
-(harnessctl/commandline.py): simple commands, verifiability, deny views."""
+(harnessctl/checks/commandline.py): simple commands, verifiability, deny views."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from harnessctl import commandline
+from harnessctl.checks import commandline
 
 
 def words(line, cwd="/repo"):

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from harnessctl import eventlog
+from harnessctl.eventfile import eventlog
 from harnessctl import locks
-from harnessctl.eventlog import EventLog, read_events
+from harnessctl.eventfile.eventlog import EventLog, read_events
 
 
 def writer(path, last_seq):

@@ -1,13 +1,13 @@
 """The core's holding of sends for a harness that cannot steer
-(harnessctl/holding.py): accepted queued at once, one next run for all of
+(harnessctl/kit/holding.py): accepted queued at once, one next run for all of
 them with each attributed to it, cancelled results on a cancel."""
 
 from __future__ import annotations
 
 from fakehost import FakeHost
 
-from harnessctl.backend import Input
-from harnessctl.holding import HeldInputs
+from harnessctl.kit.backend import Input
+from harnessctl.kit.holding import HeldInputs
 
 
 def holding(*texts):

@@ -1,8 +1,8 @@
-"""harnessctl.jsonrpc.Calls: requests numbered, responses routed to their callbacks."""
+"""harnessctl.kit.jsonrpc.Calls: requests numbered, responses routed to their callbacks."""
 
 from __future__ import annotations
 
-from harnessctl.jsonrpc import Calls
+from harnessctl.kit.jsonrpc import Calls
 
 
 def calls(version=None):

@@ -1,9 +1,9 @@
-"""The runtime's loop (harnessctl/loop.py): commands are served before, and
+"""The runtime's loop (harnessctl/runtime/loop.py): commands are served before, and
 in between, the jobs a flooding harness queued (issue 19, section 7)."""
 
 from __future__ import annotations
 
-from harnessctl.loop import Loop
+from harnessctl.runtime.loop import Loop
 
 
 def test_a_command_runs_before_the_harness_lines_queued_ahead_of_it():

@@ -1,4 +1,4 @@
-"""The harness stdout splitter (harnessctl/proc.py Lines): lines across reads,
+"""The harness stdout splitter (harnessctl/runtime/proc.py Lines): lines across reads,
 and a line over the cap dropped up to its newline, in order with the others;
 and the tail of its stderr a Process keeps."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import sys
 import threading
 
-from harnessctl.backend import STDERR_TAIL
-from harnessctl.proc import Lines, Process
+from harnessctl.kit.backend import STDERR_TAIL
+from harnessctl.runtime.proc import Lines, Process
 
 
 def split(chunks, limit=10):

@@ -7,11 +7,11 @@ import ast
 import os
 
 from cliutil import ROOT
-from harnessctl.cancel import Cancel
-from harnessctl.spending import Spending
+from harnessctl.runtime.cancel import Cancel
+from harnessctl.runtime.spending import Spending
 
 PARTS = ("sends", "cancel", "replies", "spending", "hookrunner", "host", "supervisor", "lifetime")
-HERE = os.path.join(ROOT, "harnessctl")
+HERE = os.path.join(ROOT, "harnessctl", "runtime")
 
 
 def test_no_part_imports_or_names_the_runtime():
@@ -20,8 +20,8 @@ def test_no_part_imports_or_names_the_runtime():
             tree = ast.parse(f.read())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
-                assert node.module not in ("runtime", "harnessctl.runtime"), part
-                assert node.module or "runtime" not in [a.name for a in node.names], part
+                assert node.module not in ("coordinator", "harnessctl.runtime.coordinator"), part
+                assert node.module or "coordinator" not in [a.name for a in node.names], part
             assert not (isinstance(node, ast.Name) and node.id == "Runtime"), part
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import os
 
-from harnessctl import snapshot
+from harnessctl.eventfile import snapshot
 from harnessctl.address import Address
 from harnessctl.binding import write_binding
 from harnessctl import locks
-from harnessctl.eventlog import EventLog
+from harnessctl.eventfile.eventlog import EventLog
 
 
 def writer(path, last_seq):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harnessctl.state import LOST, Conversation, close_open_work, fold
+from harnessctl.eventfile.state import LOST, Conversation, close_open_work, fold
 
 
 import itertools
@@ -102,6 +102,6 @@ def test_the_fold_survives_a_round_trip_through_its_snapshot():
 def test_runtime_ids_are_version_4_uuids():
     import uuid
 
-    from harnessctl.host import new_id
+    from harnessctl.runtime.host import new_id
 
     assert uuid.UUID(new_id()).version == 4 and new_id() != new_id()

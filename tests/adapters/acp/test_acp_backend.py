@@ -16,7 +16,7 @@ from fakehost import FakeHost
 from adapters.acp.backend import AcpBackend
 from adapters.acp import wire
 from harnessctl import registry
-from harnessctl.backend import Config, Input
+from harnessctl.kit.backend import Config, Input
 
 TRANSCRIPTS = os.path.join(ROOT, "tests", "acp_support", "transcripts")
 CWD = "/work/project"  # the recorded sessions' cwd, as the fixtures spell it

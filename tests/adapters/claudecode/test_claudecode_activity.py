@@ -1,4 +1,4 @@
-"""The claudecode backend's activity vocabulary (harnessctl/activity.py), from
+"""The claudecode backend's activity vocabulary (harnessctl/kit/activity.py), from
 transcripts recorded from the real Claude Code 2.1.332 with
 `--include-partial-messages` (activity__*, permission__suppressed) and from
 single frames of the recorded shapes."""
@@ -10,7 +10,7 @@ import os
 from claudecode_support.replay import feed, initialize, make_backend, replay
 
 from adapters.claudecode.wire import bash_exit_code, file_change, plan_entries, tool_kind
-from harnessctl.backend import Input
+from harnessctl.kit.backend import Input
 
 
 def replayed(tmp_path, name, answers=None):

@@ -347,7 +347,7 @@ def test_text_cut_off_by_an_interrupt_is_logged_not_a_message(tmp_path):
 
 
 def test_sub_agent_text_is_logged_not_a_message_of_the_run(tmp_path):
-    from harnessctl.backend import Input
+    from harnessctl.kit.backend import Input
 
     backend, host = started(tmp_path)
     backend.send(Input("in-1", "go"))
@@ -360,7 +360,7 @@ def test_sub_agent_text_is_logged_not_a_message_of_the_run(tmp_path):
 
 
 def test_stop_mid_run_interrupts_before_closing_stdin(tmp_path):
-    from harnessctl.backend import Input
+    from harnessctl.kit.backend import Input
 
     backend, host = started(tmp_path)
     backend.send(Input("in-1", "go"))
@@ -387,7 +387,7 @@ def test_after_claude_exits_the_next_start_resumes_the_session(tmp_path):
 
 
 def test_late_receipt_after_a_newer_send_is_still_accepted(tmp_path):
-    from harnessctl.backend import Input
+    from harnessctl.kit.backend import Input
 
     backend, host = started(tmp_path)
     backend.send(Input("in-1", "first"))
@@ -398,7 +398,7 @@ def test_late_receipt_after_a_newer_send_is_still_accepted(tmp_path):
 
 
 def test_every_line_written_to_claude_is_one_valid_json_object(tmp_path):
-    from harnessctl.backend import Input
+    from harnessctl.kit.backend import Input
 
     backend, host = started(tmp_path)
     backend.send(Input("in-1", "line one\nline two \u2028 \ud800 \"quoted\" \x00"))
@@ -407,7 +407,7 @@ def test_every_line_written_to_claude_is_one_valid_json_object(tmp_path):
 
 
 def test_an_unwritable_input_is_refused_not_sent(tmp_path):
-    from harnessctl.backend import Input
+    from harnessctl.kit.backend import Input
 
     backend, host = started(tmp_path)
     count = len(host.children[0].lines)

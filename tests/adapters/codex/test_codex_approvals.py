@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from harnessctl.backend import Input
+from harnessctl.kit.backend import Input
 from codex_support.fake_host import FakeHost, open_run
 
 T1 = "turn-1"

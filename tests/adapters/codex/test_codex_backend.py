@@ -13,7 +13,7 @@ import json
 import pytest
 
 from adapters.codex.backend import CodexBackend
-from harnessctl.backend import Input
+from harnessctl.kit.backend import Input
 from codex_support.fake_host import FakeHost, Wire, make_config
 
 T1, T2 = "turn-1", "turn-2"

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from adapters.codex.backend import CodexBackend
-from harnessctl.backend import Input
+from harnessctl.kit.backend import Input
 from codex_support.fake_host import FakeHost, Wire, make_config
 
 T1 = "turn-1"
