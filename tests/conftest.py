@@ -4,23 +4,29 @@ test started under it (runtimes, harnesses) is killed when the test ends."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import cliutil  # tests/ is on sys.path: pyproject.toml's pythonpath
 import pytest
 
 
-@pytest.fixture(scope="session", autouse=True)
-def state_dir(tmp_path_factory):
+def pytest_configure(config):
     """One state directory (binding records, seal key) for the whole session,
     not the user's: a record a deleted test file left can never judge a file
-    of another run or another session's tests that got its inode number.  The
-    tests' own in-process calls (trusted.record, seals) use it too."""
-    path = str(tmp_path_factory.mktemp("harnessctl-state"))
-    old = os.environ.get("HARNESSCTL_STATE_DIR")
-    os.environ["HARNESSCTL_STATE_DIR"] = path
-    yield path
+    of another run or another session's tests that got its inode number.  Set
+    before collection, so that an environment a test module builds when
+    imported (cliutil.cli_env) has it, and the tests' own in-process calls
+    (trusted.record, seals) use it too."""
+    config.harnessctl_state = (os.environ.get("HARNESSCTL_STATE_DIR"), tempfile.mkdtemp(prefix="harnessctl-state-"))
+    os.environ["HARNESSCTL_STATE_DIR"] = config.harnessctl_state[1]
+
+
+def pytest_unconfigure(config):
+    old, made = config.harnessctl_state
+    shutil.rmtree(made, ignore_errors=True)
     if old is None:
-        del os.environ["HARNESSCTL_STATE_DIR"]
+        os.environ.pop("HARNESSCTL_STATE_DIR", None)
     else:
         os.environ["HARNESSCTL_STATE_DIR"] = old
 
