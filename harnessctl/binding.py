@@ -222,7 +222,7 @@ def _mode_table(manifest: Dict[str, Any], agent: Optional[str]) -> Dict[str, Any
     """The --mode values the adapter can put its harness in: all of them for
     one harness, else those of the agent's table in the manifest (a preset may
     map only some: an agent with no mode that means `edit` leaves it out)."""
-    from .checks.policy import MODES
+    from .vocabulary import MODES
 
     agents = manifest.get("agents")
     if agents is None:
