@@ -136,6 +136,7 @@ FIELDS = (
 """, _text_or_none, status=THAT_BOUND, variable="HARNESSCTL_ON_RESULT"),
 )
 NAMES = tuple(field.name for field in FIELDS)
+HOOKS = tuple(field for field in FIELDS if field.name.startswith("on_"))  # the hooks: on_request, on_result
 
 
 def mcp_properties() -> Dict[str, Any]:
@@ -205,11 +206,9 @@ def _new_mode(wanted: Dict[str, Any], manifest: Dict[str, Any], adapter: str, ag
 def _new_hooks(wanted: Dict[str, Any], binding: Dict[str, Any]) -> None:
     """The hooks of a new file, a flag's or else its variable's: resolved and
     refused inside the cwd (hooks.py)."""
-    from .checks.hooks import KEYS, check_reach, resolve
+    from .checks.hooks import check_reach, resolve
 
-    for field in FIELDS:
-        if field.name not in KEYS:
-            continue
+    for field in HOOKS:
         given = wanted[field.name]
         command = given or (os.environ.get(field.variable) if field.variable else None) or None
         if command is not None:
@@ -222,7 +221,7 @@ def _mode_table(manifest: Dict[str, Any], agent: Optional[str]) -> Dict[str, Any
     """The --mode values the adapter can put its harness in: all of them for
     one harness, else those of the agent's table in the manifest (a preset may
     map only some: an agent with no mode that means `edit` leaves it out)."""
-    from .checks.policy import MODES
+    from .vocabulary import MODES
 
     agents = manifest.get("agents")
     if agents is None:

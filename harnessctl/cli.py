@@ -226,9 +226,9 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
 
 def hooks(options: Dict[str, str]) -> Dict[str, str]:
     """The hook commands a send gives (--on-request, --on-result), by binding key."""
-    from .checks.hooks import KEYS
+    from .binding import HOOKS
 
-    return {key: options[flag] for key, (flag, _) in KEYS.items() if flag in options}
+    return {field.name: options[field.flag] for field in HOOKS if field.flag in options}
 
 
 def statuses(files: List[str]) -> int:

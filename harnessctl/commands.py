@@ -110,11 +110,12 @@ def unattended(hooks: Dict[str, str], max_tokens: Optional[str], max_cost_usd: O
     those it gives."""
     found: Dict[str, Any] = {}
     if hooks:
-        from .checks.hooks import KEYS, resolve
+        from .binding import HOOKS
+        from .checks.hooks import resolve
 
-        for key, (flag, _) in KEYS.items():
-            if key in hooks:
-                found[key] = resolve(hooks[key], flag)
+        for field in HOOKS:
+            if field.name in hooks:
+                found[field.name] = resolve(hooks[field.name], field.flag)
     if max_tokens is not None or max_cost_usd is not None:
         from .checks import budget
 

@@ -9,6 +9,11 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any
 
+# How deep a JSON value harnessctl writes may nest: a value that could not be
+# written is kept to this depth when written again (eventlog.encodable), and a
+# final answer deeper than this is refused (structured.py).
+MAX_DEPTH = 100
+
 
 def read(path: str, what: str, limit: int) -> Any:
     """The JSON value in `path`, `what` naming it in errors ("the policy file")."""
@@ -39,3 +44,18 @@ def loads(text: str) -> Any:
 
 def _refuse(name: str) -> Any:
     raise ValueError("%s is not JSON" % name)
+
+
+def deeper_than(value: Any, levels: int) -> bool:
+    """Whether `value` nests lists and objects more than `levels` deep; walked
+    without recursion, so any depth a parser produced can be asked about."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if type(item) is dict:
+            item = list(item.values())
+        if type(item) in (list, tuple):
+            if depth > levels:
+                return True
+            stack.extend((v, depth + 1) for v in item)
+    return False

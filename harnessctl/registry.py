@@ -115,7 +115,7 @@ def problems(name: str) -> List[str]:
 
 def _agent_problems(agent: str, preset: Any) -> List[str]:
     """What is wrong with one preset of an `agents` table."""
-    from .checks.policy import MODES  # here: only a manifest's check needs the policy module
+    from .vocabulary import MODES
 
     where = "agents.%s." % agent
     if not re.fullmatch(r"[a-z][a-z0-9_-]*", agent):

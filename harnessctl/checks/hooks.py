@@ -22,9 +22,6 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import List, Optional
 
-# binding key -> (the send flag, the variable that gives it for a new file)
-KEYS = {"on_request": ("--on-request", "HARNESSCTL_ON_REQUEST"), "on_result": ("--on-result", "HARNESSCTL_ON_RESULT")}
-
 # Interpreters whose first argument that is not an option is a script file (checked like the
 # program), and the options after which the code is inline instead (no script: -c, -e ...).
 INTERPRETERS = {"python": ("c", "m"), "bash": ("c",), "sh": ("c",), "dash": ("c",), "zsh": ("c",),

@@ -27,8 +27,8 @@ import os
 from fnmatch import fnmatchcase
 from functools import lru_cache
 
-from ..kit.activity import TOOL_KINDS
 from ..errors import UsageError
+from ..vocabulary import MODES, TOOL_KINDS
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     # matches (found when first asked for).
     Part = Tuple[Optional[Tuple[str, ...]], int, Callable[[], List[Tuple[str, ...]]]]
 
-MODES = ("ask", "edit", "full")  # --mode, Config.mode (docs/PROTOCOL.md, "Permission policy")
 VERBS = ("allow", "deny")
 MAX_RULES = 1000
 MAX_POLICY_FILE = 1024 * 1024

@@ -15,7 +15,7 @@ import json
 
 from .. import jsonfile
 from ..errors import UsageError
-from ..eventfile.eventlog import MAX_DEPTH, deeper_than
+from ..jsonfile import MAX_DEPTH, deeper_than
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

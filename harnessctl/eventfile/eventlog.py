@@ -13,6 +13,8 @@ import os
 import re
 import time
 
+from ..jsonfile import MAX_DEPTH
+
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, BinaryIO, Dict, Iterator, List, Match, Optional, Tuple
@@ -40,9 +42,6 @@ UNSAFE = re.compile("[\x80-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 # What a value the encoder cannot take raises: an integer of more than 4300
 # digits (ValueError), nesting too deep (RecursionError), a non-JSON type.
 ENCODE_ERRORS = (ValueError, RecursionError, OverflowError, TypeError)
-# How deep a value that could not be written is kept when it is written again
-# (encodable); deeper parts become TOO_DEEP.
-MAX_DEPTH = 100
 TOO_DEEP = "[nested too deep]"
 
 
@@ -109,21 +108,6 @@ def encodable(value: Any, where: str, replaced: List[str], depth: int = 0) -> An
 
 def _key(key: Any) -> str:
     return key if type(key) is str else "<%s>" % type(key).__name__
-
-
-def deeper_than(value: Any, levels: int) -> bool:
-    """Whether `value` nests lists and objects more than `levels` deep; walked
-    without recursion, so any depth a parser produced can be asked about."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if type(item) is dict:
-            item = list(item.values())
-        if type(item) in (list, tuple):
-            if depth > levels:
-                return True
-            stack.extend((v, depth + 1) for v in item)
-    return False
 
 
 class EventLog:

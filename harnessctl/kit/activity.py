@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import time
 
+from ..vocabulary import TOOL_KINDS
+
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Protocol, Tuple
@@ -32,7 +34,6 @@ if TYPE_CHECKING:
             ...
 
 # The values each field may take; a value outside them is an adapter bug.
-TOOL_KINDS = ("command", "file_change", "mcp", "web_search", "read", "search", "subagent", "other")
 TOOL_STATUSES = ("completed", "failed", "declined")
 CHANGES = ("add", "update", "delete", "move")
 PLAN_STATUSES = ("pending", "in_progress", "completed")

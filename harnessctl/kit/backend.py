@@ -75,7 +75,7 @@ class Config:
         self.debug = debug
         self.harness = harness or {}  # the manifest's `harness` section: binary, binary_env, args_env, ...
         self.agent = agent  # bound --agent (adapters whose manifest has `agents`), else None
-        # How much the agent may do without asking (policy.MODES), mapped onto
+        # How much the agent may do without asking (vocabulary.MODES), mapped onto
         # the harness's own controls; None: the harness's own configuration.
         self.mode = mode
         # For a backend with SCHEMA_PER_PROCESS: the schema of the input this

@@ -13,6 +13,7 @@ import os
 import time
 
 from ..errors import UsageError
+from ..vocabulary import MODES
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 PROGRESS_EVERY = 2.0  # seconds between progress notifications of a waiting call
 SLICE = 0.5  # a wait asks the runtime in slices this long, so a cancelled call ends within one
 YEAR = 365 * 86400.0
-MODES = ("ask", "edit", "full")  # --mode, from least to most the agent may do without asking
 
 
 class Grants:

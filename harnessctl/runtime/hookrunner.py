@@ -17,7 +17,8 @@ import threading
 from collections import deque
 
 from ..errors import UsageError
-from ..checks.hooks import KEYS, argv
+from ..binding import HOOKS
+from ..checks.hooks import argv
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ class Job:
 
     @property
     def name(self) -> str:
-        return KEYS[self.key][0]
+        return next(field.flag for field in HOOKS if field.name == self.key)
 
     def about(self) -> str:
         """Which event the hook ran for, in words."""
