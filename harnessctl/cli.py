@@ -13,8 +13,18 @@ import sys
 
 from . import __version__
 from .arguments import POSITIONALS, count, parse, timeout
-from .commands import (MAX_TEXT, OUTCOME_CODES, Send, check_text, file_status, fixed, policy, unattended, waited_line,
-                       with_file)
+from .commands import (
+    MAX_TEXT,
+    OUTCOME_CODES,
+    Send,
+    check_text,
+    file_status,
+    fixed,
+    policy,
+    unattended,
+    waited_line,
+    with_file,
+)
 from .errors import HarnessctlError, OutcomeUnknownError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)

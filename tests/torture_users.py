@@ -36,9 +36,9 @@ from torture_support import Sends, check, of_kind, one_clear_line
 sys.path.insert(0, ROOT)
 
 from harnessctl import client, trusted  # noqa: E402
-from harnessctl.eventfile import snapshot  # noqa: E402
 from harnessctl.address import Address, fallback_socket_dir  # noqa: E402
 from harnessctl.binding import read_binding  # noqa: E402
+from harnessctl.eventfile import snapshot  # noqa: E402
 from harnessctl.eventfile.eventlog import read_events  # noqa: E402
 from harnessctl.eventfile.state import LOST, fold  # noqa: E402
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import os
 
-from harnessctl.kit import amount, argv_line, permission_subject as subject
+from harnessctl.kit import amount, argv_line
+from harnessctl.kit import permission_subject as subject
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 
-from harnessctl.kit import permission_subject as subject, unified_diff
+from harnessctl.kit import permission_subject as subject
+from harnessctl.kit import unified_diff
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

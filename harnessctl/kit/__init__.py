@@ -21,11 +21,11 @@ Everything else of the package may change without notice to adapters.
 
 from __future__ import annotations
 
+from ..errors import HarnessctlError, UnavailableError, UsageError
 from ..vocabulary import TOOL_KINDS
 from .activity import Activity, amount, argv_line, permission_subject, unified_diff
 from .backend import DELIVERIES, REQUEST_KINDS, RESULT_STATUSES, Backend, Child, Config, Host, Input
 from .childbackend import ChildBackend, on_handlers
-from ..errors import HarnessctlError, UnavailableError, UsageError
 from .holding import HeldInputs
 from .jsonrpc import Calls
 

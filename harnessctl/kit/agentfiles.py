@@ -14,8 +14,8 @@ import errno
 import os
 import stat
 
-from . import beneath
 from .. import trusted
+from . import beneath
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ import json
 import os
 
 from .. import private
-from .backend import Backend
 from ..errors import UsageError
+from .backend import Backend
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

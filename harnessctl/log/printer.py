@@ -10,10 +10,10 @@ import sys
 
 from ..errors import UsageError
 from ..eventfile.eventlog import encodable
-from .window import complete_lines
+from ..visible import json_shown, shown
 from .render import Style, render, reply_commands
 from .transcript import Transcript
-from ..visible import json_shown, shown
+from .window import complete_lines
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

@@ -16,9 +16,9 @@ import time
 from ..address import EVENT_TYPES, HEAD, Address, is_event_line, open_event_file, require_exists, resolve
 from ..errors import UsageError
 from .printer import Printer
-from .window import window
 from .render import Style
 from .transcript import Transcript
+from .window import window
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

@@ -17,8 +17,22 @@ a traceback.
 from __future__ import annotations
 
 from .entries import (
-    as_int, as_str, as_text, complete_tool, file_entry, input_entry, keep_ends, log_entry, new_tool_entry,
-    plan_entry, request_entry, result_entry, session_entry, short, tool_id_of, warning_entry,
+    as_int,
+    as_str,
+    as_text,
+    complete_tool,
+    file_entry,
+    input_entry,
+    keep_ends,
+    log_entry,
+    new_tool_entry,
+    plan_entry,
+    request_entry,
+    result_entry,
+    session_entry,
+    short,
+    tool_id_of,
+    warning_entry,
 )
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)

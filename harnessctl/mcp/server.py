@@ -20,9 +20,9 @@ import threading
 
 from .. import __version__, jsonfile
 from ..errors import HarnessctlError, UnavailableError, UsageError
+from ..visible import shown
 from ..vocabulary import MODES
 from .call import Call, Grants, check_path
-from ..visible import shown
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, Optional
 
-    from .loop import Loop
     from ..eventfile.state import Conversation
+    from .loop import Loop
     from .supervisor import Supervisor
 
 GRACE = 15.0  # seconds a harness gets to end a cancelled run before it is stopped (HARNESSCTL_CANCEL_GRACE)

@@ -26,14 +26,15 @@ Its process's start-up, from exec to `serve`, is main.py.
 
 from __future__ import annotations
 
-from . import cancel, hookrunner
 from .. import knobs, pidfile, registry, trusted
-from ..eventfile import snapshot
 from ..address import Address
-from ..kit.backend import Input
 from ..binding import check_binding, read_send_request
 from ..errors import HarnessctlError, UnavailableError
+from ..eventfile import snapshot
 from ..eventfile.eventlog import EventLog, timestamp
+from ..eventfile.state import LOST, close_open_work, status_line, status_report
+from ..kit.backend import Input
+from . import cancel, hookrunner
 from .host import AdapterHost, new_id
 from .lifetime import Lifetime, close_file
 from .loop import Loop
@@ -41,7 +42,6 @@ from .replies import Replies
 from .sends import Sends
 from .server import CommandServer, Waiter
 from .spending import Spending
-from ..eventfile.state import LOST, close_open_work, status_line, status_report
 from .supervisor import STARTING, Supervisor
 from .watches import Watches
 from .writer import EventWriter

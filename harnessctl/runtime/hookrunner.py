@@ -16,9 +16,9 @@ from __future__ import annotations
 import threading
 from collections import deque
 
-from ..errors import UsageError
 from ..binding import HOOKS
 from ..checks.hooks import argv
+from ..errors import UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -190,7 +190,6 @@ class Hooks:
         import subprocess
 
         from ..pidfile import kill_group
-
         from .proc import preparer
 
         prepare = preparer(session=True)  # its own session: its process group is killed at its timeout

@@ -9,19 +9,19 @@ from __future__ import annotations
 import os
 
 from ..checks import budget, structured
-from ..kit.activity import amount
-from ..kit.backend import DELIVERIES, REQUEST_KINDS, RESULT_STATUSES, Host
 from ..errors import HarnessctlError, UnavailableError
 from ..eventfile.state import result_event, totals_after
+from ..kit.activity import amount
+from ..kit.backend import DELIVERIES, REQUEST_KINDS, RESULT_STATUSES, Host
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
+    from ..eventfile.state import Conversation
     from ..kit.backend import Input
     from .loop import Loop
     from .proc import Process
-    from ..eventfile.state import Conversation
     from .writer import EventWriter
 
     Decision = Optional[Tuple[str, Dict[str, str]]]  # the policy's (option, why), or None: a reply answers

@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 
     from ..address import Address
     from ..eventfile.eventlog import EventLog
+    from ..eventfile.state import Conversation
     from .loop import Loop
     from .server import CommandServer
-    from ..eventfile.state import Conversation
     from .writer import EventWriter
 
 # How often the runtime checks that its path still names its file and its

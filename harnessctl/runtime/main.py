@@ -12,10 +12,10 @@ import sys
 import time
 
 from .. import ipc, knobs, locks, private
-from . import proc
 from ..address import Address, open_event_file
 from ..binding import read_binding
 from ..errors import HarnessctlError, UnavailableError
+from . import proc
 from .coordinator import Runtime
 from .runtimelog import RuntimeLog
 

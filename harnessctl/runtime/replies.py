@@ -13,8 +13,8 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, Optional, Protocol, Tuple
 
-    from .loop import Loop
     from ..eventfile.state import Conversation
+    from .loop import Loop
     from .supervisor import Supervisor
     from .writer import EventWriter
 

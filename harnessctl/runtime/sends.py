@@ -19,11 +19,11 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Callable, Deque, Dict, Optional, Protocol, Tuple
 
-    from ..kit.backend import Input
     from ..errors import HarnessctlError
+    from ..eventfile.state import Conversation
+    from ..kit.backend import Input
     from .loop import Loop
     from .server import Waiter
-    from ..eventfile.state import Conversation
     from .supervisor import Supervisor
 
     class Hands(Protocol):

@@ -7,9 +7,9 @@ spending against is the runtime's, given to each call."""
 
 from __future__ import annotations
 
-from ..checks import budget
 from .. import registry
 from ..binding import changed, write_binding
+from ..checks import budget
 from ..errors import HarnessctlError, UsageError
 from ..eventfile.state import spent
 

@@ -17,8 +17,8 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Tuple
 
-    from .server import Waiter
     from ..eventfile.state import Conversation
+    from .server import Waiter
     from .writer import EventWriter
 
 # The latest results, kept for a `wait` that arrives just after its input's

@@ -38,11 +38,10 @@ import signal
 import subprocess
 from typing import Any, Dict, Iterator, List, Optional
 
-from cliutil import ROOT, events, matching, run, runtime_pids, start, wait_for, wait_matching
-from schemacheck import check_event
-
 from claudecode_support import mock_messages as mm
+from cliutil import ROOT, events, matching, run, runtime_pids, start, wait_for, wait_matching
 from codex_support import mock_responses as mr
+from schemacheck import check_event
 
 from . import mock_augment as ma
 from . import mock_chat as mc

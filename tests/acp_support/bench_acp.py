@@ -20,9 +20,8 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from cliutil import ROOT, events, runtime_pids, status, timed, wait_for
-
 from claudecode_support import mock_messages as mm
+from cliutil import ROOT, events, runtime_pids, status, timed, wait_for
 from codex_support import mock_responses as mr
 
 from . import agents

@@ -26,6 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from cliutil import command, timed  # noqa: E402
+
 from claudecode_support.fixtures import wait_for  # noqa: E402
 from claudecode_support.mock_messages import MockMessages, reply, text, tool_use  # noqa: E402
 from claudecode_support.session import Session  # noqa: E402

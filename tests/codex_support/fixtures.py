@@ -17,7 +17,6 @@ import stat
 import subprocess
 from typing import Any, Dict, List, Optional
 
-
 from cliutil import cli_env, events, matching, real_binary, run, runtime_pids, start, wait_for, wait_matching
 from schemacheck import check_event
 

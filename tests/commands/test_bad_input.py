@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from cliutil import cli_env, ok, run, runtime_pids, wait_for, wait_results, of_type
+from cliutil import cli_env, of_type, ok, run, runtime_pids, wait_for, wait_results
 
 
 def existing(workdir):

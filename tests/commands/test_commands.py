@@ -6,8 +6,7 @@ import os
 import signal
 import stat
 
-from cliutil import (cli_env, critical, events, of_type, ok, results, run, runtime_pids, status, wait_for,
-                     wait_results)
+from cliutil import cli_env, critical, events, of_type, ok, results, run, runtime_pids, status, wait_for, wait_results
 
 
 def send(path, text, *flags, env=None):

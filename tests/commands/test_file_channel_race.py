@@ -15,8 +15,9 @@ import shlex
 import subprocess
 import sys
 
-from adapters.acp import wire
 from cliutil import ROOT, cli_env, run
+
+from adapters.acp import wire
 from harnessctl.kit import Config
 
 SECONDS = float(os.environ.get("HARNESSCTL_RACE_SECONDS", "30"))

@@ -12,6 +12,7 @@ import sys
 from cliutil import alive, cli_env, matching, ok, run, runtime_pids, wait_for, wait_matching, wait_results
 from hookutil import gone, hook, raw_line, records, wait_records
 
+
 def test_a_parked_request_runs_the_request_hook_with_its_line_env_and_cwd(efile, workdir):
     command, out = hook(workdir)
     project = workdir / "project"

@@ -13,7 +13,6 @@ import threading
 from typing import Any, Dict, List, Optional
 
 import pytest
-
 from cliutil import ROOT, cli_env, command, events, extract_archive, matching, ok, run, wait_for, wait_results
 
 

@@ -9,10 +9,9 @@ import os
 import signal
 import subprocess
 
-import pytest
 import cliutil
-from cliutil import (cli_env, interruptible, ok, of_type, results, run, runtime_pids, status, wait_for,
-                     wait_results)
+import pytest
+from cliutil import cli_env, interruptible, of_type, ok, results, run, runtime_pids, status, wait_for, wait_results
 
 M = ("--adapter", "mock")
 

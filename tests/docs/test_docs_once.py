@@ -22,7 +22,6 @@ import os
 import re
 
 import pytest
-
 from cliutil import ROOT
 
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)

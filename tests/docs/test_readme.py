@@ -12,15 +12,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
 
 import pytest
 import readme
-from cliutil import ROOT, cli_env, command, events, ok, of_type, wait_for
+from cliutil import ROOT, cli_env, command, events, of_type, ok, wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("jq") is None, reason="the recipes use jq, which is not installed")
 

@@ -25,14 +25,11 @@ import json
 import os
 
 import pytest
-
-from cliutil import status
-
-from claudecode_support import mock_messages as mm
-from codex_support import mock_responses as mr
-
 from acp_support import mock_gemini as mg
 from acp_support.agents import AGENTS, real_agent
+from claudecode_support import mock_messages as mm
+from cliutil import status
+from codex_support import mock_responses as mr
 
 pytestmark = pytest.mark.real
 

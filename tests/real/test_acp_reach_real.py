@@ -19,14 +19,12 @@ import re
 from typing import Any, Dict, List
 
 import pytest
-
-from cliutil import only, status
-
-from harnessctl import registry
-
 from acp_support import mock_chat as mc
 from acp_support.agents import PERMISSION_FILE, sessions
 from acp_support.recipes import trait, written
+from cliutil import only, status
+
+from harnessctl import registry
 
 pytestmark = pytest.mark.real
 

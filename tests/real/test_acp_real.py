@@ -16,10 +16,8 @@ import json
 import os
 
 import pytest
-
-from cliutil import only, status, wait_for
-
 from acp_support.agents import AGENTS, PERMISSION_FILE, sessions
+from cliutil import only, status, wait_for
 
 pytestmark = pytest.mark.real
 

@@ -10,7 +10,6 @@ import json
 import os
 
 import pytest
-
 from claudecode_support.mock_messages import bash, reply, text, wait_file_command
 from claudecode_support.session import real_session as claude_session
 from codex_support import mock_responses as mr

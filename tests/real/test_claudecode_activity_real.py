@@ -7,7 +7,6 @@ import os
 import signal
 
 import pytest
-
 from claudecode_support.fixtures import real_claude
 from claudecode_support.mock_messages import MockMessages, bash, reply, text, tool_use
 from claudecode_support.session import Session

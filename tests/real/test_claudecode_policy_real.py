@@ -12,7 +12,6 @@ import json
 import os
 
 import pytest
-
 from claudecode_support.fixtures import wait_for
 from claudecode_support.mock_messages import bash, reply, text, tool_results, tool_use
 from claudecode_support.session import real_session

@@ -15,11 +15,18 @@ import subprocess
 from typing import Any, Dict, Optional
 
 import pytest
-
 from claudecode_support.fixtures import wait_for
 from claudecode_support.mock_messages import (
-    ask, bash, conversation_texts, last_user_texts, reply, text, tool_results, tool_use,
-    wait_file_command)
+    ask,
+    bash,
+    conversation_texts,
+    last_user_texts,
+    reply,
+    text,
+    tool_results,
+    tool_use,
+    wait_file_command,
+)
 from claudecode_support.session import real_session
 
 pytestmark = pytest.mark.real

@@ -9,7 +9,6 @@ match schema/events.schema.json (checked by `real_session`)."""
 from __future__ import annotations
 
 import pytest
-
 from codex_support import mock_responses as mr
 from codex_support.fixtures import real_session
 

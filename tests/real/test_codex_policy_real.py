@@ -14,9 +14,7 @@ import json
 import os
 
 import pytest
-
 from cliutil import status
-
 from codex_support import mock_responses as mr
 from codex_support.fixtures import real_session
 

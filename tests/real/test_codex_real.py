@@ -18,9 +18,7 @@ import time
 from typing import Any, Dict
 
 import pytest
-
 from cliutil import alive, runtime_pids, status, wait_for
-
 from codex_support import mock_responses as mr
 from codex_support.fixtures import real_session, recent
 

@@ -11,15 +11,13 @@ import json
 import os
 
 import pytest
-
-from cliutil import matching, wait_matching
-from hookutil import gone, hook, raw_line, wait_records
-
 from acp_support.agents import PERMISSION_FILE, sessions
 from claudecode_support.mock_messages import bash, reply, text
 from claudecode_support.session import real_session as claude_session
+from cliutil import matching, wait_matching
 from codex_support import mock_responses as mr
 from codex_support.fixtures import real_session as codex_session
+from hookutil import gone, hook, raw_line, wait_records
 
 pytestmark = pytest.mark.real
 

@@ -18,11 +18,9 @@ import subprocess
 from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
-
-from cliutil import ROOT, cli_env, command, events, matching, real_binary
 from claudecode_support.fixtures import claude_env
-from claudecode_support.mock_messages import (
-    MockMessages, bash, conversation_texts, reply, text, tool_results, tool_use)
+from claudecode_support.mock_messages import MockMessages, bash, conversation_texts, reply, text, tool_results, tool_use
+from cliutil import ROOT, cli_env, command, events, matching, real_binary
 from codex_support.mock_responses import MockResponses, function_call, tool_outputs, write_codex_home
 from codex_support.mock_responses import text as codex_text
 

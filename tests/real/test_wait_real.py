@@ -23,15 +23,13 @@ import time
 from typing import Any, Callable, Dict, List
 
 import pytest
-
-from cliutil import events, run, runtime_pids, start
-from schemacheck import check_event
-
 from claudecode_support import mock_messages as mm
 from claudecode_support.fixtures import real_claude
 from claudecode_support.session import Session as ClaudeSession
+from cliutil import events, run, runtime_pids, start
 from codex_support import mock_responses as mr
 from codex_support.fixtures import real_session
+from schemacheck import check_event
 
 pytestmark = pytest.mark.real
 

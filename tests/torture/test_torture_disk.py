@@ -12,8 +12,8 @@ import errno
 import itertools
 import os
 import pathlib
-import shutil
 import resource
+import shutil
 import signal
 
 import pytest

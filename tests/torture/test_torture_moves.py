@@ -20,8 +20,19 @@ from typing import Any, Dict, List, Sequence
 import pytest
 from cliutil import alive, cli_env, events, ok, rebind, run, runtime_pids, start, wait_for
 from torture_moves import copy_lines, moves, remove_tree
-from torture_support import (Scan, Sends, check, count, finish, of_kind, one_clear_line, popen_send, send, settle,
-                             status_of)
+from torture_support import (
+    Scan,
+    Sends,
+    check,
+    count,
+    finish,
+    of_kind,
+    one_clear_line,
+    popen_send,
+    send,
+    settle,
+    status_of,
+)
 
 pytestmark = pytest.mark.torture
 

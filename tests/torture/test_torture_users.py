@@ -17,10 +17,35 @@ from typing import Iterator
 import pytest
 from cliutil import processes_under, run, runtime_pids, wait_for
 from torture_support import check, of_kind, one_clear_line
-from torture_users import (COMMANDS, ENV, PLANTED, PROMPT, SIDECAR_FILES, SOCKET_PLACES, Hunt, OtherUser,
-                           VictimProcess, as_user, command_argv, copy_session, fingerprint, forged_snapshot, give,
-                           hunt_cases, listener_case, long_session, ok, other_user, read, shared_dir,
-                           stale_socket, stop_runtimes, their_fallback_dir, unavailable, write_file)
+from torture_users import (
+    COMMANDS,
+    ENV,
+    PLANTED,
+    PROMPT,
+    SIDECAR_FILES,
+    SOCKET_PLACES,
+    Hunt,
+    OtherUser,
+    VictimProcess,
+    as_user,
+    command_argv,
+    copy_session,
+    fingerprint,
+    forged_snapshot,
+    give,
+    hunt_cases,
+    listener_case,
+    long_session,
+    ok,
+    other_user,
+    read,
+    shared_dir,
+    stale_socket,
+    stop_runtimes,
+    their_fallback_dir,
+    unavailable,
+    write_file,
+)
 
 from harnessctl.address import Address
 

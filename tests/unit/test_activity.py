@@ -10,9 +10,9 @@ import os
 import pytest
 from fakehost import FakeHost
 
+from harnessctl.eventfile.eventlog import EventLog
 from harnessctl.kit import activity
 from harnessctl.kit.activity import Activity
-from harnessctl.eventfile.eventlog import EventLog
 
 
 @pytest.fixture

@@ -10,8 +10,7 @@ import stat
 import pytest
 
 from adapters.acp import wire
-from harnessctl.kit import beneath
-from harnessctl.kit import Config
+from harnessctl.kit import Config, beneath
 
 WRITE = os.O_WRONLY | os.O_CREAT
 

@@ -11,13 +11,13 @@ import threading
 
 import pytest
 
-from harnessctl import binding, client, ipc, helptext
+from harnessctl import binding, client, helptext, ipc
 from harnessctl.address import Address
-from harnessctl.binding import ALWAYS, FIELDS, NAMES, THAT_BOUND, WHEN_BOUND
 from harnessctl.arguments import OPTIONS
+from harnessctl.binding import ALWAYS, FIELDS, NAMES, THAT_BOUND, WHEN_BOUND
 from harnessctl.errors import HarnessctlError, UnavailableError, UsageError
-from harnessctl.mcp.tools import SCHEMAS
 from harnessctl.eventfile.state import Conversation, status_report
+from harnessctl.mcp.tools import SCHEMAS
 
 # A value of each bound field as binding.json holds it (a new row needs one here).
 SAMPLES = {"cwd": "/tmp", "model": "gpt-x", "adapter": "mock", "agent": "gemini", "mode": "edit",

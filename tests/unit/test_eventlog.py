@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from harnessctl.eventfile import eventlog
 from harnessctl import locks
+from harnessctl.eventfile import eventlog
 from harnessctl.eventfile.eventlog import EventLog, read_events
 
 

@@ -7,6 +7,7 @@ import ast
 import os
 
 from cliutil import ROOT
+
 from harnessctl.runtime.cancel import Cancel
 from harnessctl.runtime.spending import Spending
 

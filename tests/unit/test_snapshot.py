@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 
-from harnessctl.eventfile import snapshot
+from harnessctl import locks
 from harnessctl.address import Address
 from harnessctl.binding import write_binding
-from harnessctl import locks
+from harnessctl.eventfile import snapshot
 from harnessctl.eventfile.eventlog import EventLog
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from harnessctl.eventfile.state import LOST, Conversation, close_open_work, fold
-
-
 import itertools
+
+from harnessctl.eventfile.state import LOST, Conversation, close_open_work, fold
 
 SEQ = itertools.count(1)
 TS = "2026-12-02T10:40:33.794Z"

@@ -13,8 +13,8 @@ import pytest
 from cliutil import ROOT
 from fakehost import FakeHost
 
-from adapters.acp.backend import AcpBackend
 from adapters.acp import wire
+from adapters.acp.backend import AcpBackend
 from harnessctl import registry
 from harnessctl.kit.backend import Config, Input
 

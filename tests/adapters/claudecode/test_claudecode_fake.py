@@ -9,7 +9,6 @@ import os
 import signal
 
 import pytest
-
 from claudecode_support.fixtures import FAKE_CLAUDE, wait_for
 from claudecode_support.session import Session
 

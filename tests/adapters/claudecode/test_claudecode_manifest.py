@@ -8,6 +8,7 @@ import os
 
 import test_claudecode_real as real
 from cliutil import ROOT
+
 from adapters.claudecode.backend import ClaudeCodeBackend
 from harnessctl import registry
 

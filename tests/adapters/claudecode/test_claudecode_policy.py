@@ -9,7 +9,6 @@ import json
 import os
 
 import pytest
-
 from claudecode_support.replay import feed, initialize, make_backend, replay
 
 from adapters.claudecode.backend import without_mode_flags

@@ -7,9 +7,9 @@ outside its kind's schema (schema/events.schema.json)."""
 from __future__ import annotations
 
 import pytest
+from codex_support.fake_host import FakeHost, Wire, make_config, open_run
 
 from adapters.codex.backend import CodexBackend
-from codex_support.fake_host import FakeHost, Wire, make_config, open_run
 
 T1 = "turn-1"
 

@@ -6,9 +6,9 @@ app-server JSON schema of the pinned 0.171.0)."""
 from __future__ import annotations
 
 import pytest
+from codex_support.fake_host import FakeHost, open_run
 
 from harnessctl.kit.backend import Input
-from codex_support.fake_host import FakeHost, open_run
 
 T1 = "turn-1"
 BASE = {"threadId": "thr-1", "turnId": T1, "itemId": "call_1", "startedAtMs": 1796207983984}

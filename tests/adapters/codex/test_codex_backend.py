@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from codex_support.fake_host import FakeHost, Wire, make_config
 
 from adapters.codex.backend import CodexBackend
 from harnessctl.kit.backend import Input
-from codex_support.fake_host import FakeHost, Wire, make_config
 
 T1, T2 = "turn-1", "turn-2"
 

@@ -8,9 +8,7 @@ against the real codex are in test_codex_real.py.
 from __future__ import annotations
 
 import pytest
-
 from cliutil import cli_env, run, status, wait_for
-
 from codex_support.fixtures import fake_factory, fake_requests, recent, schema_errors
 
 

@@ -10,6 +10,7 @@ import test_codex_backend
 import test_codex_fake
 import test_codex_real
 from cliutil import ROOT
+
 from adapters.codex.backend import CodexBackend
 from harnessctl import registry
 

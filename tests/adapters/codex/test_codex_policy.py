@@ -6,14 +6,14 @@ the subject fields of every kind of approval."""
 
 from __future__ import annotations
 
-import os
 import json
+import os
 
 import pytest
+from codex_support.fake_host import FakeHost, Wire, make_config
 
 from adapters.codex.backend import CodexBackend
 from harnessctl.kit.backend import Input
-from codex_support.fake_host import FakeHost, Wire, make_config
 
 T1 = "turn-1"
 POLICY_PARAMS = ("approvalPolicy", "sandbox", "sandboxPolicy", "approvalsReviewer")
