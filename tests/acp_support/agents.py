@@ -171,6 +171,12 @@ class Model:
             else:
                 self.mock.script(mg.reply(mg.text(value)))
 
+    def answer_any_more(self, value: str) -> None:
+        """Reply `value` to every model request once the script is spent: an agent
+        that repeats a request (openclaw's gateway, now and then under load) is
+        answered alike instead of with the mock's default.  Reach mocks only."""
+        self.mock.set_default(self.reach.reply(self.reach.text(value)))
+
     def held(self, value: str) -> None:
         """A reply that shows its first text and then holds the turn open: at the
         gate "hold" until `release()` (claude, gemini); codex's mock has no gates,

@@ -18,13 +18,13 @@ import sys
 import time
 
 
-def to_link(folder: str, target: str, parked: str, count: int) -> None:
+def to_link(folder: str, target: str, parked: str, junk: str) -> None:
     try:
         os.rename(folder, parked)
     except FileNotFoundError:
         pass
     except OSError:  # parked is taken: this folder is one the file channel made
-        os.rename(folder, "%s.junk%d" % (folder, count))
+        os.rename(folder, junk)
     os.symlink(target, folder)
 
 
@@ -36,10 +36,11 @@ def to_dir(folder: str, parked: str) -> None:
 def main(folder: str, target: str, seconds: float) -> int:
     parked = folder + ".parked"
     os.makedirs(folder, exist_ok=True)
-    flips, end = 0, time.monotonic() + seconds
+    flips, rounds, end = 0, 0, time.monotonic() + seconds
     while time.monotonic() < end:
+        rounds += 1  # a new name for each folder moved aside, even in a round that failed
         try:
-            to_link(folder, target, parked, flips)
+            to_link(folder, target, parked, "%s.junk%d" % (folder, rounds))
             flips += 1
             to_dir(folder, parked)
             flips += 1

@@ -230,6 +230,7 @@ def test_cancel_before_the_first_token_ends_the_run_cancelled_and_the_next_send_
 def test_send_after_idle_exit_resumes_the_conversation(start, agent):
     s = start(agent, HARNESSCTL_IDLE_TIMEOUT="3")
     s.model.answer("Noted: the secret word is PINEAPPLE.", "It was PINEAPPLE.")
+    s.model.answer_any_more("It was PINEAPPLE.")  # the history below proves the resume, not the script's order
     s.send("Remember the secret word PINEAPPLE.")
     s.wait("result")
     s.runtime_gone()
