@@ -176,13 +176,16 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
     if command == "send":
         return send(args, options, rules, fixed_adapter, fixed_agent)
     if command == "wait" and "--any" in options:
-        kind, index, line = client.wait_any(args, timeout(options))
+        from .waiting import wait_any
+
+        kind, index, line = wait_any(args, timeout(options))
         return outcome((kind, with_file(args[index], line) if line else ""))
     if command == "wait":
         from .notes import Notes, offset_now
+        from .waiting import wait
 
         notes = Notes(args[0], offset_now(args[0]), say)
-        found = client.wait(args[0], args[1] if len(args) > 1 else None, timeout(options), notes)
+        found = wait(args[0], args[1] if len(args) > 1 else None, timeout(options), notes)
         return outcome(waited_line(args[0], found))
     if command == "status":
         return statuses(args)
@@ -196,7 +199,7 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
 
 def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]], fixed_adapter: Optional[str],
          fixed_agent: Optional[str] = None) -> int:
-    from . import client, commands
+    from . import commands
 
     adapter, agent = fixed(options.get("--adapter"), options.get("--agent"), fixed_adapter, fixed_agent)
     if "--timeout" in options and "--wait" not in options:
@@ -221,8 +224,10 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
         emit(input_id)
     if notes is None:
         return 0
+    from .waiting import wait  # only a send that waits pays for it
+
     try:
-        waited = client.wait(args[0], input_id, wait_timeout, notes)
+        waited = wait(args[0], input_id, wait_timeout, notes)
     except HarnessctlError as e:
         if e.exit_code == OutcomeUnknownError.exit_code:
             raise

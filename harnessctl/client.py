@@ -1,22 +1,101 @@
-"""What each command does: ask the file's runtime (exchange.py), or start
-one (spawn.py), or settle what a lost one left open (recovery.py); `wait`
-is waiting.py's.  Imports stay light: this module is on every command's
+"""What each command does: ask the file's runtime (one request, `exchange`,
+and its answer), or start one (spawn.py), or settle what a lost one left
+open (recovery.py); `wait` is waiting.py's.  Imports stay light: this module is on every command's
 path, and a command that finds its runtime alive needs no more than a socket
 (locks, json and the fold are imported only on the paths that use them)."""
 
 from __future__ import annotations
 
+import os
 import time
 
+from . import ipc
 from .address import check_event_file, require_exists, resolve
-from .errors import StateError
-from .exchange import NoRuntime, exchange, status_once, timeout_seconds
+from .errors import OutcomeUnknownError, StateError, UnavailableError, UsageError, from_code
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Tuple
+    from typing import Any, Dict, List, Optional
 
-    from .notes import Notes
+    from .address import Address
+
+
+class NoRuntime(Exception):
+    """Nobody is listening on the session's socket."""
+
+
+def timeout_seconds() -> float:
+    if "HARNESSCTL_TIMEOUT" not in os.environ:
+        return 30.0  # the default, without importing the parser: every command pays for its imports
+    from . import knobs
+
+    return knobs.seconds(os.environ, "HARNESSCTL_TIMEOUT", 30.0)
+
+
+def status_once(addr: Address, deadline: float) -> Optional[str]:
+    """The status line from the live runtime, or from the file without one;
+    None when a runtime turned out to be starting or exiting (ask again)."""
+    try:
+        return exchange(addr, ["status"], deadline, retry_on_eof=True)
+    except NoRuntime:
+        pass
+    from .recovery import status_written_elsewhere, stopped_status, while_stopped
+
+    return while_stopped(addr, deadline, stopped_status, elsewhere=status_written_elsewhere)
+
+
+def exchange(addr: Address, fields: List[str], deadline: float, retry_on_eof: bool) -> str:
+    """One request, one response: the response text, or the error it carries
+    raised.  NoRuntime if nobody listens (or the runtime is exiting)."""
+    request = ipc.encode_fields(fields)
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise OutcomeUnknownError("timed out waiting for the runtime of %s" % addr.path)
+        try:
+            conn = ipc.connect(addr.socket, remaining)
+        except PermissionError as e:
+            raise UsageError(str(e)) from None
+        except OSError:
+            raise NoRuntime() from None
+        try:
+            ipc.send_all(conn, request)
+            conn.settimeout(max(0.001, deadline - time.monotonic()))
+            data = ipc.read_all(conn)
+        except ipc.Timeout:
+            raise OutcomeUnknownError(
+                "timed out after %g s waiting for the runtime; the input may have been accepted: "
+                "read %s before retrying" % (timeout_seconds(), addr.path)) from None
+        except (ConnectionResetError, BrokenPipeError):
+            # Closed before it read our whole request (an exiting runtime does not
+            # accept what is still queued): nothing was applied, a new runtime may take it.
+            raise NoRuntime() from None
+        except OSError:
+            data = b""
+        finally:
+            conn.close()
+        if not data:
+            if retry_on_eof:
+                continue
+            raise OutcomeUnknownError("the runtime went away before answering; the request may have been "
+                                      "applied: read %s before retrying" % addr.path)
+        response = ipc.decode_response(data)
+        if response is None:
+            raise NoRuntime()
+        code, text = response
+        if code:
+            raise _earlier(addr, fields[0], text) or from_code(code, text)
+        return text
+
+
+def _earlier(addr: Address, op: str, text: str) -> Optional[UnavailableError]:
+    """The error for a versioned request (ipc.named) that a runtime of an
+    earlier harnessctl, which knows no versions, calls malformed."""
+    name, slash, version = op.partition("/")
+    if not slash or text != "malformed request %r" % op:
+        return None
+    return UnavailableError(ipc.other_version(addr.path, name, "an earlier harnessctl", 1,
+                                              "harnessctl %s" % ipc.own_version(), version))
 
 
 # -- the commands -----------------------------------------------------------
@@ -118,21 +197,6 @@ def reply(file: str, request_id: str, answer: str) -> None:
             if state == "unknown":
                 raise StateError("unknown request id %s" % request_id)
             raise StateError("%s is already %s" % (request_id, state))
-
-
-def wait(file: str, input_id: Optional[str], timeout: Optional[float],
-         notes: Optional[Notes] = None) -> Tuple[str, str]:
-    """`wait`: waiting.wait, imported only by the commands that wait."""
-    from . import waiting
-
-    return waiting.wait(file, input_id, timeout, notes)
-
-
-def wait_any(files: List[str], timeout: Optional[float]) -> Tuple[str, int, str]:
-    """`wait --any`: waiting.wait_any."""
-    from . import waiting
-
-    return waiting.wait_any(files, timeout)
 
 
 def _check_claims(binding: Dict[str, Any], schema: Optional[Dict[str, Any]], max_cost: Optional[float]) -> None:

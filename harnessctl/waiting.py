@@ -1,4 +1,4 @@
-"""What `wait` does (client.wait, client.wait_any): a watch on each live
+"""What `wait` does (`wait`, `wait --any`, and send --wait): a watch on each live
 runtime, answered when there is something to say, nothing polled; without a
 runtime, the lost-runtime rule settles what is open and the answer is in the
 file.  Imports stay light, as client.py's."""
@@ -10,8 +10,8 @@ import time
 
 from . import ipc
 from .address import Address, check_event_file, open_event_file, require_exists, resolve
+from .client import NoRuntime, status_once, timeout_seconds
 from .errors import OutcomeUnknownError, StateError, UnavailableError, UsageError, from_code
-from .exchange import NoRuntime, status_once, timeout_seconds
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

@@ -93,13 +93,13 @@ class Call:
         self.token = token
 
     def wait(self, file: str, input_id: Optional[str], timeout: Optional[float]) -> Optional[Tuple[str, str]]:
-        """client.wait, asked in slices: between them a progress notification
+        """waiting.wait, asked in slices: between them a progress notification
         every PROGRESS_EVERY seconds (when the call has a progress token), and
         None once the client cancelled the call (the run goes on).  The CLI's
         notes of harness warnings and retries (notes.py) ride in the progress
         messages: the server's stdout is the protocol, and has no stderr line."""
-        from .. import client
         from ..notes import Notes, offset_now
+        from ..waiting import wait
 
         started = time.monotonic()
         until = None if timeout is None else started + min(timeout, YEAR)
@@ -108,7 +108,7 @@ class Call:
         notes = Notes(file, offset_now(file), said.append) if self.token is not None else None
         while not (self.cancelled.is_set() or self.closing.is_set()):
             step = SLICE if until is None else max(0.0, min(SLICE, until - time.monotonic()))
-            kind, line = client.wait(file, input_id, step, notes)
+            kind, line = wait(file, input_id, step, notes)
             if kind != "timeout" or (until is not None and time.monotonic() >= until):
                 return kind, line
             if self.token is not None and time.monotonic() >= next_progress:
