@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     import threading
     from typing import Any, Callable, Dict, List, Optional, Tuple
 
+    Found = Tuple[str, str]  # what a wait found: (outcome, line)
+    Result = Tuple[Dict[str, Any], str]  # a tool's (structured result, text)
+
 PROGRESS_EVERY = 2.0  # seconds between progress notifications of a waiting call
 SLICE = 0.5  # a wait asks the runtime in slices this long, so a cancelled call ends within one
 YEAR = 365 * 86400.0
@@ -77,22 +80,53 @@ class Grants:
                              "(deny rules are always accepted)")
 
 
+class Cancelled(Exception):
+    """The client cancelled the call while it waited: it gets no answer."""
+
+
+class Deferred(Exception):
+    """A wait the caller takes as a task (tasks.py): what to follow, and
+    `finish`, which turns what the wait found into the call's result."""
+
+    def __init__(self, file: str, input_id: Optional[str], timeout: Optional[float],
+                 finish: Callable[[Found], Result]) -> None:
+        super().__init__(file)
+        self.file = file
+        self.input_id = input_id
+        self.timeout = timeout
+        self.finish = finish
+
+
 class Call:
     """What a tool handler may ask of the server for one tools/call: `inside`
     resolves a path under the allowed roots (Server.inside), `notify` sends
     the client one message (Server.send); `closing` is set when stdin ends,
-    `cancelled` when the client cancels this call."""
+    `cancelled` when the client cancels this call; `as_task` when the call
+    declared the Tasks extension, so that a wait becomes a task."""
 
     def __init__(self, grants: Grants, inside: Callable[[str, str], str], notify: Callable[[Dict[str, Any]], None],
-                 closing: threading.Event, cancelled: threading.Event, token: Any) -> None:
+                 closing: threading.Event, cancelled: threading.Event, token: Any, as_task: bool = False) -> None:
         self.grants = grants
         self.inside = inside
         self.notify = notify
         self.closing = closing
         self.cancelled = cancelled
         self.token = token
+        self.as_task = as_task
 
-    def wait(self, file: str, input_id: Optional[str], timeout: Optional[float]) -> Optional[Tuple[str, str]]:
+    def wait(self, file: str, input_id: Optional[str], timeout: Optional[float],
+             finish: Callable[[Found], Result]) -> Result:
+        """What the wait found, made the call's result by `finish`; raises
+        Deferred for a task call (nothing waits: the task is looked at when
+        asked), Cancelled when the client cancelled the call."""
+        if self.as_task:
+            raise Deferred(file, input_id, timeout, finish)
+        found = self._wait(file, input_id, timeout)
+        if found is None:
+            raise Cancelled()
+        return finish(found)
+
+    def _wait(self, file: str, input_id: Optional[str], timeout: Optional[float]) -> Optional[Found]:
         """waiting.wait, asked in slices: between them a progress notification
         every PROGRESS_EVERY seconds (when the call has a progress token), and
         None once the client cancelled the call (the run goes on).  The CLI's

@@ -1,15 +1,17 @@
 """`harnessctl mcp`: the commands as an MCP server over stdio (docs/PROTOCOL.md
 section 21), for agents that take their tools from an MCP client.
 
-JSON-RPC 2.0, one message per line.  The main thread reads stdin; each
-tools/call runs in a thread of its own (a long wait never holds up a
-status), at most MAX_CALLS at once (one more is answered busy: a client
-must not be able to make the server run out of threads and exit), and
-every line to stdout goes through one lock.  stdout carries
-nothing else: the server moves fd 1 to stderr's file before anything can
-print.  What the tools do is tools.py's, what a tool may ask of the
-server call.py's; here are the lifecycle, the roots a path must lie
-under, and cancellation."""
+JSON-RPC 2.0, one message per line, in both protocol lines (protocol.py:
+the legacy `initialize` handshake and the per-request `_meta` of
+2026-07-28).  The main thread reads stdin; each tools/call, tasks/* and
+subscriptions/listen runs in a thread of its own (a long wait never holds
+up a status), at most MAX_CALLS at once (one more is answered busy: a
+client must not be able to make the server run out of threads and exit),
+and every line to stdout goes through one lock.  stdout carries nothing
+else: the server moves fd 1 to stderr's file before anything can print.
+What the tools do is tools.py's, what a tool may ask of the server
+call.py's, tasks tasks.py's and the roots roots.py's; here are the
+dispatch, the threads and cancellation."""
 
 from __future__ import annotations
 
@@ -19,25 +21,33 @@ import sys
 import threading
 
 from .. import __version__, jsonfile
-from ..errors import HarnessctlError, UnavailableError, UsageError
+from ..errors import HarnessctlError, UsageError
 from ..visible import shown
 from ..vocabulary import MODES
-from .call import Call, Grants, check_path
+from . import protocol
+from .call import Call, Cancelled, Deferred, Grants
+from .outcomes import busy, tool_error, tool_result
+from .protocol import TASKS, Revision
+from .roots import Roots
+from .tasks import KEEP_GIVEN, TERMINAL, Task, Tasks, too_many
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
+    from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Tuple
 
-# Newest first: the answer to a client that asks for none of these.
-PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+    Work = Callable[[threading.Event], Optional[Dict[str, Any]]]  # a call's thread: its result, or None
+
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+INTERNAL_ERROR = -32603
+TASK_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
 MAX_LINE = 16 * 1024 * 1024  # bytes of one message: a send's text (4 MiB) and schema fit, escaped
-ROOTS_PATIENCE = 10.0  # seconds a client gets to answer roots/list
-MAX_CALLS = 16  # tool calls running at once (a thread each); one more is answered "busy" at once
+MAX_CALLS = 16  # calls running at once (a thread each); one more is answered "busy" at once
+SUBSCRIPTION_LOOK = 0.25  # seconds between two looks at a subscription's tasks
 INSTRUCTIONS = ("harnessctl drives coding agents (codex, claude, ACP agents, a mock) in sessions, each an event "
                 "file. send starts or steers a run; wait/status show its result or a request that needs a reply; "
                 "reply answers it; cancel stops it; log shows the transcript. Paths must lie under the allowed "
                 "roots.")
+SERVER_INFO = {"name": "harnessctl", "version": __version__}
 
 
 def serve(roots: List[str], allow_agent_commands: bool, fixed_adapter: Optional[str] = None,
@@ -53,8 +63,8 @@ def serve(roots: List[str], allow_agent_commands: bool, fixed_adapter: Optional[
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever prints by mistake lands on stderr, never amid the JSON-RPC lines
     sys.stdout = sys.stderr
-    server = Server([os.path.realpath(root) for root in roots], allow_agent_commands, out, (fixed_adapter, fixed_agent),
-                    max_mode, allow_rules)
+    server = Server([os.path.realpath(root) for root in roots], allow_agent_commands, out,
+                    (fixed_adapter, fixed_agent), max_mode, allow_rules)
     server.run(sys.stdin.buffer)
     return 0
 
@@ -69,26 +79,32 @@ def not_a_root(root: str) -> str:
     return "not a directory"
 
 
+class RpcError(Exception):
+    """A request answered with a JSON-RPC error (`error`: its object)."""
+
+    def __init__(self, error: Dict[str, Any]) -> None:
+        super().__init__(error["message"])
+        self.error = error
+
+
 class Server:
-    """One client's connection: what it declared, its calls in flight, and
-    the answers to the requests the server sent it (roots/list)."""
+    """One client's connection: the revision its handshake chose (a modern
+    request names its own), its calls in flight, its tasks and roots."""
 
     def __init__(self, roots: List[str], allow_agent_commands: bool, out: BinaryIO,
                  fixed: Tuple[Optional[str], Optional[str]] = (None, None), max_mode: str = "ask",
                  allow_rules: bool = False) -> None:
-        self.fixed_roots = roots
         self.grants = Grants(fixed, allow_agent_commands, max_mode, allow_rules)
         self.out = out
         self.write_lock = threading.Lock()
-        self.state = threading.Condition()  # guards what follows
+        self.roots = Roots(roots, self.send)
+        self.tasks = Tasks()
+        self.revision = protocol.NEWEST_LEGACY  # the legacy connection's, until `initialize` says
+        self.state = threading.Lock()  # guards what follows
         self.calls: Dict[str, threading.Event] = {}  # by json.dumps(id): set when the client cancels it
-        self.answers: Dict[str, Dict[str, Any]] = {}  # responses to our own requests, by id
-        self.roots_capable = False
-        self.client_roots: Optional[List[str]] = None  # None: not asked yet (or changed since)
-        self.asked = 0
         self.closing = threading.Event()  # stdin ended: every wait ends
         self.threads: List[threading.Thread] = []
-        self.running = 0  # tool calls whose thread started and has not ended (at most MAX_CALLS)
+        self.running = 0  # calls whose thread started and has not ended (at most MAX_CALLS)
 
     def run(self, reader: BinaryIO) -> None:
         """Serve until stdin ends; then the waits end (unanswered: the client
@@ -120,7 +136,7 @@ class Server:
         ident, method = message.get("id"), message.get("method")
         valid_id = isinstance(ident, (str, int)) and not isinstance(ident, bool)
         if method is None and "id" in message and ("result" in message or "error" in message):
-            self.answered(message)
+            self.roots.answered(message)
             return
         if not isinstance(method, str) or ("id" in message and not valid_id):
             self.error(ident if valid_id else None, INVALID_REQUEST,
@@ -133,64 +149,64 @@ class Server:
             return
         if "id" not in message:
             self.notified(method, params)
+            return
+        version = protocol.modern_request(params)
+        if version is None:
+            self.requested(ident, method, params, self.revision)
+        elif version in protocol.BY_NAME and protocol.BY_NAME[version].modern:
+            self.requested(ident, method, params, protocol.BY_NAME[version])
         else:
-            self.requested(ident, method, params)
+            self.send({"jsonrpc": "2.0", "id": ident, "error": protocol.unsupported(version)})
 
-    def requested(self, ident: Any, method: str, params: Dict[str, Any]) -> None:
-        if method == "initialize":
+    def requested(self, ident: Any, method: str, params: Dict[str, Any], revision: Revision) -> None:
+        if method == "server/discover":
+            self.respond(ident, protocol.discovery(SERVER_INFO, INSTRUCTIONS))
+        elif method == "initialize":
             self.respond(ident, self.initialize(params))
         elif method == "ping":
-            self.respond(ident, {})
+            self.respond(ident, protocol.complete(revision, {}))
         elif method == "tools/list":
             from .tools import listing
 
-            self.respond(ident, {"tools": listing()})
+            self.respond(ident, protocol.tool_list(revision, listing()))
         elif method == "tools/call":
-            self.start_call(ident, params)
+            self.start(ident, revision, lambda cancelled: self.tool_call(params, revision, cancelled))
+        elif method in TASK_METHODS and not (revision.modern and protocol.client_has(params, TASKS)):
+            self.send({"jsonrpc": "2.0", "id": ident, "error": protocol.missing_tasks()})
+        elif method in TASK_METHODS:
+            self.start(ident, revision, lambda cancelled: self.task_method(method, params))
+        elif method == "subscriptions/listen" and revision.modern:
+            self.start(ident, revision, lambda cancelled: self.listen(ident, params, cancelled))
         else:
             self.error(ident, METHOD_NOT_FOUND, "method not found: %s" % shown(method))
 
     def notified(self, method: str, params: Dict[str, Any]) -> None:
-        """notifications/cancelled ends a call's wait; a changed list of roots
-        is asked again when next needed; the rest (initialized ...) needs nothing."""
-        with self.state:
-            if method == "notifications/cancelled":
+        """notifications/cancelled ends a call's wait (or a subscription); a
+        changed list of roots is asked again when next needed; the rest
+        (initialized ...) needs nothing."""
+        if method == "notifications/cancelled":
+            with self.state:
                 cancelled = self.calls.get(json.dumps(params.get("requestId")))
-                if cancelled is not None:
-                    cancelled.set()
-            elif method == "notifications/roots/list_changed":
-                self.client_roots = None
-
-    def answered(self, message: Dict[str, Any]) -> None:
-        with self.state:
-            self.answers[json.dumps(message["id"])] = message
-            self.state.notify_all()
+            if cancelled is not None:
+                cancelled.set()
+        elif method == "notifications/roots/list_changed":
+            self.roots.changed()
 
     def initialize(self, params: Dict[str, Any]) -> Dict[str, Any]:
-        """Speak the client's revision when it is one of ours, else our newest."""
-        asked = params.get("protocolVersion")
+        """The legacy handshake: the client's revision when it is one of
+        ours, else our newest legacy one, for the rest of the connection."""
+        revision = protocol.negotiated(params.get("protocolVersion"))
         capabilities = params.get("capabilities")
-        with self.state:
-            self.roots_capable = isinstance(capabilities, dict) and isinstance(capabilities.get("roots"), dict)
-        return {"protocolVersion": asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0],
-                "capabilities": {"tools": {"listChanged": False}},
-                "serverInfo": {"name": "harnessctl", "version": __version__},
-                "instructions": INSTRUCTIONS}
+        self.revision = revision
+        self.roots.declared(isinstance(capabilities, dict) and isinstance(capabilities.get("roots"), dict))
+        return {"protocolVersion": revision.name, "capabilities": protocol.capabilities(False),
+                "serverInfo": SERVER_INFO, "instructions": INSTRUCTIONS}
 
-    # -- tool calls ---------------------------------------------------------------
+    # -- calls in threads -----------------------------------------------------------
 
-    def start_call(self, ident: Any, params: Dict[str, Any]) -> None:
-        from .tools import SCHEMAS
-
-        name, arguments = params.get("name"), params.get("arguments", {})
-        if name not in SCHEMAS:
-            self.error(ident, INVALID_PARAMS, "unknown tool: %s (tools: %s)" % (shown(str(name)), ", ".join(SCHEMAS)))
-            return
-        if not isinstance(arguments, dict):
-            self.error(ident, INVALID_PARAMS, "invalid params: arguments must be an object")
-            return
-        meta = params.get("_meta")
-        token = meta.get("progressToken") if isinstance(meta, dict) else None
+    def start(self, ident: Any, revision: Revision, work: Work) -> None:
+        """Run `work` in a thread of its own and answer with what it returns
+        (None: no answer, the client cancelled); busy past MAX_CALLS."""
         cancelled = threading.Event()
         with self.state:
             full = self.running >= MAX_CALLS
@@ -198,97 +214,140 @@ class Server:
                 self.running += 1
                 self.calls[json.dumps(ident)] = cancelled
         if full:
-            self.respond(ident, busy("%d tool calls are running, as many as it runs at once" % MAX_CALLS))
+            self.respond(ident, protocol.complete(revision, busy(
+                "%d calls are running, as many as it runs at once" % MAX_CALLS)))
             return
-        call = Call(self.grants, self.inside, self.send, self.closing, cancelled, token)
-        thread = threading.Thread(target=self.finish_call, args=(ident, name, arguments, call), daemon=True)
+        thread = threading.Thread(target=self.finish, args=(ident, revision, work, cancelled), daemon=True)
         try:
             thread.start()
         except RuntimeError as e:  # no thread to be had (ulimit -u): this call is refused, the server lives on
             self.ended(ident)
-            self.respond(ident, busy("it cannot start a thread for the call (%s)" % e))
+            self.respond(ident, protocol.complete(revision, busy("it cannot start a thread for the call (%s)" % e)))
             return
         with self.state:
             self.threads = [t for t in self.threads if t.is_alive()] + [thread]
 
-    def finish_call(self, ident: Any, name: str, arguments: Dict[str, Any], call: Call) -> None:
-        """Run the tool and answer, unless the client cancelled the call (it
-        wants no answer then, as the MCP specification says)."""
-        from .tools import Cancelled
+    def finish(self, ident: Any, revision: Revision, work: Work, cancelled: threading.Event) -> None:
+        """A call's thread: its answer, unless the client cancelled it (it
+        wants none then, as the MCP specification says)."""
+        error: Optional[Dict[str, Any]] = None
+        try:
+            result = work(cancelled)
+        except RpcError as e:
+            result, error = None, e.error
+        finally:
+            self.ended(ident)
+        if error is not None:
+            self.send({"jsonrpc": "2.0", "id": ident, "error": error})
+        elif result is not None and not cancelled.is_set():
+            self.respond(ident, protocol.complete(revision, result))
+
+    def ended(self, ident: Any) -> None:
+        """A call's thread is done (or never started): its slot is free."""
+        with self.state:
+            if self.calls.pop(json.dumps(ident), None) is not None:
+                self.running -= 1
+
+    # -- what the threads do ----------------------------------------------------------
+
+    def tool_call(self, params: Dict[str, Any], revision: Revision, cancelled: threading.Event
+                  ) -> Optional[Dict[str, Any]]:
+        """Run a tool: its result, a task handle (a wait a task client takes
+        as a task), a tool error, or None when the client cancelled it."""
+        from .tools import SCHEMAS
         from .tools import call as run_tool
 
-        result: Optional[Dict[str, Any]] = None
+        name, arguments = params.get("name"), params.get("arguments", {})
+        if name not in SCHEMAS:
+            raise RpcError(rpc_error(INVALID_PARAMS, "unknown tool: %s (tools: %s)"
+                                     % (shown(str(name)), ", ".join(SCHEMAS))))
+        if not isinstance(arguments, dict):
+            raise RpcError(rpc_error(INVALID_PARAMS, "invalid params: arguments must be an object"))
+        meta = params.get("_meta")
+        as_task = revision.modern and protocol.client_has(params, TASKS)
+        if as_task and not self.tasks.reserve():
+            return too_many()
+        ask = not revision.modern
+        call = Call(self.grants, lambda path, what: self.roots.inside(path, what, ask), self.send, self.closing,
+                    cancelled, meta.get("progressToken") if isinstance(meta, dict) else None, as_task)
+        task: Optional[Task] = None
         try:
             structured, text = run_tool(name, arguments, call)
-            result = {"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": False}
+            return tool_result(structured, text)
+        except Deferred as deferred:
+            task = self.tasks.create(deferred)
+            task.look()
+            return dict(task.detailed(), resultType="task")
         except Cancelled:
-            pass  # cancelled, or stdin ended: nobody wants the answer
+            return None  # cancelled, or stdin ended: nobody wants the answer
         except HarnessctlError as e:
-            result = tool_error(str(e), e.exit_code)
+            return tool_error(str(e), e.exit_code)
         except Exception as e:
             if os.environ.get("HARNESSCTL_DEBUG") == "1":
                 import traceback
 
                 traceback.print_exc()
-            result = tool_error("internal error: %s: %s (set HARNESSCTL_DEBUG=1 for a traceback on stderr)"
-                                % (type(e).__name__, e), 1)
+            return tool_error("internal error: %s: %s (set HARNESSCTL_DEBUG=1 for a traceback on stderr)"
+                              % (type(e).__name__, e), 1)
         finally:
-            self.ended(ident)
-        if result is not None and not call.cancelled.is_set():
-            self.respond(ident, result)
+            if as_task and task is None:
+                self.tasks.release()
 
-    def ended(self, ident: Any) -> None:
-        """A call's thread is done (or never started): its slot is free."""
-        with self.state:
-            self.calls.pop(json.dumps(ident), None)
-            self.running -= 1
+    def task_method(self, method: str, params: Dict[str, Any]) -> Dict[str, Any]:
+        """tasks/get, tasks/update, tasks/cancel on one of this connection's
+        tasks; any other id (guessed, another connection's, forgotten) is
+        the same error, which says nothing of what exists."""
+        from .. import client
+        from .tasks import cancel, update
 
-    # -- roots --------------------------------------------------------------------
+        task = self.tasks.find(params.get("taskId"))
+        if task is None:
+            raise RpcError(rpc_error(INVALID_PARAMS, "no such task (a task is forgotten %d s after its result "
+                                     "was fetched, or a day after it began)" % KEEP_GIVEN))
+        if method == "tasks/update":
+            responses = params.get("inputResponses")
+            if not isinstance(responses, dict):
+                raise RpcError(rpc_error(INVALID_PARAMS, "invalid params: inputResponses must be an object"))
+            try:
+                update(task, responses, client.reply)
+            except HarnessctlError as e:
+                raise RpcError(rpc_error(INVALID_PARAMS, "the answer was refused: %s" % e)) from None
+            return {}
+        if method == "tasks/cancel":
+            try:
+                cancel(task, client.cancel)
+            except HarnessctlError as e:
+                raise RpcError(rpc_error(INTERNAL_ERROR, "the run could not be cancelled: %s" % e)) from None
+            return {}
+        task.look()
+        return task.detailed()
 
-    def roots(self) -> List[str]:
-        """The directories a path must lie under: --root, else the client's
-        roots (when it has the capability and lists any), else our cwd."""
-        if self.fixed_roots:
-            return self.fixed_roots
-        with self.state:
-            capable, known = self.roots_capable, self.client_roots
-        if capable and known is None:
-            known = self.ask_roots()
-            with self.state:
-                self.client_roots = known
-        return known or [os.path.realpath(os.getcwd())]
-
-    def ask_roots(self) -> List[str]:
-        """roots/list, answered within ROOTS_PATIENCE: its file:// roots,
-        resolved; none when it fails or lists none."""
-        from urllib.parse import unquote, urlparse
-
-        with self.state:
-            self.asked += 1
-            ident = "harnessctl-roots-%d" % self.asked
-        self.send({"jsonrpc": "2.0", "id": ident, "method": "roots/list"})
-        key = json.dumps(ident)
-        with self.state:
-            self.state.wait_for(lambda: key in self.answers, ROOTS_PATIENCE)
-            answer = self.answers.pop(key, {})
-        found = (answer.get("result") or {}).get("roots") if isinstance(answer.get("result"), dict) else None
-        roots = []
-        for root in found if isinstance(found, list) else []:
-            uri = urlparse(root.get("uri", "")) if isinstance(root, dict) and isinstance(root.get("uri"), str) else None
-            if uri is not None and uri.scheme == "file" and uri.path:
-                roots.append(os.path.realpath(unquote(uri.path)))
-        return roots
-
-    def inside(self, path: str, what: str) -> str:
-        """`path` resolved (symlinks and all), if it lies under an allowed root."""
-        if not path:
-            raise UsageError("%s must not be empty" % what)
-        check_path(path, what)
-        real = os.path.realpath(path)
-        roots = self.roots()
-        if not any(real == root or real.startswith(root.rstrip("/") + "/") for root in roots):
-            raise UsageError("refusing %s %s: it is not under the allowed roots (%s)" % (what, real, ", ".join(roots)))
-        return real
+    def listen(self, ident: Any, params: Dict[str, Any], cancelled: threading.Event) -> Optional[Dict[str, Any]]:
+        """subscriptions/listen: notifications/tasks for the connection's
+        tasks among `taskIds`, each time one changes, until every one has
+        ended (then the subscription ends with its result), the client
+        cancels it, or stdin ends.  Other notification kinds are not offered."""
+        wanted = (params.get("notifications") or {}).get("taskIds") if isinstance(params.get("notifications"),
+                                                                                  dict) else None
+        if isinstance(wanted, list) and wanted and not protocol.client_has(params, TASKS):
+            raise RpcError(protocol.missing_tasks())
+        tasks = [task for task in (self.tasks.find(i) for i in wanted or []) if task is not None]
+        meta = {protocol.SUBSCRIPTION_KEY: ident}
+        self.send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {
+            "_meta": meta, "notifications": {"taskIds": [task.id for task in tasks]} if tasks else {}}})
+        said: Dict[str, Any] = {}
+        while not (cancelled.is_set() or self.closing.is_set()):
+            for task in tasks:
+                task.look()
+                shown_task = task.detailed()
+                if said.get(task.id) != shown_task:
+                    said[task.id] = shown_task
+                    self.send({"jsonrpc": "2.0", "method": "notifications/tasks",
+                               "params": dict(shown_task, _meta=meta)})
+            if all(task.status in TERMINAL for task in tasks):
+                return {"_meta": meta}
+            self.closing.wait(SUBSCRIPTION_LOOK)
+        return None
 
     # -- messages out -------------------------------------------------------------
 
@@ -296,7 +355,12 @@ class Server:
         self.send({"jsonrpc": "2.0", "id": ident, "result": result})
 
     def error(self, ident: Any, code: int, message: str) -> None:
-        self.send({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
+        """An error to a request, or to a line whose id is unknown (None):
+        that one has no `id` where the connection's revision allows it."""
+        answer: Dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "error": rpc_error(code, message)}
+        if ident is None and self.revision.id_optional:
+            del answer["id"]
+        self.send(answer)
 
     def send(self, message: Dict[str, Any]) -> None:
         """One line to the client; a client gone is noticed by the reader (EOF)."""
@@ -309,19 +373,8 @@ class Server:
                 pass
 
 
-def tool_error(message: str, code: int) -> Dict[str, Any]:
-    """A tool's failure: the CLI's one-line message and exit code, with the
-    caller's text in it made inert as the CLI's stderr line is (visible.py)."""
-    message = shown(message)
-    return {"content": [{"type": "text", "text": "harnessctl: %s (exit %d)" % (message, code)}],
-            "structuredContent": {"error": message, "exit_code": code}, "isError": True}
-
-
-def busy(why: str) -> Dict[str, Any]:
-    """The answer to a call the server runs no thread for: nothing was done;
-    exit 5 (unavailable), as a runtime that holds no more waits answers."""
-    return tool_error("the server is busy: %s; nothing was done, retry when a call has ended" % why,
-                      UnavailableError.exit_code)
+def rpc_error(code: int, message: str) -> Dict[str, Any]:
+    return {"code": code, "message": message}
 
 
 def lines(reader: BinaryIO) -> Iterator[Optional[bytes]]:

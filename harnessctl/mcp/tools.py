@@ -111,18 +111,13 @@ def send(args: Dict[str, Any], call: Call) -> Result:
                                   args.get("schema"), unattended({}, tokens, cost)))
     if not args.get("wait"):
         return _json({"outcome": "accepted", "exit_code": 0, "input_id": input_id})
-    found = call.wait(file, input_id, args.get("timeout"))
-    if found is None:
-        raise Cancelled()
-    return outcome(found, input_id)
+    return call.wait(file, input_id, args.get("timeout"), lambda found: outcome(found, input_id))
 
 
 def wait(args: Dict[str, Any], call: Call) -> Result:
     file = call.inside(args["file"], "file")
-    found = call.wait(file, args.get("input_id"), args.get("timeout"))
-    if found is None:
-        raise Cancelled()
-    return outcome(waited_line(args["file"], found), args.get("input_id"))
+    return call.wait(file, args.get("input_id"), args.get("timeout"),
+                     lambda found: outcome(waited_line(args["file"], found), args.get("input_id")))
 
 
 def status(args: Dict[str, Any], call: Call) -> Result:
@@ -164,10 +159,6 @@ def log(args: Dict[str, Any], call: Call) -> Result:
 
 HANDLERS: Dict[str, Callable[[Dict[str, Any], Call], Result]] = {
     "send": send, "wait": wait, "status": status, "reply": reply, "cancel": cancel, "log": log}
-
-
-class Cancelled(Exception):
-    """The client cancelled the call while it waited: it gets no answer."""
 
 
 def outcome(found: Tuple[str, str], input_id: Optional[str]) -> Result:
