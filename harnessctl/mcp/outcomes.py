@@ -1,6 +1,7 @@
-"""A tool call's answer as MCP shapes it (a CallToolResult): a result, a
-tool error, the server busy.  One place, because a call answers it at once
-and a task (tasks.py) gives the same answer when its run ends."""
+"""A call's answer as MCP shapes it: a tool's (a CallToolResult: a result,
+a tool error, the server busy) and a JSON-RPC error.  One place, because a
+call answers at once and a task (tasks.py) gives the same answer when its
+run ends."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from ..visible import shown
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Dict
+
+INVALID_PARAMS = -32602
 
 
 def tool_result(structured: Dict[str, Any], text: str) -> Dict[str, Any]:
@@ -32,3 +35,15 @@ def busy(why: str) -> Dict[str, Any]:
     exit 5 (unavailable), as a runtime that holds no more waits answers."""
     return tool_error("the server is busy: %s; nothing was done, retry when a call has ended" % why,
                       UnavailableError.exit_code)
+
+
+class RpcError(Exception):
+    """A request answered with a JSON-RPC error (`error`: its object)."""
+
+    def __init__(self, error: Dict[str, Any]) -> None:
+        super().__init__(error["message"])
+        self.error = error
+
+
+def rpc_error(code: int, message: str) -> Dict[str, Any]:
+    return {"code": code, "message": message}

@@ -26,10 +26,10 @@ from ..visible import shown
 from ..vocabulary import MODES
 from . import protocol
 from .call import Call, Cancelled, Deferred, Grants
-from .outcomes import busy, tool_error, tool_result
+from .outcomes import INVALID_PARAMS, RpcError, busy, rpc_error, tool_error, tool_result
 from .protocol import TASKS, Revision
 from .roots import Roots
-from .tasks import KEEP_GIVEN, TERMINAL, Task, Tasks, too_many
+from .tasks import Task, Tasks, listen, task_method, too_many
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -37,12 +37,10 @@ if TYPE_CHECKING:
 
     Work = Callable[[threading.Event], Optional[Dict[str, Any]]]  # a call's thread: its result, or None
 
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
-INTERNAL_ERROR = -32603
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INTERNAL_ERROR = -32700, -32600, -32601, -32603
 TASK_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
 MAX_LINE = 16 * 1024 * 1024  # bytes of one message: a send's text (4 MiB) and schema fit, escaped
 MAX_CALLS = 16  # calls running at once (a thread each); one more is answered "busy" at once
-SUBSCRIPTION_LOOK = 0.25  # seconds between two looks at a subscription's tasks
 INSTRUCTIONS = ("harnessctl drives coding agents (codex, claude, ACP agents, a mock) in sessions, each an event "
                 "file. send starts or steers a run; wait/status show its result or a request that needs a reply; "
                 "reply answers it; cancel stops it; log shows the transcript. Paths must lie under the allowed "
@@ -77,14 +75,6 @@ def not_a_root(root: str) -> str:
     if not os.path.exists(root):
         return "no such directory (create it first)"
     return "not a directory"
-
-
-class RpcError(Exception):
-    """A request answered with a JSON-RPC error (`error`: its object)."""
-
-    def __init__(self, error: Dict[str, Any]) -> None:
-        super().__init__(error["message"])
-        self.error = error
 
 
 class Server:
@@ -170,13 +160,14 @@ class Server:
 
             self.respond(ident, protocol.tool_list(revision, listing()))
         elif method == "tools/call":
-            self.start(ident, revision, lambda cancelled: self.tool_call(params, revision, cancelled))
+            self.start(ident, revision, lambda cancelled: self.tool_call(params, revision, cancelled), tool=True)
         elif method in TASK_METHODS and not (revision.modern and protocol.client_has(params, TASKS)):
             self.send({"jsonrpc": "2.0", "id": ident, "error": protocol.missing_tasks()})
         elif method in TASK_METHODS:
-            self.start(ident, revision, lambda cancelled: self.task_method(method, params))
+            self.start(ident, revision, lambda cancelled: task_method(self.tasks, method, params))
         elif method == "subscriptions/listen" and revision.modern:
-            self.start(ident, revision, lambda cancelled: self.listen(ident, params, cancelled))
+            self.start(ident, revision, lambda cancelled: listen(self.tasks, ident, params, self.send,
+                                                                 cancelled, self.closing))
         else:
             self.error(ident, METHOD_NOT_FOUND, "method not found: %s" % shown(method))
 
@@ -204,9 +195,10 @@ class Server:
 
     # -- calls in threads -----------------------------------------------------------
 
-    def start(self, ident: Any, revision: Revision, work: Work) -> None:
+    def start(self, ident: Any, revision: Revision, work: Work, tool: bool = False) -> None:
         """Run `work` in a thread of its own and answer with what it returns
-        (None: no answer, the client cancelled); busy past MAX_CALLS."""
+        (None: no answer, the client cancelled); busy past MAX_CALLS, as a
+        tool error to a tool call, else as a JSON-RPC error."""
         cancelled = threading.Event()
         with self.state:
             full = self.running >= MAX_CALLS
@@ -214,18 +206,24 @@ class Server:
                 self.running += 1
                 self.calls[json.dumps(ident)] = cancelled
         if full:
-            self.respond(ident, protocol.complete(revision, busy(
-                "%d calls are running, as many as it runs at once" % MAX_CALLS)))
+            self.refuse(ident, revision, tool, "%d calls are running, as many as it runs at once" % MAX_CALLS)
             return
         thread = threading.Thread(target=self.finish, args=(ident, revision, work, cancelled), daemon=True)
         try:
             thread.start()
         except RuntimeError as e:  # no thread to be had (ulimit -u): this call is refused, the server lives on
             self.ended(ident)
-            self.respond(ident, protocol.complete(revision, busy("it cannot start a thread for the call (%s)" % e)))
+            self.refuse(ident, revision, tool, "it cannot start a thread for the call (%s)" % e)
             return
         with self.state:
             self.threads = [t for t in self.threads if t.is_alive()] + [thread]
+
+    def refuse(self, ident: Any, revision: Revision, tool: bool, why: str) -> None:
+        """The server is busy: a tool error to a tool call, else a JSON-RPC error."""
+        if tool:
+            self.respond(ident, protocol.complete(revision, busy(why)))
+        else:
+            self.error(ident, INTERNAL_ERROR, busy(why)["structuredContent"]["error"])
 
     def finish(self, ident: Any, revision: Revision, work: Work, cancelled: threading.Event) -> None:
         """A call's thread: its answer, unless the client cancelled it (it
@@ -276,8 +274,7 @@ class Server:
             return tool_result(structured, text)
         except Deferred as deferred:
             task = self.tasks.create(deferred)
-            task.look()
-            return dict(task.detailed(), resultType="task")
+            return dict(task.current(), resultType="task")
         except Cancelled:
             return None  # cancelled, or stdin ended: nobody wants the answer
         except HarnessctlError as e:
@@ -292,62 +289,6 @@ class Server:
         finally:
             if as_task and task is None:
                 self.tasks.release()
-
-    def task_method(self, method: str, params: Dict[str, Any]) -> Dict[str, Any]:
-        """tasks/get, tasks/update, tasks/cancel on one of this connection's
-        tasks; any other id (guessed, another connection's, forgotten) is
-        the same error, which says nothing of what exists."""
-        from .. import client
-        from .tasks import cancel, update
-
-        task = self.tasks.find(params.get("taskId"))
-        if task is None:
-            raise RpcError(rpc_error(INVALID_PARAMS, "no such task (a task is forgotten %d s after its result "
-                                     "was fetched, or a day after it began)" % KEEP_GIVEN))
-        if method == "tasks/update":
-            responses = params.get("inputResponses")
-            if not isinstance(responses, dict):
-                raise RpcError(rpc_error(INVALID_PARAMS, "invalid params: inputResponses must be an object"))
-            try:
-                update(task, responses, client.reply)
-            except HarnessctlError as e:
-                raise RpcError(rpc_error(INVALID_PARAMS, "the answer was refused: %s" % e)) from None
-            return {}
-        if method == "tasks/cancel":
-            try:
-                cancel(task, client.cancel)
-            except HarnessctlError as e:
-                raise RpcError(rpc_error(INTERNAL_ERROR, "the run could not be cancelled: %s" % e)) from None
-            return {}
-        task.look()
-        return task.detailed()
-
-    def listen(self, ident: Any, params: Dict[str, Any], cancelled: threading.Event) -> Optional[Dict[str, Any]]:
-        """subscriptions/listen: notifications/tasks for the connection's
-        tasks among `taskIds`, each time one changes, until every one has
-        ended (then the subscription ends with its result), the client
-        cancels it, or stdin ends.  Other notification kinds are not offered."""
-        wanted = (params.get("notifications") or {}).get("taskIds") if isinstance(params.get("notifications"),
-                                                                                  dict) else None
-        if isinstance(wanted, list) and wanted and not protocol.client_has(params, TASKS):
-            raise RpcError(protocol.missing_tasks())
-        tasks = [task for task in (self.tasks.find(i) for i in wanted or []) if task is not None]
-        meta = {protocol.SUBSCRIPTION_KEY: ident}
-        self.send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {
-            "_meta": meta, "notifications": {"taskIds": [task.id for task in tasks]} if tasks else {}}})
-        said: Dict[str, Any] = {}
-        while not (cancelled.is_set() or self.closing.is_set()):
-            for task in tasks:
-                task.look()
-                shown_task = task.detailed()
-                if said.get(task.id) != shown_task:
-                    said[task.id] = shown_task
-                    self.send({"jsonrpc": "2.0", "method": "notifications/tasks",
-                               "params": dict(shown_task, _meta=meta)})
-            if all(task.status in TERMINAL for task in tasks):
-                return {"_meta": meta}
-            self.closing.wait(SUBSCRIPTION_LOOK)
-        return None
 
     # -- messages out -------------------------------------------------------------
 
@@ -371,10 +312,6 @@ class Server:
                 self.out.flush()
             except (OSError, ValueError):
                 pass
-
-
-def rpc_error(code: int, message: str) -> Dict[str, Any]:
-    return {"code": code, "message": message}
 
 
 def lines(reader: BinaryIO) -> Iterator[Optional[bytes]]:

@@ -23,7 +23,8 @@ import time
 
 from ..errors import HarnessctlError, StateError, UnavailableError
 from ..visible import shown
-from .outcomes import tool_error, tool_result
+from . import protocol
+from .outcomes import INVALID_PARAMS, RpcError, rpc_error, tool_error, tool_result
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -37,6 +38,8 @@ KEEP_GIVEN = 60.0  # seconds an ended task is kept after its answer was first gi
 POLL_MS = 1000  # the pollIntervalMs hint
 ACTIVITY_TAIL = 64 * 1024  # bytes of the event file read for the latest activity
 TERMINAL = ("completed", "failed", "cancelled")
+SUBSCRIPTION_LOOK = 0.25  # seconds between two looks at a subscription's tasks
+INTERNAL_ERROR = -32603
 
 
 class Task:
@@ -44,6 +47,7 @@ class Task:
 
     def __init__(self, deferred: Deferred, now: float) -> None:
         self.id = secrets.token_urlsafe(24)
+        self.lock = threading.Lock()  # a look, an update or a cancel at a time (calls run in threads)
         self.deferred = deferred
         self.created = _iso(now)
         self.updated = self.created
@@ -54,6 +58,12 @@ class Task:
         self.answer: Optional[Dict[str, Any]] = None  # the CallToolResult it ended with
         self.cancel_asked = False
         self.given: Optional[float] = None  # when its end was first given out (monotonic)
+
+    def current(self) -> Dict[str, Any]:
+        """The task as its event file has it now (tasks/get, notifications/tasks)."""
+        with self.lock:
+            self.look()
+            return self.detailed()
 
     def look(self) -> None:
         """Bring the task up to what its event file holds now."""
@@ -158,21 +168,81 @@ class Tasks:
 def update(task: Task, responses: Dict[str, Any], reply: Callable[[str, str, str], None]) -> None:
     """tasks/update: answer the parked request as `reply` does.  One
     answered meanwhile from elsewhere is no error: the file moved on."""
-    for request_id, answer in task.answers(responses):
-        try:
-            reply(task.deferred.file, request_id, answer)
-        except StateError:
-            pass  # answered already, or expired: the next look shows what it became
-        task.request = None
+    with task.lock:
+        for request_id, answer in task.answers(responses):
+            try:
+                reply(task.deferred.file, request_id, answer)
+            except StateError:
+                pass  # answered already, or expired: the next look shows what it became
+            task.move("working", "the reply was sent", None)
 
 
 def cancel(task: Task, cancel_run: Callable[[str], None]) -> None:
     """tasks/cancel: the run is cancelled as `cancel` does; the task ends
     `cancelled` when the run's result says so (it may end otherwise first)."""
-    if task.status in TERMINAL:
-        return
-    task.cancel_asked = True
-    cancel_run(task.deferred.file)
+    with task.lock:
+        if task.status in TERMINAL:
+            return
+        task.cancel_asked = True
+        cancel_run(task.deferred.file)
+
+
+# -- the requests of a task client ---------------------------------------------------------
+
+
+def task_method(tasks: Tasks, method: str, params: Dict[str, Any]) -> Dict[str, Any]:
+    """tasks/get, tasks/update, tasks/cancel on one of this connection's
+    tasks; any other id (guessed, another connection's, forgotten) is
+    the same error, which says nothing of what exists."""
+    from .. import client
+
+    task = tasks.find(params.get("taskId"))
+    if task is None:
+        raise RpcError(rpc_error(INVALID_PARAMS, "no such task (a task is forgotten %d s after its result "
+                                 "was fetched, or a day after it began)" % KEEP_GIVEN))
+    if method == "tasks/update":
+        responses = params.get("inputResponses")
+        if not isinstance(responses, dict):
+            raise RpcError(rpc_error(INVALID_PARAMS, "invalid params: inputResponses must be an object"))
+        try:
+            update(task, responses, client.reply)
+        except HarnessctlError as e:
+            raise RpcError(rpc_error(INVALID_PARAMS, "the answer was refused: %s" % e)) from None
+        return {}
+    if method == "tasks/cancel":
+        try:
+            cancel(task, client.cancel)
+        except HarnessctlError as e:
+            raise RpcError(rpc_error(INTERNAL_ERROR, "the run could not be cancelled: %s" % e)) from None
+        return {}
+    return task.current()
+
+
+def listen(tasks: Tasks, ident: Any, params: Dict[str, Any], send: Callable[[Dict[str, Any]], None],
+           cancelled: threading.Event, closing: threading.Event) -> Optional[Dict[str, Any]]:
+    """subscriptions/listen: notifications/tasks for the connection's
+    tasks among `taskIds`, each time one changes, until every one has
+    ended (then the subscription ends with its result), the client
+    cancels it, or stdin ends.  Other notification kinds are not offered."""
+    notifications = params.get("notifications")
+    wanted = notifications.get("taskIds") if isinstance(notifications, dict) else None
+    if isinstance(wanted, list) and wanted and not protocol.client_has(params, protocol.TASKS):
+        raise RpcError(protocol.missing_tasks())
+    followed = [task for task in (tasks.find(i) for i in wanted or []) if task is not None]
+    meta = {protocol.SUBSCRIPTION_KEY: ident}
+    send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {
+        "_meta": meta, "notifications": {"taskIds": [task.id for task in followed]} if followed else {}}})
+    said: Dict[str, Any] = {}
+    while not (cancelled.is_set() or closing.is_set()):
+        for task in followed:
+            shown_task = task.current()
+            if said.get(task.id) != shown_task:
+                said[task.id] = shown_task
+                send({"jsonrpc": "2.0", "method": "notifications/tasks", "params": dict(shown_task, _meta=meta)})
+        if all(task.status in TERMINAL for task in followed):
+            return {"_meta": meta}
+        closing.wait(SUBSCRIPTION_LOOK)
+    return None
 
 
 # -- the parked request as an elicitation, and its answer back ---------------------
