@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas")
 REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
@@ -112,9 +112,8 @@ def validate(value: Any, file: str, definition: str, what: str) -> None:
     validator = jsonschema.validators.validator_for(schema)(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     if error is not None:
-        where = "".join("[%s]" % json.dumps(step) for step in error.absolute_path) or " (the whole value)"
-        raise AssertionError("%s is not a valid %s of %s: at %s: %s\n%s" % (
-            what, definition, file, where, error.message, json.dumps(value)[:2000]))
+        raise AssertionError("%s is not a valid %s of %s: %s\n%s" % (
+            what, definition, file, explain(jsonschema, error), json.dumps(value)[:2000]))
 
 
 def check_message(message: Dict[str, Any], revision: str, method: Optional[str] = None) -> None:
@@ -153,8 +152,22 @@ def check_tool_result(result: Dict[str, Any], output_schema: Dict[str, Any]) -> 
     jsonschema = jsonschema_or_skip()
     cls = jsonschema.validators.validator_for(output_schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(output_schema)
-    error = jsonschema.exceptions.best_match(cls(output_schema).iter_errors(result.get("structuredContent")))
-    if error is not None:
-        where = "".join("[%s]" % json.dumps(step) for step in error.absolute_path) or " (the whole value)"
-        raise AssertionError("structuredContent does not fit the tool's outputSchema: at %s: %s\n%s" % (
-            where, error.message, json.dumps(result.get("structuredContent"))[:2000]))
+    errors = list(cls(output_schema).iter_errors(result.get("structuredContent")))
+    if errors:
+        reasons = "; ".join(explain(jsonschema, error) for error in errors)
+        raise AssertionError("structuredContent does not fit the tool's outputSchema: %s\n%s" % (
+            reasons, json.dumps(result.get("structuredContent"))[:2000]))
+
+
+def explain(jsonschema: Any, error: Any) -> str:
+    """Where and why, for people: for an anyOf that no alternative matched,
+    the likeliest reason of each alternative (one line each)."""
+    where = "".join("[%s]" % json.dumps(step) for step in error.absolute_path) or " (the whole value)"
+    if not error.context:
+        return "at %s: %s" % (where, error.message)
+    branches: Dict[Any, List[Any]] = {}
+    for sub in error.context:
+        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+    return "at %s: no alternative of %s fits:%s" % (where, error.validator, "".join(
+        "\n  alternative %s: %s" % (index, explain(jsonschema, jsonschema.exceptions.best_match(subs)))
+        for index, subs in sorted(branches.items())))
