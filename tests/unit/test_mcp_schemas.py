@@ -43,13 +43,16 @@ def test_a_result_is_held_to_the_definition_of_its_requests_method():
 def test_a_2026_07_28_result_needs_its_result_type():
     with pytest.raises(AssertionError, match="resultType"):
         check_message(response({"tools": []}), "2026-07-28", "tools/list")
-    check_message(response({"tools": [], "resultType": "complete", "cacheScope": "private"}), "2026-07-28",
-                  "tools/list")
+    check_message(response({"tools": [], "resultType": "complete", "cacheScope": "private", "ttlMs": 0}),
+                  "2026-07-28", "tools/list")
 
 
-def test_a_2026_07_28_tools_list_needs_its_cache_scope():
-    with pytest.raises(AssertionError, match="'cacheScope' is a required property"):
-        check_message(response({"tools": [], "resultType": "complete"}), "2026-07-28", "tools/list")
+@pytest.mark.parametrize("missing", ["cacheScope", "ttlMs"])
+def test_a_2026_07_28_tools_list_needs_its_cache_hints(missing):
+    result = {"tools": [], "resultType": "complete", "cacheScope": "private", "ttlMs": 0}
+    del result[missing]
+    with pytest.raises(AssertionError, match="'%s' is a required property" % missing):
+        check_message(response(result), "2026-07-28", "tools/list")
 
 
 def test_a_task_handle_answering_tools_call_is_held_to_create_task_result():
