@@ -4,9 +4,10 @@ under both) and calls what it calls (client.py, log.py), so a tool never
 behaves otherwise than its command.
 
 A handler gets the call (call.Call: the allowed roots, the progress-aware
-wait) and the checked arguments, and returns (structured result, short
-text); a HarnessctlError it raises becomes a tool error with that message
-and exit code (mcp.py)."""
+wait) and the checked arguments, and returns (structured result, its text:
+the same serialized); a HarnessctlError it raises becomes a tool error with
+that message and exit code (server.py).  Each tool's outputSchema, the
+shapes of its structured results, is results.py's."""
 
 from __future__ import annotations
 
@@ -70,8 +71,11 @@ SCHEMAS = {
 
 
 def listing() -> List[Dict[str, Any]]:
-    """tools/list's `tools`."""
-    return [dict(schema, name=name) for name, schema in SCHEMAS.items()]
+    """tools/list's `tools`: each with the outputSchema of its structuredContent (results.py)."""
+    from .results import output_schemas
+
+    outputs = output_schemas()
+    return [dict(schema, name=name, outputSchema=outputs[name]) for name, schema in SCHEMAS.items()]
 
 
 def call(name: str, arguments: Dict[str, Any], call: Call) -> Result:
@@ -154,7 +158,7 @@ def log(args: Dict[str, Any], call: Call) -> Result:
 
     text = "\n".join(pieces(file, args.get("since"), args.get("runs"), False))
     entries = [json.loads(piece) for piece in pieces(file, args.get("since"), args.get("runs"), True)]
-    return {"text": text, "entries": entries}, text
+    return _json({"text": text, "entries": entries})
 
 
 HANDLERS: Dict[str, Callable[[Dict[str, Any], Call], Result]] = {
@@ -221,9 +225,10 @@ def check(schema: Dict[str, Any], value: Any, where: str) -> None:
                                                                    for n in names)))
     if "enum" in schema and value not in schema["enum"]:
         raise UsageError("%s must be one of %s" % (where, ", ".join(schema["enum"])))
-    if "minimum" in schema and value < schema["minimum"] or "exclusiveMinimum" in schema and \
-            value <= schema["exclusiveMinimum"]:
-        raise UsageError("%s must be more than %s" % (where, schema.get("minimum", schema.get("exclusiveMinimum"))))
+    if "minimum" in schema and value < schema["minimum"]:
+        raise UsageError("%s must be at least %s" % (where, schema["minimum"]))
+    if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
+        raise UsageError("%s must be more than %s" % (where, schema["exclusiveMinimum"]))
     if isinstance(value, (str, list)) and len(value) < schema.get("minLength", schema.get("minItems", 0)):
         raise UsageError("%s must not be empty" % where)
     if isinstance(value, list):

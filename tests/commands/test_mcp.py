@@ -114,7 +114,12 @@ def test_log_gives_the_transcript_text_and_its_entries(mcp, efile):
     assert "echo: hello" in found["text"] and "\x1b" not in found["text"]
     kinds = [entry["entry"] for entry in found["entries"]]
     assert "input" in kinds and "result" in kinds
-    assert found["text"] == mcp.tool("log", file=efile)["content"][0]["text"]
+
+
+def test_log_text_is_its_structured_content_as_json(mcp, efile):
+    mcp.tool("send", file=efile, text="hello", adapter="mock", wait=True)
+    result = mcp.tool("log", file=efile)
+    assert json.loads(result["content"][0]["text"]) == structured(result)
 
 
 # -- errors -----------------------------------------------------------------------------
@@ -139,6 +144,26 @@ def test_the_clis_error_comes_with_its_message_and_exit_code(mcp, workdir):
     result = mcp.tool("wait", file=str(workdir / "none.jsonl"))
     assert result["isError"] is True and result["structuredContent"]["exit_code"] == 4
     assert result["structuredContent"]["error"].startswith("no such event file")
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"runs": 0}, "runs must be at least 1"),
+    ({"since": 0}, "since must be at least 1"),
+], ids=["runs", "since"])
+def test_a_number_below_its_minimum_is_refused_saying_at_least(mcp, efile, arguments, message):
+    mcp.tool("send", file=efile, text="hello", adapter="mock", wait=True)
+    result = mcp.tool("log", file=efile, **arguments)
+    assert result["isError"] is True and result["structuredContent"] == {"error": message, "exit_code": 2}
+
+
+def test_a_number_at_its_minimum_is_accepted(mcp, efile):
+    mcp.tool("send", file=efile, text="hello", adapter="mock", wait=True)
+    assert structured(mcp.tool("log", file=efile, runs=1))["entries"]
+
+
+def test_a_number_not_above_an_exclusive_minimum_is_refused_saying_more_than(mcp, efile):
+    result = mcp.tool("send", file=efile, text="hello", adapter="mock", max_cost_usd=0)
+    assert result["structuredContent"] == {"error": "max_cost_usd must be more than 0", "exit_code": 2}
 
 
 def test_an_unknown_tool_is_error_32602(mcp):
