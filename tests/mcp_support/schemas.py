@@ -35,6 +35,7 @@ RESULTS = {
     "tasks/get": "GetTaskResult",
     "tasks/update": "UpdateTaskResult",
     "tasks/cancel": "CancelTaskResult",
+    "subscriptions/listen": "SubscriptionsListenResult",
 }
 TASK_HANDLE = "CreateTaskResult"  # a tools/call answered with a task (resultType "task")
 
