@@ -1,0 +1,141 @@
+"""How to make the two pinned real MCP clients use the 2026-07-28 Tasks extension
+(io.modelcontextprotocol/tasks) against a server under test.
+
+Everything here was recorded with the real binaries on 2026-12-05 (see
+recorded.md beside this file): Claude Code 2.1.332 and codex 0.171.0, each on the
+project's loopback mock model.  The helpers only build environments, config
+files and command lines; the caller gives the server's command and runs the
+client itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+from claudecode_support.fixtures import claude_env
+
+TASKS = "io.modelcontextprotocol/tasks"
+
+# The GrowthBook flag that turns Claude Code's Tasks client on (recorded: the
+# function that decides is `zC(){if(CLAUDE_CODE_DISABLE_MCP_TASKS)return!1;
+# return w("tengu_glowing_lark", entrypoint==="cli" && !REMOTE && ...)}`): its
+# default is on for the interactive entrypoint "cli" and off for "sdk-cli",
+# which every `claude -p` is (a CLAUDE_CODE_ENTRYPOINT=cli is rewritten to
+# sdk-cli under -p).
+CLAUDE_TASKS_FLAG = "tengu_glowing_lark"
+
+
+def claude_task_env(root: str, base_url: str, **extra: str) -> Dict[str, str]:
+    """The environment for a headless `claude -p` that declares the Tasks
+    extension and moves a task-returning MCP tool call to the background.
+
+    On top of claudecode_support's claude_env (scratch HOME, mock model,
+    telemetry and nonessential traffic off) three things are needed, each
+    recorded as necessary:
+
+    - the flag tengu_glowing_lark true in the feature cache of the scratch
+      $CLAUDE_CONFIG_DIR/.claude.json (cachedGrowthBookFeatures); written here;
+    - CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF=1, or Claude Code ignores
+      that cache while DISABLE_TELEMETRY / CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC
+      are set (the flag reads as its default, off);
+    - CLAUDE_AUTO_BACKGROUND_TASKS=1: in a non-interactive session a tool call
+      may use Tasks only when it can be moved to the background, and a headless
+      session allows that only with this variable.
+
+    And the session must not be a single-shot print: use claude_task_args
+    (`-p --input-format stream-json`, the prompt written to stdin).  Under
+    `claude -p PROMPT` the tools/call never declares the extension whatever the
+    environment (recorded; the gate is the session's singleShotPrintSession).
+
+    CLAUDE_INTERNAL_FC_OVERRIDES does nothing in this build (its reader returns
+    null), so the config file is the only way in."""
+    env = claude_env(root, base_url, CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF="1",
+                     CLAUDE_AUTO_BACKGROUND_TASKS="1", **extra)
+    seed_claude_flags(env["CLAUDE_CONFIG_DIR"], {CLAUDE_TASKS_FLAG: True})
+    return env
+
+
+def seed_claude_flags(config_dir: str, flags: Dict[str, Any]) -> None:
+    """Merge FLAGS into the feature cache of CONFIG_DIR/.claude.json (both keys
+    Claude Code reads: cachedGrowthBookFeatures first, then cachedFeatureFlags),
+    keeping whatever else the file holds."""
+    path = os.path.join(config_dir, ".claude.json")
+    config: Dict[str, Any] = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    for key in ("cachedGrowthBookFeatures", "cachedFeatureFlags"):
+        config[key] = dict(config.get(key) or {}, **flags)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(config, f)
+
+
+def claude_mcp_config(path: str, name: str, command: str, args: List[str],
+                      env: Optional[Dict[str, str]] = None) -> str:
+    """Write an --mcp-config file with one stdio server NAME; returns PATH."""
+    entry: Dict[str, Any] = {"command": command, "args": list(args)}
+    if env:
+        entry["env"] = dict(env)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"mcpServers": {name: entry}}, f)
+    return path
+
+
+def claude_task_args(claude: str, mcp_config: str, allowed_tools: str) -> List[str]:
+    """The command line of a headless Claude Code session that may use Tasks:
+    stream-json in and out (the user turns are written to stdin as
+    {"type":"user","message":{"role":"user","content":TEXT}} lines).
+
+    Recorded: with stdin closed after the first turn's result, claude still
+    waits for a background task, runs one more model turn with the
+    <task-notification> and only then exits 0; stdout carries system events
+    task_started / task_progress (statusMessage) / task_updated /
+    task_notification for it."""
+    return [claude, "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+            "--mcp-config", mcp_config, "--strict-mcp-config", "--allowedTools", allowed_tools]
+
+
+def claude_user_line(text: str) -> bytes:
+    """One user turn for claude_task_args' stdin."""
+    return (json.dumps({"type": "user", "message": {"role": "user", "content": text}}) + "\n").encode()
+
+
+# -- codex ----------------------------------------------------------------------------
+
+# The codex feature that switches its MCP client to the 2026-07-28 protocol
+# (server/discover, per-request _meta); "under development" in 0.171.0.
+CODEX_MODERN_FEATURE = "mcp_2026_07_28"
+
+
+def codex_modern_features() -> Dict[str, bool]:
+    """[features] for codex_support's write_codex_home(features=...): the modern
+    protocol on.
+
+    Recorded: it changes nothing for a stdio server (codex still sends
+    `initialize` with protocolVersion 2025-06-18 and never server/discover); for
+    a streamable-HTTP server (`url = ...`) codex sends server/discover with
+    MCP-Protocol-Version: 2026-07-28 and then uses the modern protocol, but it
+    gives up on a server whose discover result lacks ttlMs / cacheScope
+    (CacheableResult: required) and never lists its tools.  Either way codex
+    0.171.0 does NOT declare io.modelcontextprotocol/tasks in any request's
+    clientCapabilities, so a conforming server never answers it with a task:
+    codex cannot be made to use Tasks."""
+    return {CODEX_MODERN_FEATURE: True}
+
+
+def codex_server_table(name: str, command: str, args: List[str], env: Optional[Dict[str, str]] = None) -> str:
+    """The `top` text for write_codex_home: one stdio MCP server NAME whose tools
+    codex calls without asking (`codex exec` with approvals never refuses)."""
+    lines = ["[mcp_servers.%s]" % name, "command = %s" % json.dumps(command), "args = %s" % json.dumps(list(args))]
+    if env:
+        lines.append("env = { %s }" % ", ".join("%s = %s" % (k, json.dumps(v)) for k, v in sorted(env.items())))
+    lines.append('default_tools_approval_mode = "approve"')
+    return "\n".join(lines) + "\n"
+
+
+def codex_http_server_table(name: str, url: str) -> str:
+    """The `top` text for write_codex_home: one streamable-HTTP MCP server NAME
+    at URL (the only transport on which codex 0.171.0 speaks 2026-07-28)."""
+    return '[mcp_servers.%s]\nurl = %s\ndefault_tools_approval_mode = "approve"\n' % (name, json.dumps(url))
