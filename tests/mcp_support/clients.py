@@ -88,11 +88,15 @@ def claude_task_args(claude: str, mcp_config: str, allowed_tools: str) -> List[s
     stream-json in and out (the user turns are written to stdin as
     {"type":"user","message":{"role":"user","content":TEXT}} lines).
 
-    Recorded: with stdin closed after the first turn's result, claude still
-    waits for a background task, runs one more model turn with the
-    <task-notification> and only then exits 0; stdout carries system events
-    task_started / task_progress (statusMessage) / task_updated /
-    task_notification for it."""
+    Recorded: the tool_result the model gets at once says the task "was moved
+    to the background"; the result comes later as a user turn holding a
+    <task-notification> (one more model request), and stdout carries system
+    events task_started / task_progress (statusMessage) / task_updated /
+    task_notification.  After stdin's EOF claude goes on polling for about 5 s:
+    a task that ends by then gets its notification turn and claude exits 0; a
+    longer one is stopped locally (task_notification "stopped") and claude
+    exits 0 without sending tasks/cancel.  So a test that wants the result
+    keeps stdin open until the task_notification event, then closes it."""
     return [claude, "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
             "--mcp-config", mcp_config, "--strict-mcp-config", "--allowedTools", allowed_tools]
 
