@@ -108,25 +108,32 @@ def claude_user_line(text: str) -> bytes:
 
 # -- codex ----------------------------------------------------------------------------
 
-# The codex feature that switches its MCP client to the 2026-07-28 protocol
-# (server/discover, per-request _meta); "under development" in 0.171.0.
-CODEX_MODERN_FEATURE = "mcp_2026_07_28"
+# The codex features that switch its MCP client to the 2026-07-28 protocol
+# (server/discover, per-request _meta); both "under development" in 0.171.0.
+CODEX_STDIO_MODERN_FEATURE = "mcp_connection_sharing"
+CODEX_HTTP_MODERN_FEATURE = "mcp_2026_07_28"
 
 
 def codex_modern_features() -> Dict[str, bool]:
-    """[features] for codex_support's write_codex_home(features=...): the modern
-    protocol on.
+    """[features] for codex_support's write_codex_home(features=...) that make
+    codex speak 2026-07-28 to a stdio server (and to an HTTP one).
 
-    Recorded: it changes nothing for a stdio server (codex still sends
-    `initialize` with protocolVersion 2025-06-18 and never server/discover); for
-    a streamable-HTTP server (`url = ...`) codex sends server/discover with
-    MCP-Protocol-Version: 2026-07-28 and then uses the modern protocol, but it
-    gives up on a server whose discover result lacks ttlMs / cacheScope
-    (CacheableResult: required) and never lists its tools.  Either way codex
-    0.171.0 does NOT declare io.modelcontextprotocol/tasks in any request's
-    clientCapabilities, so a conforming server never answers it with a task:
-    codex cannot be made to use Tasks."""
-    return {CODEX_MODERN_FEATURE: True}
+    Recorded: by default codex sends `initialize` (protocolVersion 2025-06-18)
+    and never server/discover, with or without mcp_2026_07_28, which only acts
+    on streamable-HTTP servers.  With mcp_connection_sharing (alone or with
+    mcp_2026_07_28) codex probes server/discover over stdio, then uses the
+    modern protocol; it falls back to `initialize` when the probe gets -32601,
+    and gives up on a server whose discover result lacks ttlMs / cacheScope
+    (CacheableResult: required), never listing its tools.  Its
+    clientCapabilities are {"experimental":{"codex/auth-change":{}},
+    "extensions":{"codex/connection-lease":{}},"elicitation":{"form":{},"url":{}}}:
+    codex 0.171.0 never declares io.modelcontextprotocol/tasks (no feature or
+    config key does), so a conforming server never answers it with a task, and a
+    task answered anyway fails the call ("Unexpected response type", no
+    tasks/get).  codex cannot be made to use Tasks; these features let a test
+    prove the server's modern non-task path with it.  A run with them takes
+    about 2 s longer to exit (2.3 s against 0.4 s)."""
+    return {CODEX_STDIO_MODERN_FEATURE: True, CODEX_HTTP_MODERN_FEATURE: True}
 
 
 def codex_server_table(name: str, command: str, args: List[str], env: Optional[Dict[str, str]] = None) -> str:
@@ -141,5 +148,6 @@ def codex_server_table(name: str, command: str, args: List[str], env: Optional[D
 
 def codex_http_server_table(name: str, url: str) -> str:
     """The `top` text for write_codex_home: one streamable-HTTP MCP server NAME
-    at URL (the only transport on which codex 0.171.0 speaks 2026-07-28)."""
+    at URL (recorded with mcp_2026_07_28: headers MCP-Protocol-Version,
+    Mcp-Method, Mcp-Name on every POST)."""
     return '[mcp_servers.%s]\nurl = %s\ndefault_tools_approval_mode = "approve"\n' % (name, json.dumps(url))
