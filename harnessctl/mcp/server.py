@@ -146,7 +146,7 @@ class Server:
         elif version in protocol.BY_NAME and protocol.BY_NAME[version].modern:
             self.requested(ident, method, params, protocol.BY_NAME[version])
         else:
-            self.send({"jsonrpc": "2.0", "id": ident, "error": protocol.unsupported(version)})
+            self.fail(ident, protocol.unsupported(version))
 
     def requested(self, ident: Any, method: str, params: Dict[str, Any], revision: Revision) -> None:
         if method == "server/discover":
@@ -162,7 +162,7 @@ class Server:
         elif method == "tools/call":
             self.start(ident, revision, lambda cancelled: self.tool_call(params, revision, cancelled), tool=True)
         elif method in TASK_METHODS and not (revision.modern and protocol.client_has(params, TASKS)):
-            self.send({"jsonrpc": "2.0", "id": ident, "error": protocol.missing_tasks()})
+            self.fail(ident, protocol.missing_tasks())
         elif method in TASK_METHODS:
             self.start(ident, revision, lambda cancelled: task_method(self.tasks, method, params))
         elif method == "subscriptions/listen" and revision.modern:
@@ -236,7 +236,7 @@ class Server:
         finally:
             self.ended(ident)
         if error is not None:
-            self.send({"jsonrpc": "2.0", "id": ident, "error": error})
+            self.fail(ident, error)
         elif result is not None and not cancelled.is_set():
             self.respond(ident, protocol.complete(revision, result))
 
@@ -296,9 +296,12 @@ class Server:
         self.send({"jsonrpc": "2.0", "id": ident, "result": result})
 
     def error(self, ident: Any, code: int, message: str) -> None:
+        self.fail(ident, rpc_error(code, message))
+
+    def fail(self, ident: Any, error: Dict[str, Any]) -> None:
         """An error to a request, or to a line whose id is unknown (None):
         that one has no `id` where the connection's revision allows it."""
-        answer: Dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "error": rpc_error(code, message)}
+        answer: Dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "error": error}
         if ident is None and self.revision.id_optional:
             del answer["id"]
         self.send(answer)
