@@ -17,7 +17,8 @@ import threading
 from typing import Any, Dict, List
 
 import pytest
-from claudecode_support.mock_messages import MockMessages, conversation_texts, reply, text, tool_results, tool_use
+from claudecode_support.fixtures import claude_env
+from claudecode_support.mock_messages import MockMessages, bash, conversation_texts, reply, text, tool_results, tool_use
 from cliutil import ROOT, cli_env, command, matching, real_binary, wait_for
 from codex_support.mock_responses import MockResponses, write_codex_home
 from codex_support.mock_responses import text as codex_text
@@ -29,7 +30,16 @@ from mcp_support.clients import (
     codex_modern_features,
     codex_server_table,
 )
-from test_mcp_real import StepResponses, check_sub_session, codex_results, codex_step, layout, steps
+from test_mcp_real import (
+    StepResponses,
+    check_real_sub_session,
+    check_sub_session,
+    codex_results,
+    codex_step,
+    layout,
+    real_steps,
+    steps,
+)
 
 pytestmark = pytest.mark.real
 
@@ -207,6 +217,25 @@ def test_claude_code_runs_a_real_codex_as_a_task(workdir):
 # -- codex: the 2026-07-28 line, without Tasks ---------------------------------------------
 
 
+def run_modern_codex(codex: str, workdir: Any, base_url: str, entry: Dict[str, Any],
+                     server_env: Dict[str, str]) -> subprocess.CompletedProcess:
+    """`codex exec` on the mock at BASE_URL speaking 2026-07-28 to ENTRY's
+    server (codex passes a server little of its own environment: SERVER_ENV)."""
+    top = codex_server_table("harnessctl", entry["command"], entry["args"], server_env) + "tool_timeout_sec = 180\n"
+    env = cli_env()
+    env.update(write_codex_home(str(workdir / "codex_home"), base_url, top=top, features=codex_modern_features()))
+    return subprocess.run([codex, "exec", "--skip-git-repo-check", "Run the sub-agent."], env=env, cwd=str(workdir),
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=240)
+
+
+def check_modern_wire(wire: List[Dict[str, Any]]) -> None:
+    """codex opened with server/discover, spoke 2026-07-28, and no call became a task."""
+    [discover] = client_requests(wire, "server/discover")
+    assert discover["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+    assert not client_requests(wire, "initialize") and not client_requests(wire, "tasks/get")
+    assert all(a["result"]["resultType"] == "complete" for a in answers_to(wire, "tools/call"))
+
+
 def test_codex_speaks_2026_07_28_and_its_calls_wait(workdir):
     """codex 0.171.0 declares no Tasks extension (recorded), so its calls are
     answered as they always were; with mcp_connection_sharing it opens with
@@ -219,20 +248,35 @@ def test_codex_speaks_2026_07_28_and_its_calls_wait(workdir):
     try:
         mock.add(*[codex_step(i + 1, step) for i, step in enumerate(steps(file, work))])
         mock.add(codex_text("The sub-agent is done."))
-        top = codex_server_table("harnessctl", entry["command"], entry["args"], entry["env"])
-        env = cli_env()
-        env.update(write_codex_home(str(workdir / "codex_home"), mock.base_url, top=top,
-                                    features=codex_modern_features()))
-        proc = subprocess.run([codex, "exec", "--skip-git-repo-check", "Run the sub-agent."], env=env,
-                              cwd=str(workdir), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, timeout=180)
+        proc = run_modern_codex(codex, workdir, mock.base_url, entry, entry["env"])
         assert proc.returncode == 0, proc.stderr.decode()[-2000:]
         results = codex_results(mock.requests[-1])
     finally:
         mock.stop()
     check_sub_session(file, results)
-    lines = wire_lines(wire)
-    [discover] = client_requests(lines, "server/discover")
-    assert discover["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
-    assert not client_requests(lines, "initialize") and not client_requests(lines, "tasks/get")
-    assert all(a["result"]["resultType"] == "complete" for a in answers_to(lines, "tools/call"))
+    check_modern_wire(wire_lines(wire))
+
+
+def test_codex_drives_a_real_claude_code_over_2026_07_28(workdir):
+    """The real sub-agent the other way round: codex cannot take it as a
+    task, so it steers, answers and waits for it with waiting calls."""
+    claude = real_binary("HARNESSCTL_TEST_CLAUDE_BIN", "claude")
+    codex = real_binary("HARNESSCTL_TEST_CODEX_BIN", "codex")
+    agents, work, file = layout(workdir, "claude.jsonl")
+    wire = str(workdir / "wire.jsonl")
+    entry = recorded_server(agents, wire)
+    mock = StepResponses().start()
+    try:
+        with MockMessages() as sub:
+            sub.script(reply(bash("touch approved.txt", "Create approved.txt")), reply(text("Created, and noted.")))
+            env = dict(claude_env(str(workdir / "sub"), sub.base_url), HARNESSCTL_CLAUDE_BIN=claude,
+                       HARNESSCTL_IDLE_TIMEOUT="20", HARNESSCTL_TIMEOUT="60", **entry["env"])
+            mock.add(*[codex_step(i + 1, step) for i, step in enumerate(real_steps(file, work, "claudecode"))])
+            mock.add(codex_text("Claude is done."))
+            proc = run_modern_codex(codex, workdir, mock.base_url, entry, env)
+            assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+            results = codex_results(mock.requests[-1])
+    finally:
+        mock.stop()
+    check_real_sub_session(file, work, results, "Created, and noted.")
+    check_modern_wire(wire_lines(wire))
