@@ -92,7 +92,7 @@ def test_a_send_without_wait_is_no_task(mcp, efile):
 
 
 def test_a_send_with_wait_is_a_task_that_works_then_completes_with_the_calls_result(mcp, efile):
-    handle = task_of(mcp, name="send", file=efile, text="/sleep 2", adapter="mock", wait=True)
+    handle = task_of(mcp, name="send", file=efile, text="/sleep 4", adapter="mock", wait=True)
     assert handle["status"] == "working" and handle["pollIntervalMs"] > 0 and handle["ttlMs"] > 0
     assert get(mcp, handle["taskId"])["status"] == "working"
     done = until(mcp, handle["taskId"], "completed")
@@ -124,7 +124,7 @@ def test_a_task_of_another_connection_is_the_same_error(workdir, efile):
     guessed = second.modern("tasks/get", {"taskId": "x" * len(handle["taskId"])})
     assert answer["error"] == guessed["error"]
     first.modern_tool("cancel", file=efile)
-    first.close(), second.close()
+    assert first.close() == 0 and second.close() == 0
 
 
 def test_tasks_methods_need_the_extension_in_the_request(mcp, efile):
@@ -222,18 +222,18 @@ def test_a_send_refused_is_a_tool_error_and_no_task(mcp, workdir):
     assert "--max-mode" in result["structuredContent"]["error"]
 
 
-def test_past_the_task_limit_a_call_is_refused_and_nothing_is_sent(mcp, workdir):
+def test_past_the_task_limit_a_call_is_refused_and_nothing_is_sent(mcp, efile, workdir):
     from harnessctl.mcp.tasks import MAX_TASKS
 
-    files = [str(workdir / ("e%d.jsonl" % i)) for i in range(MAX_TASKS + 1)]
-    for file in files[:MAX_TASKS]:
-        task_of(mcp, name="send", file=file, text="/sleep 60", adapter="mock", wait=True)
-    refused = mcp.modern_tool("send", file=files[-1], text="/sleep 60", adapter="mock", wait=True)
+    sent = mcp.modern_tool("send", file=efile, text="/sleep 60", adapter="mock")["structuredContent"]
+    for _ in range(MAX_TASKS):
+        task_of(mcp, name="wait", file=efile, input_id=sent["input_id"])
+    other = str(workdir / "other.jsonl")
+    refused = mcp.modern_tool("send", file=other, text="hi", adapter="mock", wait=True)
     assert refused["isError"] is True and refused["structuredContent"]["exit_code"] == 5
     assert "%d tasks" % MAX_TASKS in refused["structuredContent"]["error"]
-    assert not os.path.exists(files[-1])
-    for file in files[:MAX_TASKS]:
-        mcp.modern_tool("cancel", file=file)
+    assert not os.path.exists(other)
+    mcp.modern_tool("cancel", file=efile)
 
 
 # -- pushed status ---------------------------------------------------------------------------
