@@ -201,6 +201,7 @@ class Round:
         self.b = os.path.join(directory, "m%03d-new.jsonl" % number)  # the new name, the link or the copy
         self.names = [self.a]
         self.first = ""  # the text of the run the operation strikes
+        self.creating = False  # whether the first send was still in flight when the operation struck
         self.label = "m%03d" % number
         self.n = 0
         self.sends = Sends()
@@ -239,6 +240,7 @@ class Round:
         else:
             time.sleep(moment)
         self.note("op %s" % self.op)
+        self.creating = self.procs[0].proc.poll() is None
         getattr(self, "_" + self.op)()
         self.note("op done")
         self.follow_up()
@@ -266,6 +268,8 @@ class Round:
                 codes = (0, 2)  # a send still in flight may bind the name first, or its file get events
             elif not bound and not used and self.growing(name):
                 codes += (2,)  # a send in flight under its other name may give the file events first
+            elif bound and name != self.a and self.creating:
+                codes += (2,)  # moved while the first send made it: a binding it had not yet recorded is refused
             if self.op == "link" and name == self.b and 0 in codes and not bound:
                 codes += (5,)  # waits for the runtime serving the file as self.a; exit 5 if it outlives 8 s
             head = self.rng.choice(["", "", "/sleep 0.2\n", "/permission ok?\n"])
