@@ -174,6 +174,7 @@ def new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:
         raise UsageError("the %s adapter needs --agent NAME_OR_COMMAND (presets: %s)%s" % (
             adapter, ", ".join(sorted(manifest["agents"])), " or %s" % agent_env if agent_env else ""))
     if agent is not None:
+        check_agent(agent, manifest["agents"], "--agent" if wanted.get("agent") else str(agent_env))
         binding["agent"] = agent
     mode = _new_mode(wanted, manifest, adapter, agent)
     if mode is not None:
@@ -185,6 +186,28 @@ def new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:
         if field.name not in binding and wanted[field.name] is not None:
             binding[field.name] = wanted[field.name]
     return binding
+
+
+def check_agent(agent: str, presets: Dict[str, Any], flag: str) -> None:
+    """An agent that is no preset is a command line, whose program must be
+    found now: a typo (`--agent claud`) is refused before anything is bound,
+    with the preset it was probably meant to be."""
+    import shlex
+    import shutil
+
+    if agent in presets:
+        return
+    try:
+        argv = shlex.split(agent)
+    except ValueError as e:
+        raise UsageError("%s %s: not valid shell syntax (%s)" % (flag, agent, e)) from None
+    if argv and shutil.which(argv[0]) is not None:
+        return
+    from .registry import did_you_mean
+
+    raise UsageError("%s %s: no such preset, and %s is no command on PATH%s (presets: %s)" % (
+        flag, agent, repr(argv[0]) if argv else "an empty line", did_you_mean(agent, presets),
+        ", ".join(sorted(presets))))
 
 
 def _new_mode(wanted: Dict[str, Any], manifest: Dict[str, Any], adapter: str, agent: Optional[str]) -> Optional[str]:
@@ -245,7 +268,7 @@ def real_dir(path: str) -> str:
     return real
 
 
-# -- check and merge ---------------------------------------------------------------------------------
+# -- check and change ------------------------------------------------------------------------------
 
 
 def check_binding(bound: Dict[str, Any], wanted: Dict[str, Any]) -> None:
@@ -270,13 +293,15 @@ def changed(bound: Dict[str, Any], wanted: Dict[str, Any]) -> Dict[str, Any]:
             if field.change and wanted.get(field.name) is not None and wanted[field.name] != bound.get(field.name)}
 
 
-def merge(current: Optional[Dict[str, Any]], binding: Dict[str, Any]) -> Dict[str, Any]:
-    """A file with no event yet bound again (its first send failed): what the
-    new send gives replaces what the failed one bound."""
-    merged = dict(current or {})
-    merged.update({k: v for k, v in binding.items() if v is not None})
-    merged.setdefault("model", None)
-    return merged
+def retried(bound: Optional[Dict[str, Any]], wanted: Dict[str, Any]) -> Dict[str, Any]:
+    """What a send to a file whose first send failed asks for: what it gives,
+    and what the failed one bound where it gives nothing (`--agent claude`
+    alone corrects `--adapter acp --agent claud`)."""
+    bound = bound or {}
+    kept = {k: v for k, v in bound.items() if k in wanted and wanted[k] is None}
+    if wanted["adapter"] not in (None, bound.get("adapter")):
+        kept.pop("agent", None)  # another adapter's agent
+    return dict(wanted, **kept)
 
 
 # -- binding.json ------------------------------------------------------------------------------------
@@ -326,6 +351,26 @@ def write_binding(addr: Address, binding: Dict[str, Any]) -> None:
 
     trusted.record(addr.path, binding)
     private.write_atomic(addr.binding, json.dumps(binding))
+
+
+HEAD = 64 * 1024  # bytes of a file never_sent() reads: failed first sends leave a few notes each
+SENT = b'"type":"accepted"'  # in every accepted line we write (compact JSON); never inside a JSON string
+
+
+def never_sent(addr: Address) -> bool:
+    """Whether no send to the file was ever accepted: it holds no `accepted`
+    line.  A first send that failed before its agent started (a typo in
+    `--agent`, an agent not installed) leaves only harnessctl's notes, and
+    the next send may bind the file anew.  Only the head is read; a longer
+    file counts as used."""
+    try:
+        with open(addr.path, "rb") as f:
+            head = f.read(HEAD + 1)
+    except FileNotFoundError:
+        return True
+    except OSError as e:
+        raise UsageError("cannot read event file %s: %s" % (addr.path, e.strerror)) from None
+    return len(head) <= HEAD and SENT not in head
 
 
 def require_unused(addr: Address) -> None:

@@ -113,7 +113,16 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
     is this send's alone: the run it starts must answer with JSON that fits.
     `unattended` (cli.unattended): hooks, bound like the model, and limits,
     which a later send may change (binding.py)."""
-    from .binding import asked, check_binding, new_binding, read_binding, require_unused, send_request
+    from .binding import (
+        asked,
+        check_binding,
+        never_sent,
+        new_binding,
+        read_binding,
+        require_unused,
+        retried,
+        send_request,
+    )
 
     addr = resolve(file)
     wanted = asked(dict(policy or {}, **(unattended or {}), cwd=cwd, model=model, adapter=adapter, agent=agent))
@@ -139,12 +148,13 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
         with Starter(addr, deadline) as starter:  # it starts up while we bind the file
             check_event_file(addr)
             bound = read_binding(addr)
-            if bound is not None:
+            if bound is not None and not never_sent(addr):
                 check_binding(bound, wanted)
                 binding = wanted
             else:
-                require_unused(addr)  # a used file whose binding.json is gone is never bound anew
-                binding = new_binding(wanted)
+                if bound is None:
+                    require_unused(addr)  # a used file whose binding.json is gone is never bound anew
+                binding = new_binding(retried(bound, wanted))
                 from .trusted import inside_workspace
 
                 warning = inside_workspace(addr.path, binding["cwd"])

@@ -24,7 +24,7 @@ from .errors import UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Tuple
+    from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if os.path.isdir(os.path.join(HERE, "adapters")):  # pip-installed
@@ -62,9 +62,17 @@ def manifest(name: str) -> Dict[str, Any]:
     path = os.path.join(ADAPTERS_DIR, name, "manifest.json")
     if not name.isidentifier() or not os.path.isfile(path):
         known = ", ".join(names()) or "none installed"
-        raise UsageError("unknown adapter %r (known: %s)" % (name, known))
+        raise UsageError("unknown adapter %r%s (known: %s)" % (name, did_you_mean(name, names()), known))
     with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """"; did you mean X?" for the known name closest to a mistyped one, else ""."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return "; did you mean %s?" % close[0] if close else ""
 
 
 def claims(manifest: Dict[str, Any], agent: Optional[str]) -> Tuple[str, List[str]]:

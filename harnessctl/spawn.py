@@ -11,7 +11,7 @@ import time
 
 from . import ipc
 from .address import Address, make_sidecar
-from .binding import changed, check_binding, merge, read_binding, require_unused, write_binding
+from .binding import changed, check_binding, never_sent, read_binding, require_unused, write_binding
 from .errors import HarnessctlError, OutcomeUnknownError, UnavailableError, from_code
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -163,11 +163,10 @@ def _prepare_spawn(addr: Address, binding: Dict[str, Any]) -> bool:
     current = read_binding(addr)
     if current is None:
         require_unused(addr)
-    if current is None or os.path.getsize(addr.path) == 0:
-        # A file with no event yet may still be re-bound (its first send failed).
+    if current is None or never_sent(addr):  # its first send failed: it may be bound anew
         if not locks.is_held(addr.runtime_lock):
             clear_foreign(addr)
-        write_binding(addr, merge(current, binding))
+        write_binding(addr, binding)  # the client built it whole
     else:
         check_binding(current, binding)
         raised = changed(current, binding)

@@ -658,7 +658,7 @@ def test_an_empty_event_file_says_no_run_started(efile):
 
 
 def test_a_first_send_whose_harness_never_started_shows_no_run_started_and_names_the_runtime_log(efile):
-    assert run("send", efile, "hi", "--adapter", "acp", "--agent", "/nonexistent").returncode == 5
+    assert run("send", efile, "hi", "--adapter", "acp", "--agent", "false").returncode == 5
     last = log(efile).splitlines()[-1]
     assert last.startswith("--- no run started: ") and os.path.realpath(efile) + ".d/runtime.log" in last
 
