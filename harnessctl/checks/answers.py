@@ -16,14 +16,20 @@ if TYPE_CHECKING:
 
 
 def validate(request: Dict[str, Any], answer: str) -> Any:
-    """Return the normalized answer: an option string for a permission, a
-    {question id: text} dict for a question.  Raises UsageError (exit 2)."""
+    """Return the normalized answer: an option string for a permission or a
+    mode switch, a {question id: text} dict for a question.  A question may
+    offer options besides its questions (an elicitation's `decline`,
+    `cancel`): an answer that is one of them picks it.  Raises UsageError
+    (exit 2)."""
     text = answer.strip()
     if not text:
         raise UsageError("empty answer")
-    if request.get("kind") == "question":
-        return _question(request.get("questions") or [], text)
     options = request.get("options") or []
+    if request.get("kind") == "question" and text not in options:
+        if not request.get("questions"):
+            raise UsageError("%s asks nothing to fill in; answer one of: %s" % (request["request_id"],
+                                                                               ", ".join(options)))
+        return _question(request.get("questions") or [], text)
     if text not in options:
         raise UsageError("%s does not allow %r; answer one of: %s" % (request["request_id"], text, ", ".join(options)))
     return text

@@ -250,8 +250,10 @@ def listen(tasks: Tasks, ident: Any, params: Dict[str, Any], send: Callable[[Dic
 
 def elicitation(request: Dict[str, Any]) -> Dict[str, Any]:
     """A pending request as the elicitation/create a client shows its user
-    or model: a permission's options to pick one of, a question's fields."""
-    if request.get("kind") == "question":
+    or model: a permission's or a mode switch's options to pick one of, a
+    question's fields (a question with none, such as a URL to open: its
+    options)."""
+    if request.get("kind") == "question" and request.get("questions"):
         properties = {str(q.get("id")): _field(q) for q in request.get("questions") or [] if isinstance(q, dict)}
     else:
         descriptions = request.get("option_descriptions") or {}
@@ -274,16 +276,19 @@ def _field(question: Dict[str, Any]) -> Dict[str, Any]:
 def reply_answer(request: Dict[str, Any], response: Any) -> Optional[str]:
     """The answer `reply` takes for an elicitation's result, or None to
     leave the request parked: `accept` answers with what was filled in;
-    `decline` denies a permission that offers `deny`; `cancel` (dismissed)
-    answers nothing."""
+    `decline` denies a permission that offers `deny`, or picks a question's
+    `decline`; `cancel` (dismissed) answers nothing."""
     if not isinstance(response, dict):
         return None
     action, content = response.get("action"), response.get("content")
-    if action == "decline" and request.get("kind") != "question" and "deny" in (request.get("options") or []):
+    options = request.get("options") or []
+    if action == "decline" and request.get("kind") != "question" and "deny" in options:
         return "deny"
+    if action == "decline" and request.get("kind") == "question" and "decline" in options:
+        return "decline"
     if action != "accept" or not isinstance(content, dict):
         return None
-    if request.get("kind") == "question":
+    if request.get("kind") == "question" and request.get("questions"):
         return json.dumps(content, ensure_ascii=False)
     answer = content.get("answer")
     return answer if isinstance(answer, str) else None
