@@ -44,7 +44,9 @@ def elicitation_request(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         url = params.get("url")
         if not isinstance(url, str) or not url:
             return None
-        details.update(url=url, elicitation_id=params.get("elicitationId"), questions=[])
+        elicitation_id = params.get("elicitationId")
+        details.update(url=url, elicitation_id=elicitation_id if isinstance(elicitation_id, str) else None,
+                       questions=[])
         return {"message": "Open %s: %s" % (url, message) if message else "Open %s" % url,
                 "options": list(ACTIONS), "details": dict(details, option_descriptions=_texts(ACTIONS)),
                 "fields": {}}

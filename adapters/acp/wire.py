@@ -265,7 +265,8 @@ def permission_options(options: Any) -> Tuple[List[str], List[str], Dict[str, st
     the agent offers two options of one kind (qwen: "Always Allow in project"
     and "... for user"), each also carries the agent's own words for it
     (allow-session-in-project, allow-session-for-user), else `-2`, `-3`...;
-    an option of an unknown kind is named by its optionId.  A deny keeps the
+    an option of an unknown kind is named by its optionId.  Of several
+    reject_once options the first is plain `deny`.  A deny keeps the
     agent's turn: `deny` is the reject_once option, else the reject_always
     one; only with no reject option at all does `deny` answer the request
     `cancelled` (which ends the agent's turn), so a person can always refuse."""
@@ -281,8 +282,10 @@ def permission_options(options: Any) -> Tuple[List[str], List[str], Dict[str, st
     texts: List[str] = []
     mapping: Dict[str, str] = {}
     numbered: Dict[str, int] = {}  # the last -N each name got, so many alike stay linear
-    for option, base in zip(options, kinds):
-        words = option_words(option.get("name"), base) if shared[base] > 1 else ""
+    plain = kinds.index("deny") if "deny" in kinds else -1  # several reject_once (codex-acp's decline and
+    # cancel): the first is plain `deny`, the one a rule answers with
+    for at, (option, base) in enumerate(zip(options, kinds)):
+        words = option_words(option.get("name"), base) if shared[base] > 1 and at != plain else ""
         name = "%s-%s" % (base, words) if words else base
         while name in mapping:
             numbered[base] = numbered.get(base, 1) + 1
@@ -377,7 +380,7 @@ def permission_message(tool_call: Dict[str, Any]) -> str:
     kind = str(tool_call.get("kind") or "other")
     title = str(tool_call.get("title") or tool_name(tool_call) or "a tool")
     verb = {"execute": "Run", "edit": "Edit", "delete": "Delete", "move": "Move", "read": "Read",
-            "fetch": "Fetch", "search": "Search"}.get(kind, "Allow")
+            "fetch": "Fetch", "search": "Search", "switch_mode": "Switch mode"}.get(kind, "Allow")
     return "%s: %s" % (verb, title)
 
 

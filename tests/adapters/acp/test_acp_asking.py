@@ -109,6 +109,7 @@ def test_an_elicitation_of_an_unknown_mode_is_cancelled_with_a_diagnostic(tmp_pa
 def test_a_switch_mode_permission_is_a_mode_request(tmp_path):
     _, _, request = asked(tmp_path, "session/request_permission", EXIT_PLAN)
     assert request["kind"] == "mode" and request["options"] == ["allow-session", "allow", "deny"]
+    assert request["message"] == "Switch mode: Ready to code?"
 
 
 def test_a_fetch_of_an_elicitation_url_stands_for_consent(tmp_path):
@@ -145,3 +146,11 @@ def test_a_deny_that_cancels_says_so_in_its_option_kinds():
     options = [{"optionId": "ok", "kind": "allow_once"}]
     _, _, mapping = wire.permission_options(options)
     assert wire.option_kinds(options, mapping) == ["allow_once", "cancelled"]
+
+
+def test_of_two_reject_once_options_the_first_is_deny():
+    names, _, mapping = wire.permission_options([  # codex-acp's decline and cancel, as it orders them
+        {"optionId": "allow_once", "name": "Yes, proceed", "kind": "allow_once"},
+        {"optionId": "decline", "name": "No, continue without running it", "kind": "reject_once"},
+        {"optionId": "cancel", "name": "No, and tell Codex what to do differently", "kind": "reject_once"}])
+    assert names == ["allow", "deny", "deny-no-and-tell-codex"] and mapping["deny"] == "decline"
