@@ -76,3 +76,13 @@ def test_a_deny_by_rule_selects_the_reject_option_and_the_turn_completes(workdir
     assert json.loads(proc.stdout)["output"] == "permission: cancel"  # codex-acp's reject_once option id
     replied = of_type(agent.path, "request")[-1]
     assert replied["option_kinds"][replied["options"].index(replied["answer"])] == "reject_once"
+
+
+def test_a_fetch_of_an_elicitation_url_parks_under_mode_full_and_allow_everything(workdir):
+    consent = {"toolCallId": "elicitation-e-9", "kind": "fetch", "title": "MCP server requests to open a URL",
+               "rawInput": {"serverName": "tickets", "url": "https://example.org/login"}}
+    agent = Agent(workdir, preset="codex", FAKE_ACP_APPROVE_TOOL=json.dumps(consent))
+    input_id, request = parked(agent, "/approve", *EVERYTHING)
+    assert (request["kind"], request["consent"], request["state"]) == ("permission", True, "pending")
+    ok("reply", agent.path, request["request_id"], "allow", env=agent.env)
+    assert said(agent, input_id) == "permission: allow_once"
