@@ -54,7 +54,7 @@ def elicitation_request(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         return None
     fields = form_fields(params.get("requestedSchema"))
     options = list(ACTIONS[1:] if fields else ACTIONS)
-    details.update(questions=field_questions(fields), option_descriptions=_texts(options))
+    details.update(questions=field_questions(params.get("requestedSchema")), option_descriptions=_texts(options))
     return {"message": message or "The agent asks", "options": options, "details": details, "fields": fields}
 
 

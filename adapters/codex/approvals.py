@@ -206,8 +206,9 @@ def elicitation_request(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     mode = params.get("mode")
     fields = form_fields(params.get("requestedSchema"))
     if mode in ("form", "openai/form", "openaiForm") and fields:
+        questions = field_questions(params.get("requestedSchema"))
         return {"kind": "question", "message": "%s asks: %s" % (server, message), "options": None,
-                "details": {"tool": "mcp", "server": server, "questions": field_questions(fields)},
+                "details": {"tool": "mcp", "server": server, "questions": questions},
                 "fields": fields}
     meta = wire.as_object(params.get("_meta"))
     tool = _mcp_tool(server, meta, message)

@@ -36,19 +36,22 @@ def validate(request: Dict[str, Any], answer: str) -> Any:
 
 
 def _question(questions: List[Dict[str, Any]], text: str) -> Dict[str, str]:
+    """Every question must be answered but an `optional` one; plain text
+    answers the one question that must be (or the first, when none must)."""
     ids = [str(q.get("id")) for q in questions]
+    needed = [str(q.get("id")) for q in questions if q.get("optional") is not True]
     try:
         parsed = json.loads(text)
     except ValueError:
         parsed = None
     if not isinstance(parsed, dict):
-        if len(ids) == 1:
-            return {ids[0]: text}
+        if len(needed) == 1 or len(needed) == 0 < len(ids):
+            return {(needed or ids)[0]: text}
         raise UsageError('several questions: answer with a JSON object such as {"%s": "..."}' % ids[0])
     unknown = [k for k in parsed if k not in ids]
     if unknown:
         raise UsageError("unknown question id %s (questions: %s)" % (unknown[0], ", ".join(ids)))
-    missing = [i for i in ids if i not in parsed]
+    missing = [i for i in needed if i not in parsed]
     if missing:
         raise UsageError("no answer for question %s" % ", ".join(missing))
     answers = {}

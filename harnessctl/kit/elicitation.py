@@ -19,10 +19,21 @@ def form_fields(schema: Any) -> Dict[str, Any]:
     return {str(name): spec for name, spec in fields.items()} if isinstance(fields, dict) else {}
 
 
-def field_questions(fields: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """One question per field: its title (else description, else name), its
-    choices as options (`true`/`false` for a boolean), and `answer_type`."""
-    return [field_question(name, spec) for name, spec in fields.items()]
+def field_questions(schema: Any) -> List[Dict[str, Any]]:
+    """One question per field of a `requestedSchema`: its title (else
+    description, else name), its choices as options (`true`/`false` for a
+    boolean), `answer_type`, and `optional` for a field the schema does not
+    require (JSON Schema: none is, unless listed), which an answer may leave
+    out (claude-agent-acp's AskUserQuestion form requires none)."""
+    required = schema.get("required") if isinstance(schema, dict) else None
+    required = required if isinstance(required, list) else []
+    questions = []
+    for name, spec in form_fields(schema).items():
+        question = field_question(name, spec)
+        if name not in required:
+            question["optional"] = True
+        questions.append(question)
+    return questions
 
 
 def field_question(name: str, spec: Any) -> Dict[str, Any]:

@@ -229,6 +229,7 @@ def reply_commands(e: Entry, file: str) -> List[str]:
         import json
 
         questions = e.get("questions") or ([] if options else [{"id": "q1"}])
+        questions = [q for q in questions if q.get("optional") is not True] or questions[:1]
         answer = {str(q.get("id")): _first_option(q) for q in questions}
         fields = [base + quote(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))] if questions else []
         return fields + options

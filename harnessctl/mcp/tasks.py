@@ -254,16 +254,19 @@ def elicitation(request: Dict[str, Any]) -> Dict[str, Any]:
     question's fields (a question with none, such as a URL to open: its
     options)."""
     if request.get("kind") == "question" and request.get("questions"):
-        properties = {str(q.get("id")): _field(q) for q in request.get("questions") or [] if isinstance(q, dict)}
+        questions = [q for q in request.get("questions") or [] if isinstance(q, dict)]
+        properties = {str(q.get("id")): _field(q) for q in questions}
+        required = sorted(str(q.get("id")) for q in questions if q.get("optional") is not True)
     else:
         descriptions = request.get("option_descriptions") or {}
         options = [str(o) for o in request.get("options") or []]
         properties = {"answer": {"type": "string", "title": "answer", "oneOf": [
             {"const": o, "title": shown(str(descriptions.get(o) or o)) if isinstance(descriptions, dict) else o}
             for o in options]}}
+        required = ["answer"]
     return {"method": "elicitation/create", "params": {
         "mode": "form", "message": shown(str(request.get("message") or request.get("kind") or "a request")),
-        "requestedSchema": {"type": "object", "properties": properties, "required": sorted(properties)}}}
+        "requestedSchema": {"type": "object", "properties": properties, "required": required}}}
 
 
 def _field(question: Dict[str, Any]) -> Dict[str, Any]:

@@ -66,6 +66,7 @@ def test_codex_relays_an_mcp_elicitation_as_a_question_and_the_reply_reaches_the
     request = parked(s)
     assert (request["kind"], request["elicitation"], request["options"]) == ("question", "form", ["decline", "cancel"])
     assert {q["id"]: q["answer_type"] for q in request["questions"]} == {"title": "string", "count": "integer"}
+    assert not any(q.get("optional") for q in request["questions"])  # the server requires both
     assert s.cmd("reply", s.path, request["request_id"], '{"title": "Crash", "count": "3"}').returncode == 0
     code, result = finished(s)
     assert (code, result["status"], result["output"]) == (0, "completed", "Filed.")

@@ -10,6 +10,7 @@ import pytest
 from harnessctl.checks import answers, policy
 from harnessctl.errors import UsageError
 from harnessctl.eventfile import wellformed
+from harnessctl.kit import field_questions
 from harnessctl.log import render
 from harnessctl.mcp import tasks
 
@@ -104,3 +105,31 @@ def test_the_mcp_server_takes_a_decline_of_a_question_that_offers_it():
 
 def test_the_mcp_server_takes_an_accepted_url():
     assert tasks.reply_answer(URL, {"action": "accept", "content": {"answer": "accept"}}) == "accept"
+
+
+CLAUDE_ASKS = {"request_id": "req-1", "kind": "question", "message": "Which colour?", "options": ["decline", "cancel"],
+               "questions": [{"id": "question_0", "question": "Colour", "options": ["Red", "Blue"], "optional": True},
+                             {"id": "question_0_custom", "question": "Other", "optional": True}]}
+
+
+def test_a_field_the_form_does_not_require_is_an_optional_question():
+    questions = field_questions({"type": "object", "required": ["title"], "properties": {
+        "title": {"type": "string"}, "note": {"type": "string"}}})
+    assert [(q["id"], q.get("optional")) for q in questions] == [("title", None), ("note", True)]
+
+
+def test_an_answer_may_leave_out_an_optional_question():
+    assert answers.validate(CLAUDE_ASKS, '{"question_0": "Red"}') == {"question_0": "Red"}
+
+
+def test_plain_text_answers_the_first_question_when_none_is_required():
+    assert answers.validate(CLAUDE_ASKS, "Blue") == {"question_0": "Blue"}
+
+
+def test_plain_text_answers_the_one_required_question():
+    request = dict(FORM, questions=FORM["questions"] + [{"id": "note", "question": "Note", "optional": True}])
+    assert answers.validate(request, "Crash") == {"title": "Crash"}
+
+
+def test_the_mcp_server_requires_only_the_questions_that_must_be_answered():
+    assert tasks.elicitation(CLAUDE_ASKS)["params"]["requestedSchema"]["required"] == []
