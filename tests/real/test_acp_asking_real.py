@@ -1,8 +1,8 @@
 """What a real ACP agent asks of a person (issue 35): codex-acp 2.6.0 relays an
 MCP server's elicitation (acp_support/eliciting_mcp.py) as a question whose
 reply reaches that server; claude-agent-acp 0.101.0's plan mode switches are
-`mode` requests that only a reply or a `mode` rule answers; a deny by rule
-keeps claude's turn.  Each against the project's mock model on 127.0.0.1
+`mode` requests that only a reply or a `mode` rule answers, its questions
+are forms; a deny by rule keeps claude's turn.  Each against the project's mock model on 127.0.0.1
 (acp_support/agents.py)."""
 
 from __future__ import annotations
@@ -82,6 +82,22 @@ def test_codex_relays_a_declined_elicitation_to_the_server(start):
     code, result = finished(s)
     assert (code, result["status"]) == (0, "completed")
     assert [e["action"] for e in elicited(log)] == ["decline"]
+
+
+def test_claudes_question_is_a_form_whose_plain_text_reply_reaches_the_model(start):
+    s = start("claude")
+    s.model.mock.script(mm.reply(mm.tool_use("AskUserQuestion", {"questions": [{
+        "question": "Which colour?", "header": "Colour", "multiSelect": False,
+        "options": [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cold"}]}]})))
+    s.model.answer("Red it is.")
+    request = parked(s)
+    assert (request["kind"], request["elicitation"], request["message"]) == ("question", "form", "Which colour?")
+    assert request["questions"][0]["options"] == ["Red", "Blue"]  # and an optional free-text field
+    assert s.cmd("reply", s.path, request["request_id"], "Red").returncode == 0
+    code, result = finished(s)
+    assert (code, result["output"]) == (0, "Red it is.")
+    (answered,) = s.model.wait_requests(2)[-1]["messages"][-1]["content"]
+    assert '"Which colour?"="Red"' in answered["content"]
 
 
 def plans(s) -> None:
