@@ -282,8 +282,7 @@ def permission_options(options: Any) -> Tuple[List[str], List[str], Dict[str, st
     texts: List[str] = []
     mapping: Dict[str, str] = {}
     numbered: Dict[str, int] = {}  # the last -N each name got, so many alike stay linear
-    plain = kinds.index("deny") if "deny" in kinds else -1  # several reject_once (codex-acp's decline and
-    # cancel): the first is plain `deny`, the one a rule answers with
+    plain = kinds.index("deny") if "deny" in kinds else -1  # the `deny` a rule answers with keeps its name
     for at, (option, base) in enumerate(zip(options, kinds)):
         words = option_words(option.get("name"), base) if shared[base] > 1 and at != plain else ""
         name = "%s-%s" % (base, words) if words else base
@@ -304,8 +303,9 @@ def option_kinds(options: Any, mapping: Dict[str, str]) -> List[str]:
     """The ACP kind of the option each of our names selects (in the order of
     `mapping`), `cancelled` for a `deny` that cancels: the request record
     keeps them, so its answer says which option the agent got."""
-    kinds = {o.get("optionId"): o.get("kind") for o in map(as_object, options if isinstance(options, list) else [])}
-    return [str(kinds.get(option_id) or "other") if option_id else "cancelled" for option_id in mapping.values()]
+    offered = [as_object(o) for o in options] if isinstance(options, list) else []
+    known = {o.get("optionId"): str(o.get("kind")) for o in offered if str(o.get("kind")) in OPTION_NAMES}
+    return [known.get(option_id, "other") if option_id else "cancelled" for option_id in mapping.values()]
 
 
 def option_words(label: Any, base: str) -> str:

@@ -154,3 +154,9 @@ def test_of_two_reject_once_options_the_first_is_deny():
         {"optionId": "decline", "name": "No, continue without running it", "kind": "reject_once"},
         {"optionId": "cancel", "name": "No, and tell Codex what to do differently", "kind": "reject_once"}])
     assert names == ["allow", "deny", "deny-no-and-tell-codex"] and mapping["deny"] == "decline"
+
+
+def test_an_option_kind_acp_does_not_know_is_recorded_as_other():
+    options = [{"optionId": "odd", "kind": {"x" * 100: 1}}, {"optionId": "no", "kind": "reject_once"}]
+    _, _, mapping = wire.permission_options(options)
+    assert wire.option_kinds(options, mapping) == ["other", "reject_once"]
