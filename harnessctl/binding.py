@@ -109,6 +109,7 @@ FIELDS = (
   --allow RULE    answer a matching permission request allow; RULE is KIND[:GLOB], KIND one of
   --deny RULE     command, file_change, read, search, mcp, web_search, subagent, other or *;
                   GLOB matches the command line, the paths (relative to the cwd) or server.tool.
+                  `mode` (no GLOB) answers the agent's own mode switches, which nothing else does
                   Repeatable: the first rule that matches decides; the rest waits for reply
   --policy FILE   the mode and rules as JSON: {{"mode": "ask", "rules": [["allow", "RULE"], ...]}}
 """, _policy("rules"), mcp={"type": "array", "items": RULE, "description": "permission rules, first match decides"},

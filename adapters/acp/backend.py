@@ -39,7 +39,7 @@ import json
 
 from harnessctl.kit import Calls, ChildBackend, Config, HeldInputs, Host, Input
 
-from . import wire
+from . import asking, wire
 from .updates import Run, Tool, Updates
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -50,6 +50,7 @@ SESSION_FILE = "acp-session.json"
 PROTOCOL_VERSION = 1
 CLIENT_INFO = {"name": "harnessctl", "title": "harnessctl", "version": "0.1.0"}
 MODE_ENV = "HARNESSCTL_ACP_MODE"
+PERMISSION_CANCELLED = {"outcome": {"outcome": "cancelled"}}  # only when harnessctl cancels, or no reject option
 
 
 class AcpBackend(ChildBackend):
@@ -112,8 +113,9 @@ class AcpBackend(ChildBackend):
         if not self.spawn(argv, variable, wire.install_hint(agent, presets)):
             return
         self.phase = "starting"  # the runtime's start timeout covers an agent that never gets ready
-        params = {"protocolVersion": PROTOCOL_VERSION, "clientInfo": CLIENT_INFO,
-                  "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": False}}
+        capabilities: Dict[str, Any] = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": False}
+        capabilities["elicitation"] = asking.CAPABILITY  # forms and URLs become questions
+        params = {"protocolVersion": PROTOCOL_VERSION, "clientInfo": CLIENT_INFO, "clientCapabilities": capabilities}
         self.calls.call("initialize", params, self._on_initialize)
 
     def _presets(self) -> Dict[str, Any]:
@@ -405,20 +407,28 @@ class AcpBackend(ChildBackend):
             self.host.request_closed(agent_id)
 
     def answer(self, token: Any, answer: Any) -> None:
+        """A reply or a rule: an elicitation's action or values, else the
+        permission option our name maps to (the request's `option_kinds` say
+        which kind that is)."""
         entry = self.requests.pop(token, None)
         if entry is None or self.child is None:
             return
+        if "fields" in entry:
+            self.calls.respond(token, asking.elicitation_response(entry["fields"], answer))
+            return
         option_id = entry["mapping"].get(answer)
         if not option_id:  # `deny` where the agent offers no reject option
-            self.calls.respond(token, {"outcome": {"outcome": "cancelled"}})
+            self.calls.respond(token, PERMISSION_CANCELLED)
             return
         if str(answer).startswith("deny"):
             self.updates.declined(entry["tool_id"])
         self.calls.respond(token, {"outcome": {"outcome": "selected", "optionId": option_id}})
 
     def _answer_cancelled(self, agent_id: Any) -> None:
-        if self.requests.pop(agent_id, None) is not None:
-            self.calls.respond(agent_id, {"outcome": {"outcome": "cancelled"}})
+        """harnessctl cancels a request the agent still waits for (a cancel, the run's end)."""
+        entry = self.requests.pop(agent_id, None)
+        if entry is not None:
+            self.calls.respond(agent_id, asking.CANCELLED if "fields" in entry else PERMISSION_CANCELLED)
 
     # ------------------------------------------------------------------ the agent's messages
 
@@ -432,6 +442,8 @@ class AcpBackend(ChildBackend):
             self._agent_request(str(method), msg.get("id"), wire.as_object(msg.get("params")))
         elif method == "session/update":
             self._on_update(wire.as_object(msg.get("params")), msg)
+        elif method == "elicitation/complete":
+            self._on_elicitation_complete(wire.as_object(msg.get("params")))
         elif method == "$/cancel_request":
             agent_id = wire.as_object(msg.get("params")).get("requestId")
             if self.requests.pop(agent_id, None) is not None:
@@ -452,6 +464,9 @@ class AcpBackend(ChildBackend):
     def _agent_request(self, method: str, agent_id: Any, params: Dict[str, Any]) -> None:
         if method == "session/request_permission":
             self._on_permission(agent_id, params)
+            return
+        if method == "elicitation/create":
+            self._on_elicitation(agent_id, params)
             return
         try:
             if method == "fs/read_text_file":
@@ -478,7 +493,35 @@ class AcpBackend(ChildBackend):
         names, texts, mapping = wire.permission_options(params.get("options"))
         details = wire.permission_subject(tool.kind, tool.own_name, tool.title, tool.input, tool.content,
                                           tool_call.get("locations"))
-        details.update(input=tool.input, option_descriptions=texts, tool_id=tool_id)
+        details.update(input=tool.input, option_descriptions=texts, tool_id=tool_id,
+                       option_kinds=wire.option_kinds(params.get("options"), mapping))
+        kind = "mode" if asking.is_mode_switch(tool_call) else "permission"
+        if asking.is_consent(tool_call):
+            details["consent"] = True  # a login URL to open: no rule and no mode answers it
         self.requests[agent_id] = {"run": run, "mapping": mapping, "tool_id": tool_id}
-        self.host.request(self._run_id(), "permission", wire.permission_message(tool_call), options=names,
+        self.host.request(self._run_id(), kind, wire.permission_message(tool_call), options=names,
                           details=details, token=agent_id)
+
+    def _on_elicitation(self, agent_id: Any, params: Dict[str, Any]) -> None:
+        """A form or a URL for a person: a question, parked until a reply."""
+        asked = asking.elicitation_request(params)
+        if asked is None:
+            self.host.log("diagnostic", "warning", run_id=self._run_id(), message="the ACP agent %s asked an "
+                          "elicitation of mode %r, which harnessctl cannot show; cancelled" % (self.label,
+                                                                                            params.get("mode")))
+            self.calls.respond(agent_id, asking.CANCELLED)
+            return
+        self.requests[agent_id] = {"run": self.run, "fields": asked["fields"],
+                                   "elicitation_id": asked["details"].get("elicitation_id")}
+        self.host.request(self._run_id(), "question", asked["message"], options=asked["options"],
+                          details=asked["details"], token=agent_id)
+
+    def _on_elicitation_complete(self, params: Dict[str, Any]) -> None:
+        """The agent says a URL elicitation is over (the login went through):
+        one still pending is no longer asked, and is answered `cancel`."""
+        wanted = params.get("elicitationId")
+        for agent_id in [k for k, v in self.requests.items() if wanted and v.get("elicitation_id") == wanted]:
+            self._answer_cancelled(agent_id)
+            self.host.request_closed(agent_id)
+        self.host.log("native", level="debug", run_id=self._run_id(), data={"method": "elicitation/complete",
+                                                                             "params": params})

@@ -265,12 +265,16 @@ def permission_options(options: Any) -> Tuple[List[str], List[str], Dict[str, st
     the agent offers two options of one kind (qwen: "Always Allow in project"
     and "... for user"), each also carries the agent's own words for it
     (allow-session-in-project, allow-session-for-user), else `-2`, `-3`...;
-    an option of an unknown kind is named by its optionId.  With no reject
-    option at all, `deny` answers the request `cancelled`, so a person can
-    always refuse."""
+    an option of an unknown kind is named by its optionId.  Of several
+    reject_once options the first is plain `deny`.  A deny keeps the
+    agent's turn: `deny` is the reject_once option, else the reject_always
+    one; only with no reject option at all does `deny` answer the request
+    `cancelled` (which ends the agent's turn), so a person can always refuse."""
     options = [as_object(o) for o in options] if isinstance(options, list) else []
     options = [o for o in options if isinstance(o.get("optionId"), str) and o["optionId"]]
     kinds = [OPTION_NAMES.get(str(o.get("kind"))) or o["optionId"] for o in options]
+    if "deny" not in kinds and "deny-always" in kinds:  # the agent's only way to refuse and go on
+        kinds[kinds.index("deny-always")] = "deny"
     shared: Dict[str, int] = {}  # how many options each name stands for (counted once: an agent may send many)
     for base in kinds:
         shared[base] = shared.get(base, 0) + 1
@@ -278,8 +282,9 @@ def permission_options(options: Any) -> Tuple[List[str], List[str], Dict[str, st
     texts: List[str] = []
     mapping: Dict[str, str] = {}
     numbered: Dict[str, int] = {}  # the last -N each name got, so many alike stay linear
-    for option, base in zip(options, kinds):
-        words = option_words(option.get("name"), base) if shared[base] > 1 else ""
+    plain = kinds.index("deny") if "deny" in kinds else -1  # the `deny` a rule answers with keeps its name
+    for at, (option, base) in enumerate(zip(options, kinds)):
+        words = option_words(option.get("name"), base) if shared[base] > 1 and at != plain else ""
         name = "%s-%s" % (base, words) if words else base
         while name in mapping:
             numbered[base] = numbered.get(base, 1) + 1
@@ -292,6 +297,15 @@ def permission_options(options: Any) -> Tuple[List[str], List[str], Dict[str, st
         texts.append("refuse (the agent offers no reject option: the request is answered cancelled)")
         mapping["deny"] = ""
     return names, texts, mapping
+
+
+def option_kinds(options: Any, mapping: Dict[str, str]) -> List[str]:
+    """The ACP kind of the option each of our names selects (in the order of
+    `mapping`), `cancelled` for a `deny` that cancels: the request record
+    keeps them, so its answer says which option the agent got."""
+    offered = [as_object(o) for o in options] if isinstance(options, list) else []
+    known = {o.get("optionId"): str(o.get("kind")) for o in offered if str(o.get("kind")) in OPTION_NAMES}
+    return [known.get(option_id, "other") if option_id else "cancelled" for option_id in mapping.values()]
 
 
 def option_words(label: Any, base: str) -> str:
@@ -366,7 +380,7 @@ def permission_message(tool_call: Dict[str, Any]) -> str:
     kind = str(tool_call.get("kind") or "other")
     title = str(tool_call.get("title") or tool_name(tool_call) or "a tool")
     verb = {"execute": "Run", "edit": "Edit", "delete": "Delete", "move": "Move", "read": "Read",
-            "fetch": "Fetch", "search": "Search"}.get(kind, "Allow")
+            "fetch": "Fetch", "search": "Search", "switch_mode": "Switch mode"}.get(kind, "Allow")
     return "%s: %s" % (verb, title)
 
 

@@ -5,10 +5,9 @@ that binary generates).  A request offers exactly what codex offers."""
 
 from __future__ import annotations
 
-import json
 import re
 
-from harnessctl.kit import permission_subject
+from harnessctl.kit import field_questions, field_values, form_fields, permission_subject
 
 from . import wire
 
@@ -200,17 +199,17 @@ def elicitation_request(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
 
     A form with fields becomes a question (one per field, its answer converted
     to the field's type); a form with no field, or a URL to visit, becomes a
-    permission: allow (accept), deny (decline), cancel."""
+    permission: allow (accept), deny (decline), cancel.  A URL's carries
+    `consent`: no rule and no mode answers it."""
     server = params.get("serverName") or "an MCP server"
     message = str(params.get("message") or "")
     mode = params.get("mode")
-    schema = params.get("requestedSchema")
-    fields = schema.get("properties") if isinstance(schema, dict) else None
-    if mode in ("form", "openai/form", "openaiForm") and isinstance(fields, dict) and fields:
-        questions = [_field_question(str(name), spec) for name, spec in fields.items()]
+    fields = form_fields(params.get("requestedSchema"))
+    if mode in ("form", "openai/form", "openaiForm") and fields:
+        questions = field_questions(params.get("requestedSchema"))
         return {"kind": "question", "message": "%s asks: %s" % (server, message), "options": None,
                 "details": {"tool": "mcp", "server": server, "questions": questions},
-                "fields": {str(name): spec for name, spec in fields.items()}}
+                "fields": fields}
     meta = wire.as_object(params.get("_meta"))
     tool = _mcp_tool(server, meta, message)
     if mode == "url":
@@ -222,7 +221,8 @@ def elicitation_request(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return {"kind": "permission", "message": text, "options": ["allow", "deny", "cancel"],
             "details": {**permission_subject("mcp", tool or "elicitation", mcp_tool=tool),
                         "server": server, "url": params.get("url"),
-                        "option_descriptions": ["accept", "decline", "cancel the request"]},
+                        "option_descriptions": ["accept", "decline", "cancel the request"],
+                        **({"consent": True} if mode == "url" else {})},  # a login: no rule or mode answers it
             "replies": {"allow": {"action": "accept", "content": {} if mode != "url" else None},
                         "deny": {"action": "decline", "content": None},
                         "cancel": {"action": "cancel", "content": None}}}
@@ -241,71 +241,10 @@ def _mcp_tool(server: str, meta: Dict[str, Any], message: str) -> Optional[str]:
     return "%s.%s" % (server, tool) if tool else None
 
 
-def _field_question(name: str, spec: Any) -> Dict[str, Any]:
-    spec = spec if isinstance(spec, dict) else {}
-    entry: Dict[str, Any] = {"id": name, "question": str(spec.get("title") or spec.get("description") or name)}
-    labels, _ = _field_choices(spec)
-    if spec.get("type") == "boolean":
-        labels = ["true", "false"]
-    if labels:
-        entry["options"] = labels
-    if spec.get("description") and spec.get("title"):
-        entry["description"] = str(spec["description"])
-    entry["answer_type"] = "list" if spec.get("type") == "array" else str(spec.get("type") or "string")
-    return entry
-
-
-def _field_choices(spec: Dict[str, Any]) -> Tuple[List[str], Dict[str, str]]:
-    """(labels, label -> value) of an enum field (titled, untitled or legacy)."""
-    items = spec.get("items") if spec.get("type") == "array" else spec
-    items = items if isinstance(items, dict) else {}
-    titled = items.get("oneOf") or items.get("anyOf")
-    if isinstance(titled, list):
-        pairs = [(str(o.get("title")), str(o.get("const"))) for o in titled if isinstance(o, dict)]
-    elif isinstance(items.get("enum"), list):
-        values = [str(v) for v in items["enum"]]
-        names = spec.get("enumNames")
-        names = [str(n) for n in names] if isinstance(names, list) and len(names) == len(values) else values
-        pairs = list(zip(names, values))
-    else:
-        pairs = []
-    return [p[0] for p in pairs], dict(pairs)
-
-
 def elicitation_answer(fields: Dict[str, Any], answer: Any) -> Dict[str, Any]:
     """{field: text} -> the elicitation response, each value converted to its
-    field's type (a text that does not convert is sent as given: the MCP
-    server says what is wrong)."""
-    content = {}
-    for name, text in (answer if isinstance(answer, dict) else {}).items():
-        content[name] = _convert(wire.as_object(fields.get(name)), str(text))
-    return {"action": "accept", "content": content}
-
-
-def _convert(spec: Dict[str, Any], text: str) -> Any:
-    _, values = _field_choices(spec)
-    kind = spec.get("type")
-    if kind == "array":
-        try:
-            parts = json.loads(text)
-        except ValueError:
-            parts = None
-        if not isinstance(parts, list):
-            parts = [p.strip() for p in text.split(",") if p.strip()]
-        return [values.get(str(p), str(p)) for p in parts]
-    if kind == "boolean":
-        lowered = text.strip().lower()
-        if lowered in ("true", "yes", "y", "1"):
-            return True
-        if lowered in ("false", "no", "n", "0"):
-            return False
-        return text
-    if kind in ("number", "integer"):
-        try:
-            return int(text) if kind == "integer" else float(text)
-        except ValueError:
-            return text
-    return values.get(text, text)
+    field's type (kit.field_values)."""
+    return {"action": "accept", "content": field_values(fields, answer)}
 
 
 def question_request(params: Dict[str, Any]) -> Dict[str, Any]:

@@ -19,6 +19,12 @@ it lets through (`edit`: file changes inside the bound cwd, `full`:
 everything) is allowed where the first catch-all rule `*` stands, or after
 the last rule.  So `--mode edit --deny '*'` edits and is refused the rest,
 and `--mode full --deny 'command:rm *'` is refused one thing.
+
+Two kinds of request stand apart.  A mode switch (a `mode` request: the
+agent leaves its plan mode, or enters another) changes what the agent does
+unasked from then on, so only a rule naming `mode` answers it: never `*`,
+never the mode.  A permission that stands for a person's consent (`consent`:
+a login URL to open) is answered by no rule and no mode.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ if TYPE_CHECKING:
     Part = Tuple[Optional[Tuple[str, ...]], int, Callable[[], List[Tuple[str, ...]]]]
 
 VERBS = ("allow", "deny")
+RULE_KINDS = TOOL_KINDS + ("mode",)  # `mode`: a mode switch request, which no other rule matches
 MAX_RULES = 1000
 MAX_POLICY_FILE = 1024 * 1024
 
@@ -60,8 +67,10 @@ def check_rule(verb: str, text: str) -> List[str]:
     if not isinstance(text, str) or not text:
         raise UsageError("empty --%s rule: give KIND or KIND:PATTERN" % verb)
     kind, colon, pattern = text.partition(":")
-    if kind != "*" and kind not in TOOL_KINDS:
-        raise UsageError("--%s %s: unknown kind %r (kinds: %s, or *)" % (verb, text, kind, ", ".join(TOOL_KINDS)))
+    if kind != "*" and kind not in RULE_KINDS:
+        raise UsageError("--%s %s: unknown kind %r (kinds: %s, or *)" % (verb, text, kind, ", ".join(RULE_KINDS)))
+    if kind == "mode" and colon:
+        raise UsageError("--%s %s: a mode rule takes no pattern (write --%s mode)" % (verb, text, verb))
     if colon and not pattern:
         raise UsageError("--%s %s: empty pattern after the colon (leave the colon out to match every %s)"
                          % (verb, text, "request" if kind == "*" else kind))
@@ -131,13 +140,17 @@ def native_mode(binding: Dict[str, Any]) -> Optional[str]:
 def decide(binding: Dict[str, Any], request: Dict[str, Any],
            own: Tuple[str, ...] = ()) -> Optional[Tuple[str, Dict[str, str]]]:
     """(the option that answers `request`, the fields that say why) or None:
-    the request is parked for `reply`.  Only permissions are decided, and only
-    with an option the request offers (`allow` or `deny`).  `own` are the
+    the request is parked for `reply`.  Only permissions and mode switches
+    are decided, and only with an option the request offers (`allow` or
+    `deny`); a permission that stands for consent never is.  `own` are the
     session's own files (the event file, its sidecar): nothing allows a
     change to them."""
-    if request.get("kind") != "permission":
-        return None
     rules = binding.get("rules") or []
+    if request.get("kind") == "mode":
+        verb = next((verb for verb, text in rules if text == "mode"), None)
+        return _answer(verb, request, {"by": "rule", "rule": "mode"}) if verb else None
+    if request.get("kind") != "permission" or request.get("consent") is True:
+        return None
     if not rules:
         return None  # the harness itself enforces the mode
     cwd = binding["cwd"]

@@ -102,7 +102,7 @@ FIELDS = {
                 ("text", _is_str, True)),
     "request": (("run_id", _is_id_or_null, True), ("request_id", _is_request_id, True),
                 ("state", _one_of("pending", "replied", "expired"), True),
-                ("kind", _one_of("permission", "question"), True), ("message", _is_str, True),
+                ("kind", _one_of("permission", "question", "mode"), True), ("message", _is_str, True),
                 ("options", _is_strs, True), ("tool", _is_str_or_null, False), ("questions", _is_questions, False),
                 ("answer", _is_answer, False)),
     "result": (("run_id", _is_id_or_null, True), ("input_ids", _is_ids, True),

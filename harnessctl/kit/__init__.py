@@ -12,7 +12,8 @@ core promises adapters is this one list, documented in docs/ADAPTERS.md:
   `self.activity`), the tool kinds, and the helpers that build its fields;
 - the shared plumbing: `ChildBackend` (childbackend.py) for a harness that is
   one child speaking JSON lines, `HeldInputs` (holding.py) for one that
-  cannot steer, `Calls` (jsonrpc.py) for one that speaks JSON-RPC;
+  cannot steer, `Calls` (jsonrpc.py) for one that speaks JSON-RPC, and an
+  MCP elicitation form's fields as questions and answers (elicitation.py);
 - the errors a backend's start may raise (errors.py): a HarnessctlError
   fails the waiting sends with its own exit code, anything else with 5.
 
@@ -26,6 +27,7 @@ from ..vocabulary import TOOL_KINDS
 from .activity import Activity, amount, argv_line, permission_subject, unified_diff
 from .backend import DELIVERIES, REQUEST_KINDS, RESULT_STATUSES, Backend, Child, Config, Host, Input
 from .childbackend import ChildBackend, on_handlers
+from .elicitation import field_questions, field_values, form_fields
 from .holding import HeldInputs
 from .jsonrpc import Calls
 
@@ -36,6 +38,8 @@ __all__ = [
     "Activity", "TOOL_KINDS", "amount", "argv_line", "permission_subject", "unified_diff",
     # the shared plumbing
     "ChildBackend", "on_handlers", "HeldInputs", "Calls",
+    # MCP elicitation forms
+    "form_fields", "field_questions", "field_values",
     # errors
     "HarnessctlError", "UsageError", "UnavailableError",
 ]

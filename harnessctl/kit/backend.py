@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 # The values an adapter may report; anything else is a broken contract.
 DELIVERIES = ("start", "steer", "queued")  # Host.accepted(delivery=...)
 RESULT_STATUSES = ("completed", "cancelled", "failed")  # Host.result(status=...)
-REQUEST_KINDS = ("permission", "question")  # Host.request(kind=...)
+REQUEST_KINDS = ("permission", "question", "mode")  # Host.request(kind=...); mode: the agent switches its own mode
 STDERR_TAIL = 2000  # bytes of a child's stderr kept for Child.stderr_tail
 
 
@@ -206,7 +206,10 @@ class Host:
         kind "permission": `options` are the allowed answers (e.g. allow, deny,
         allow-session); `details` may carry `tool`, `input`, ...
         kind "question": `details["questions"]` is a list of
-        {"id", "question", "options": [labels] or absent}.
+        {"id", "question", "options": [labels] or absent}; `options`, if
+        any, are answers besides the questions' (decline, cancel).
+        kind "mode": the agent asks to switch its own mode; `options` as a
+        permission's, answered only by a reply or a rule naming `mode`.
         `token` is the harness's own handle of the request (its id, or
         whatever the adapter needs to answer it): `Backend.answer` gets it
         back, so an adapter keeps no map of our request ids.  The runtime

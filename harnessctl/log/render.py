@@ -224,13 +224,16 @@ def reply_commands(e: Entry, file: str) -> List[str]:
     from shlex import quote
 
     base = "harnessctl reply %s %s " % (file, quote(str(e.get("request_id"))))
-    if e.get("kind") == "question":
+    options = [base + quote(str(option)) for option in e.get("options") or ()]
+    if e.get("kind") == "question":  # its fields, then its other answers (an elicitation's decline, cancel)
         import json
 
-        questions = e.get("questions") or [{"id": "q1"}]
+        questions = e.get("questions") or ([] if options else [{"id": "q1"}])
+        questions = [q for q in questions if q.get("optional") is not True] or questions[:1]
         answer = {str(q.get("id")): _first_option(q) for q in questions}
-        return [base + quote(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))]
-    return [base + quote(option) for option in e.get("options") or ("allow", "deny")]
+        fields = [base + quote(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))] if questions else []
+        return fields + options
+    return options or [base + quote(option) for option in ("allow", "deny")]
 
 
 def _first_option(question: Dict[str, Any]) -> str:

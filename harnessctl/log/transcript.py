@@ -150,7 +150,7 @@ class Transcript:
     def _request(self, e: Dict[str, Any]) -> List[str]:
         request_id = as_str(e.get("request_id")) or "?"
         key = "request:%s" % request_id
-        if key not in self.entries and e.get("kind") == "permission":
+        if key not in self.entries and e.get("kind") in ("permission", "mode"):
             tool = self._approved_tool(e)
             if tool is not None:
                 self.approves[key] = tool

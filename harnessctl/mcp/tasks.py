@@ -250,18 +250,23 @@ def listen(tasks: Tasks, ident: Any, params: Dict[str, Any], send: Callable[[Dic
 
 def elicitation(request: Dict[str, Any]) -> Dict[str, Any]:
     """A pending request as the elicitation/create a client shows its user
-    or model: a permission's options to pick one of, a question's fields."""
-    if request.get("kind") == "question":
-        properties = {str(q.get("id")): _field(q) for q in request.get("questions") or [] if isinstance(q, dict)}
+    or model: a permission's or a mode switch's options to pick one of, a
+    question's fields (a question with none, such as a URL to open: its
+    options)."""
+    if request.get("kind") == "question" and request.get("questions"):
+        questions = [q for q in request.get("questions") or [] if isinstance(q, dict)]
+        properties = {str(q.get("id")): _field(q) for q in questions}
+        required = sorted(str(q.get("id")) for q in questions if q.get("optional") is not True)
     else:
         descriptions = request.get("option_descriptions") or {}
         options = [str(o) for o in request.get("options") or []]
         properties = {"answer": {"type": "string", "title": "answer", "oneOf": [
             {"const": o, "title": shown(str(descriptions.get(o) or o)) if isinstance(descriptions, dict) else o}
             for o in options]}}
+        required = ["answer"]
     return {"method": "elicitation/create", "params": {
         "mode": "form", "message": shown(str(request.get("message") or request.get("kind") or "a request")),
-        "requestedSchema": {"type": "object", "properties": properties, "required": sorted(properties)}}}
+        "requestedSchema": {"type": "object", "properties": properties, "required": required}}}
 
 
 def _field(question: Dict[str, Any]) -> Dict[str, Any]:
@@ -274,16 +279,19 @@ def _field(question: Dict[str, Any]) -> Dict[str, Any]:
 def reply_answer(request: Dict[str, Any], response: Any) -> Optional[str]:
     """The answer `reply` takes for an elicitation's result, or None to
     leave the request parked: `accept` answers with what was filled in;
-    `decline` denies a permission that offers `deny`; `cancel` (dismissed)
-    answers nothing."""
+    `decline` denies a permission that offers `deny`, or picks a question's
+    `decline`; `cancel` (dismissed) answers nothing."""
     if not isinstance(response, dict):
         return None
     action, content = response.get("action"), response.get("content")
-    if action == "decline" and request.get("kind") != "question" and "deny" in (request.get("options") or []):
+    options = request.get("options") or []
+    if action == "decline" and request.get("kind") != "question" and "deny" in options:
         return "deny"
+    if action == "decline" and request.get("kind") == "question" and "decline" in options:
+        return "decline"
     if action != "accept" or not isinstance(content, dict):
         return None
-    if request.get("kind") == "question":
+    if request.get("kind") == "question" and request.get("questions"):
         return json.dumps(content, ensure_ascii=False)
     answer = content.get("answer")
     return answer if isinstance(answer, str) else None

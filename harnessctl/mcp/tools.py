@@ -54,8 +54,9 @@ SCHEMAS = {
         "The status of each session: state, run, pending requests, binding (harnessctl status).",
         {"files": {"type": "array", "items": FILE, "minItems": 1}}, ["files"]),
     "reply": _tool(
-        "Answer a pending request: a permission takes one of its options (allow, deny ...), a question "
-        "an object keyed by question id or, for one question, text (harnessctl reply).",
+        "Answer a pending request: a permission or a mode switch takes one of its options (allow, deny ...), "
+        "a question an object keyed by question id, for one question text, or one of its options (an "
+        "elicitation's decline, cancel) (harnessctl reply).",
         {"file": FILE, "request_id": {"type": "string"},
          "answer": {"type": ["string", "object"], "description": "the answer"}},
         ["file", "request_id", "answer"]),

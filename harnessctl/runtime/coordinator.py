@@ -185,8 +185,8 @@ class Runtime:
         self.sends.pump()
 
     def request_arrived(self, kind: str, request: Dict[str, Any]) -> Optional[Tuple[str, Dict[str, str]]]:
-        """The harness asks: the bound policy's answer to a permission, or None (a reply answers)."""
-        return self.replies.decide(self.binding, request) if kind == "permission" else None
+        """The harness asks: the bound policy's answer to a permission or a mode switch, or None (a reply answers)."""
+        return self.replies.decide(self.binding, request) if kind in ("permission", "mode") else None
 
     def request_recorded(self, request: Dict[str, Any], decision: Optional[Tuple[str, Dict[str, str]]]) -> None:
         """A request was written: the policy's answer goes to the harness, or its line runs --on-request."""

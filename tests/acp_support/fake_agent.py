@@ -24,6 +24,10 @@ What a prompt does is said by its text:
                   answering the steer injected
   /approve [N]    ask session/request_permission (options as codex-acp's) and say
                   "permission: <optionId>"
+  /elicit KIND    ask elicitation/create, a `form` (fields title, count) or a `url`, and
+                  say "elicitation: <the client's answer as JSON>"
+  /switchmode     ask session/request_permission of a `switch_mode` tool call (claude-agent-acp's
+                  plan exit, its options) and say "mode: <optionId>"
   /crash [N]      exit 3 in the middle of the turn
   /tool CMD...    run CMD (no shell) as an `execute` tool call, output in
                   _meta.terminal_output_delta, exit code in _meta.terminal_exit
@@ -196,6 +200,10 @@ def play(turn: Turn) -> Optional[str]:
         return slow(turn)
     if command == "/approve":
         return approve(turn)
+    if command == "/elicit":
+        return elicit(turn, words[1] if len(words) > 1 else "form")
+    if command == "/switchmode":
+        return switch_mode(turn)
     if command == "/crash":
         chunk(turn, "about to crash", "msg-1")
         os._exit(3)
@@ -268,6 +276,39 @@ def approve(turn: Turn) -> Optional[str]:
     update(turn.session_id, {"sessionUpdate": "tool_call_update", "toolCallId": tool_id, "status": "completed",
                              "_meta": {"terminal_exit": {"exit_code": 0, "signal": None}}})
     chunk(turn, "permission: %s" % option, "msg-1")
+    return "end_turn"
+
+
+def elicit(turn: Turn, kind: str) -> Optional[str]:
+    if kind == "url":
+        params: Dict[str, Any] = {"sessionId": turn.session_id, "mode": "url", "message": "Sign in to tickets",
+                                  "url": "https://example.org/login", "elicitationId": "e-1"}
+    else:
+        params = {"sessionId": turn.session_id, "mode": "form", "message": "Details for the ticket",
+                  "requestedSchema": {"type": "object", "properties": {
+                      "title": {"type": "string", "title": "Title"},
+                      "count": {"type": "integer", "title": "How many"}}}}
+    response = ask("elicitation/create", params, turn)
+    if response is None or turn.cancelled.is_set():
+        return "cancelled"
+    chunk(turn, "elicitation: %s" % json.dumps(response.get("result"), sort_keys=True), "msg-1")
+    return "end_turn"
+
+
+def switch_mode(turn: Turn) -> Optional[str]:
+    tool_id = "toolu_%s" % uuid.uuid4().hex[:8]
+    asked = {"toolCallId": tool_id, "kind": "switch_mode", "title": "Ready to code?", "status": "pending",
+             "rawInput": {"plan": "1. write it"}}
+    update(turn.session_id, dict(asked, sessionUpdate="tool_call"))
+    response = ask("session/request_permission", {"sessionId": turn.session_id, "toolCall": asked, "options": [
+        {"optionId": "acceptEdits", "name": "Yes, auto-accept edits", "kind": "allow_always"},
+        {"optionId": "default", "name": "Yes, manually approve edits", "kind": "allow_once"},
+        {"optionId": "plan", "name": "No, keep planning", "kind": "reject_once"}]}, turn)
+    outcome = ((response or {}).get("result") or {}).get("outcome") or {}
+    if response is None or turn.cancelled.is_set():
+        return "cancelled"
+    update(turn.session_id, {"sessionUpdate": "tool_call_update", "toolCallId": tool_id, "status": "completed"})
+    chunk(turn, "mode: %s" % (outcome.get("optionId") or outcome.get("outcome")), "msg-1")
     return "end_turn"
 
 

@@ -162,7 +162,7 @@ def test_url_elicitation_is_a_permission_showing_the_url(wire, host):
     request = ask(wire, host, "mcpServer/elicitation/request",
                   {"serverName": "auth", "mode": "url", "message": "Sign in", "url": "https://example.org/login",
                    "elicitationId": "e1"})
-    assert "https://example.org/login" in request["message"] and request["details"]["url"]
+    assert "https://example.org/login" in request["details"]["url"] and request["details"]["consent"] is True
     assert answer(wire, host, request, "allow")["result"] == {"action": "accept", "content": None}
 
 
