@@ -41,7 +41,7 @@ def wait(file: str, input_id: Optional[str], timeout: Optional[float],
     pause = 0.01
     while True:
         try:
-            kind, line = _watch(addr, input_id, until, notes)
+            kind, line = _watch(addr, input_id, until, notes, now=timeout == 0)
         except NoRuntime:
             kind, line = _wait_stopped(addr, input_id, until)
         if kind != "timeout" and _identity(addr.path) != waited_on:
@@ -220,12 +220,16 @@ def _wait_stopped(addr: Address, input_id: Optional[str], until: Optional[float]
 
 
 def _watch(addr: Address, input_id: Optional[str], until: Optional[float],
-           notes: Optional[Notes] = None) -> Tuple[str, str]:
+           notes: Optional[Notes] = None, now: bool = False) -> Tuple[str, str]:
     """Ask the runtime to answer once there is something to say; NoRuntime if
     there is none or it went away meanwhile (the caller then recovers or asks again).
-    With `notes`, the runtime nudges the watch when it writes a harness warning (_read_with_notes)."""
+    With `notes`, the runtime nudges the watch when it writes a harness warning (_read_with_notes).
+    With `now` (a wait of no time), it answers at once, and is given the usual
+    time to: a busy runtime's answer is not taken for `timeout`."""
+    if now:
+        until = time.monotonic() + timeout_seconds()
     try:
-        conn = _open_watch(addr, input_id, until, notes is not None)
+        conn = _open_watch(addr, input_id, until, notes is not None, now)
     except ipc.Timeout:
         return "timeout", ""
     try:
@@ -267,7 +271,8 @@ def _read_with_notes(conn: Any, until: Optional[float], notes: Notes) -> bytes:
 OUT_OF_DESCRIPTORS = (24, 23)
 
 
-def _open_watch(addr: Address, input_id: Optional[str], until: Optional[float], nudged: bool = False) -> Any:
+def _open_watch(addr: Address, input_id: Optional[str], until: Optional[float], nudged: bool = False,
+                now: bool = False) -> Any:
     """A connection to the runtime with the `wait` request sent: its answer
     comes once there is something to say (_watch_answer reads it), after a
     NUDGE byte per harness warning if `nudged`.  NoRuntime if nobody listens;
@@ -283,7 +288,8 @@ def _open_watch(addr: Address, input_id: Optional[str], until: Optional[float], 
                                    % (addr.path, e.strerror)) from None
         raise NoRuntime() from None
     try:
-        ipc.send_all(conn, ipc.encode_fields(["wait", input_id or ""] + (["notes"] if nudged else [])))
+        ipc.send_all(conn, ipc.encode_fields(["wait", input_id or ""] + (["notes"] if nudged else [])
+                                             + (["now"] if now else [])))
     except ipc.Timeout:
         conn.close()
         raise

@@ -131,7 +131,7 @@ class Runtime:
     def _dispatch(self, request: List[str], waiter: Waiter) -> None:
         """Fields as ipc.py encodes them: send/VERSION and named fields (binding.send_request) | status | cancel |
         reply ID ANSWER |
-        wait INPUT_ID (empty: the conversation) [notes]."""
+        wait INPUT_ID (empty: the conversation) [notes] [now]."""
         op = request[0]
         if self.writer.events.replaced():
             waiter.retry()  # a new runtime serves the file now at the path (or refuses a foreign one)
@@ -153,8 +153,8 @@ class Runtime:
             elif op == "reply" and len(request) == 3:
                 self.replies.reply(request[1], request[2])
                 waiter.ok()
-            elif op == "wait" and len(request) in (2, 3):
-                self.watches.add(request[1] or None, waiter, request[2:] == ["notes"])
+            elif op == "wait" and len(request) >= 2 and set(request[2:]) <= {"notes", "now"}:
+                self.watches.add(request[1] or None, waiter, "notes" in request[2:], "now" in request[2:])
             else:
                 waiter.fail(HarnessctlError("malformed request %r" % op))
         except HarnessctlError as e:

@@ -37,10 +37,14 @@ class Watches:
         self.open: List[Tuple[Optional[str], Waiter, bool]] = []
         self.recent: Dict[str, Dict[str, Any]] = {}  # input id -> its result
 
-    def add(self, input_id: Optional[str], waiter: Waiter, nudge: bool = False) -> None:
-        """Hold a `wait`; with `nudge`, it hears of each harness warning written meanwhile (Waiter.nudge)."""
+    def add(self, input_id: Optional[str], waiter: Waiter, nudge: bool = False, now: bool = False) -> None:
+        """Hold a `wait`; with `nudge`, it hears of each harness warning written
+        meanwhile (Waiter.nudge); with `now`, it is answered at once, `timeout`
+        while there is nothing to say (a look: MCP's tasks/get)."""
         answer = self._answer(input_id, {})
-        if answer is None:
+        if answer is None and now:
+            waiter.ok("timeout ")
+        elif answer is None:
             self.open.append((input_id, waiter, nudge))
         else:
             waiter.ok(answer)

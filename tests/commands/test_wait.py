@@ -82,6 +82,20 @@ def test_timeout_passing_first_exits_10_with_nothing_printed_and_the_run_goes_on
     assert status(efile)["state"] == "running"  # it returned before the run ended, which goes on
 
 
+def test_a_wait_of_no_time_is_answered_by_the_runtime_parked_or_running(efile):
+    """`--timeout 0` asks the runtime to answer at once, and gives it the usual
+    time to: a busy runtime's late answer is never taken for a timeout."""
+    parked = run("send", efile, "/permission ok?", "--print-id", "--wait", *M)
+    input_id = parked.stdout.decode().splitlines()[0]
+    for _ in range(5):
+        proc = run("wait", efile, input_id, "--timeout", "0")
+        assert proc.returncode == 9 and json.loads(proc.stdout)["type"] == "request", proc.stderr
+    ok("reply", efile, json.loads(parked.stdout.decode().splitlines()[1])["request_id"], "allow")
+    ok("wait", efile, input_id)
+    busy = ok("send", efile, "/sleep 30", "--print-id", *M).stdout.decode().strip()
+    assert run("wait", efile, busy, "--timeout", "0").returncode == 10
+
+
 def test_print_id_prints_the_accepted_input_id_alone(efile):
     proc = ok("send", efile, "hello", "--print-id", *M)
     assert proc.stdout.decode() == of_type(efile, "accepted")[0]["input_id"] + "\n"
