@@ -259,7 +259,7 @@ def test_an_unreadable_policy_file_exits_2(efile, workdir):
 
 
 def test_mode_for_an_acp_agent_without_a_mode_table_exits_2_naming_the_raw_knob(efile):
-    proc = run("send", efile, "hello", "--adapter", "acp", "--agent", "some-agent --acp", "--mode", "ask")
+    proc = run("send", efile, "hello", "--adapter", "acp", "--agent", "cat --acp", "--mode", "ask")
     assert proc.returncode == 2 and b"HARNESSCTL_ACP_MODE" in proc.stderr and not os.path.exists(efile)
 
 
