@@ -124,8 +124,8 @@ def test_start_initializes_with_fs_and_no_terminal_then_opens_a_session_in_the_b
     replay.to("session/prompt")
     init, new = frames(host, "initialize")[0], frames(host, "session/new")[0]
     assert init["jsonrpc"] == "2.0" and init["params"]["protocolVersion"] == 1
-    assert init["params"]["clientCapabilities"] == {"fs": {"readTextFile": True, "writeTextFile": True},
-                                                    "terminal": False}
+    capabilities = init["params"]["clientCapabilities"]
+    assert capabilities["fs"] == {"readTextFile": True, "writeTextFile": True} and capabilities["terminal"] is False
     assert new["params"] == {"cwd": CWD, "mcpServers": []}
     assert host.reports() == [("ready",)]
     assert host.children[0].argv == ["fake-agent", "--flag"] and host.children[0].cwd == CWD
