@@ -317,8 +317,10 @@ class AcpBackend(ChildBackend):
         prompt = [{"type": "text", "text": i.text} for i in items]
         run.prompt_id = self.calls.call("session/prompt", {"sessionId": self.session_id, "prompt": prompt},
                                         lambda r, e: self._on_prompt_done(run, r, e))
-        self.host.call_later(QUIET, lambda: self._quiet(run))
-        self.host.call_later(self._no_progress_limit(), lambda: self._stalled(run))
+        limit = self._no_progress_limit()
+        quiet = min(QUIET, limit / 2)  # a short limit: still warned of first
+        self.host.call_later(quiet, lambda: self._quiet(run, quiet))
+        self.host.call_later(limit, lambda: self._stalled(run, limit))
         return run.run_id
 
     # ------------------------------------------------------------------ a run that makes no progress
@@ -327,19 +329,19 @@ class AcpBackend(ChildBackend):
         """The run is still open and the agent has shown nothing of it."""
         return run is self.run and run.response is None and not run.progressed and not run.stalled
 
-    def _quiet(self, run: Run) -> None:
+    def _quiet(self, run: Run, seconds: float) -> None:
         if self._waiting(run):
-            self.activity.warning(run.run_id, "the ACP agent %s has shown no progress %d s after the prompt%s"
-                                  % (self.label, QUIET, self._agent_words(run)), source="no_progress")
+            self.activity.warning(run.run_id, "the ACP agent %s has shown no progress %g s after the prompt%s"
+                                  % (self.label, seconds, self._agent_words(run)), source="no_progress")
 
-    def _stalled(self, run: Run) -> None:
+    def _stalled(self, run: Run, seconds: float) -> None:
         """No progress for the whole limit: cancel the turn; it ends `failed`
         when the agent answers, or after STOP_GRACE without that answer (the
         agent is then stopped: the next send starts it again)."""
         if not self._waiting(run):
             return
-        run.stalled = "the ACP agent %s showed no progress in %d s (%s)%s" % (
-            self.label, self._no_progress_limit(), NO_PROGRESS_ENV, self._agent_words(run))
+        run.stalled = "the ACP agent %s showed no progress in %g s (%s)%s" % (
+            self.label, seconds, NO_PROGRESS_ENV, self._agent_words(run))
         self.calls.notify("session/cancel", {"sessionId": self.session_id})
         self.host.call_later(self.STOP_GRACE, lambda: self._abandon(run))
 

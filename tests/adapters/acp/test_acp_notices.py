@@ -252,7 +252,14 @@ def test_an_agent_that_ignores_the_cancel_is_stopped_and_the_run_fails(tmp_path)
 
 def test_the_no_progress_limit_is_the_knobs(tmp_path):
     host, backend = started_run(tmp_path, HARNESSCTL_ACP_NO_PROGRESS_TIMEOUT="42")
-    assert timers(host, 42.0) and not timers(host, acp.NO_PROGRESS)
+    assert timers(host, 42.0) and timers(host, acp.QUIET) and not timers(host, acp.NO_PROGRESS)
+
+
+def test_a_limit_shorter_than_twice_the_quiet_time_warns_at_half_of_it(tmp_path):
+    host, backend = started_run(tmp_path, HARNESSCTL_ACP_NO_PROGRESS_TIMEOUT="3")
+    fire(host, 1.5)
+    assert host.logged("warning")[0]["message"].startswith("the ACP agent fake-agent --flag has shown no progress "
+                                                           "1.5 s after the prompt;")
 
 
 def test_a_knob_that_is_no_positive_number_of_seconds_is_the_default():
