@@ -72,6 +72,7 @@ class AcpBackend(ChildBackend):
         super().__init__(host, config)
         self.session_id: Optional[str] = self.load_resume(SESSION_FILE, "session_id")
         self.label = config.agent or "agent"
+        self.short = self.label  # the preset's name, else the command's: where a message must be short
         self.no_resume: Optional[str] = None  # why the agent's preset does not try to resume
         self._reset()
 
@@ -108,6 +109,7 @@ class AcpBackend(ChildBackend):
         env = self.config.env
         try:
             argv, self.label, variable = wire.agent_command(agent, presets, env)
+            self.short = agent if agent in presets or not argv else argv[0].rsplit("/", 1)[-1]
             self.no_resume = wire.as_object(wire.as_object(presets.get(agent)).get("degraded")).get("resume")
             extra = self.config.harness.get("args_env")
             import shlex
@@ -332,7 +334,7 @@ class AcpBackend(ChildBackend):
     def _quiet(self, run: Run, seconds: float) -> None:
         if self._waiting(run):
             self.activity.warning(run.run_id, "the ACP agent %s has shown no progress %g s after the prompt%s"
-                                  % (self.label, seconds, self._agent_words(run)), source="no_progress")
+                                  % (self.short, seconds, self._agent_words(run)), source="no_progress")
 
     def _stalled(self, run: Run, seconds: float) -> None:
         """No progress for the whole limit: cancel the turn; it ends `failed`
@@ -341,7 +343,7 @@ class AcpBackend(ChildBackend):
         if not self._waiting(run):
             return
         run.stalled = "the ACP agent %s showed no progress in %g s (%s)%s" % (
-            self.label, seconds, NO_PROGRESS_ENV, self._agent_words(run))
+            self.short, seconds, NO_PROGRESS_ENV, self._agent_words(run))
         self.calls.notify("session/cancel", {"sessionId": self.session_id})
         self.host.call_later(self.STOP_GRACE, lambda: self._abandon(run))
 

@@ -184,7 +184,7 @@ def test_a_run_without_progress_gets_a_warning_quoting_the_agents_stderr(tmp_pat
     fire(host, acp.QUIET)
     (warning,) = host.logged("warning")
     assert warning["source"] == "no_progress" and warning["run_id"] == "run-1"
-    assert warning["message"] == ("the ACP agent fake-agent --flag has shown no progress 10 s after the prompt; its "
+    assert warning["message"] == ("the ACP agent fake-agent has shown no progress 10 s after the prompt; its "
                                   "stderr ends: [session/create] phase=register | API Error: Connection refused "
                                   "(ECONNREFUSED)")
 
@@ -236,7 +236,7 @@ def test_a_run_without_progress_at_the_limit_is_cancelled_and_ends_failed_with_t
     answer(backend, host, "cancelled")
     (result,) = host.results()
     assert (result[3], result[4]["error_class"]) == ("failed", "no_progress")
-    assert result[4]["error"] == ("the ACP agent fake-agent --flag showed no progress in 300 s "
+    assert result[4]["error"] == ("the ACP agent fake-agent showed no progress in 300 s "
                                   "(HARNESSCTL_ACP_NO_PROGRESS_TIMEOUT); its stderr ends: API Error: "
                                   "Connection refused")
 
@@ -258,7 +258,7 @@ def test_the_no_progress_limit_is_the_knobs(tmp_path):
 def test_a_limit_shorter_than_twice_the_quiet_time_warns_at_half_of_it(tmp_path):
     host, backend = started_run(tmp_path, HARNESSCTL_ACP_NO_PROGRESS_TIMEOUT="3")
     fire(host, 1.5)
-    assert host.logged("warning")[0]["message"].startswith("the ACP agent fake-agent --flag has shown no progress "
+    assert host.logged("warning")[0]["message"].startswith("the ACP agent fake-agent has shown no progress "
                                                            "1.5 s after the prompt;")
 
 
