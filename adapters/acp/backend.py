@@ -492,6 +492,8 @@ class AcpBackend(ChildBackend):
             if not self.calls.answered(msg):
                 self.host.log("native", level="debug", data=msg)
         elif "id" in msg:
+            if self.run is not None:  # a request is progress: it may wait for a person, however long
+                self.run.progressed = True
             self._agent_request(str(method), msg.get("id"), wire.as_object(msg.get("params")))
         elif method == "session/update":
             self._on_update(wire.as_object(msg.get("params")), msg)
@@ -538,8 +540,6 @@ class AcpBackend(ChildBackend):
         tool_id = wire.text_or_none(tool_call.get("toolCallId"))
         # the request completes what the agent said of the tool (gemini said nothing before it)
         tool = self.updates.tool(run, tool_id, tool_call) if run is not None and tool_id else Tool("", tool_call)
-        if run is not None:
-            run.progressed = True  # it waits for a person now, however long that takes
         names, texts, mapping = wire.permission_options(params.get("options"))
         details = wire.permission_subject(tool.kind, tool.own_name, tool.title, tool.input, tool.content,
                                           tool_call.get("locations"))
