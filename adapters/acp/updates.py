@@ -78,10 +78,13 @@ class Updates:
         "tool_call_update": "_on_tool_call",
         "plan": "_on_plan",
         "usage_update": "_on_usage_update",
+    }  # user_message_chunk, available_commands_update, config_option_update, current_mode_update,
+    # session_info_update and anything new: `native` at debug
+    ANY_TIME = {  # with or without a run (claude-agent-acp compacts an idle session)
+        "notice": "_on_notice",
         "compaction_update": "_on_compaction",
         "compaction_summary_chunk": "_on_compaction_chunk",
-    }  # `notice` with or without a run; user_message_chunk, available_commands_update,
-    # config_option_update, current_mode_update, session_info_update and anything new: `native` at debug
+    }
     SUMMARIES_LIMIT = 16  # compactions whose streamed summary is kept until they end
 
     def __init__(self, host: Host, activity: Activity, cwd: str) -> None:
@@ -95,11 +98,12 @@ class Updates:
 
     def on_update(self, run: Optional[Run], update: Dict[str, Any], msg: Dict[str, Any]) -> None:
         """One session/update of the run going on (none: it is only logged,
-        but for a notice, which needs no run)."""
+        but for notices and compactions, which need no run)."""
         kind = str(update.get("sessionUpdate"))
-        if kind == "notice":
-            severity, text = wire.notice(update)
-            self.notice(run.run_id if run else None, severity, text)
+        if kind in self.ANY_TIME:
+            if run is not None:
+                run.progressed = run.progressed or kind != "notice"  # a notice may say it cannot go on
+            getattr(self, self.ANY_TIME[kind])(run.run_id if run else None, update)
             return
         handler = self.HANDLERS.get(kind)
         if handler is None or run is None:
@@ -108,6 +112,9 @@ class Updates:
             self.host.log("native", level="debug", run_id=run.run_id if run else None, data=msg)
         else:
             getattr(self, handler)(run, update)
+
+    def _on_notice(self, run_id: Optional[str], update: Dict[str, Any]) -> None:
+        self.notice(run_id, *wire.notice(update))
 
     def notice(self, run_id: Optional[str], severity: str, text: str) -> None:
         """A notice is never the reply: a warning or an error is a `warning`
@@ -267,24 +274,22 @@ class Updates:
         run.progressed = True
         self.activity.plan(run.run_id, wire.plan_entries(update))
 
-    def _on_compaction(self, run: Run, update: Dict[str, Any]) -> None:
+    def _on_compaction(self, run_id: Optional[str], update: Dict[str, Any]) -> None:
         """A `compaction` line per status the agent reports; a failed one is a
         `warning` with its error.  Its summary (given whole, or streamed as
         chunks before) goes with the end."""
-        run.progressed = True
         compaction_id = str(update.get("compactionId") or "")
         status = str(update.get("status") or "in_progress")
         streamed = self.summaries.pop(compaction_id, "") if status != "in_progress" else ""
         summary = wire.content_text(update.get("summary")) or streamed
         if status == "failed":
             error = wire.text_or_none(update.get("error")) or "no reason given"
-            self.activity.warning(run.run_id, "context compaction failed: %s" % wire.cut(error), source="compaction")
+            self.activity.warning(run_id, "context compaction failed: %s" % wire.cut(error), source="compaction")
             return
         fields = {"summary": summary} if summary and status == "completed" else {}
-        self.host.log("compaction", "info", run.run_id, compaction_id=compaction_id, status=status, **fields)
+        self.host.log("compaction", "info", run_id, compaction_id=compaction_id, status=status, **fields)
 
-    def _on_compaction_chunk(self, run: Run, update: Dict[str, Any]) -> None:
-        run.progressed = True
+    def _on_compaction_chunk(self, run_id: Optional[str], update: Dict[str, Any]) -> None:
         compaction_id = str(update.get("compactionId") or "")
         if compaction_id not in self.summaries and len(self.summaries) >= self.SUMMARIES_LIMIT:
             self.summaries.pop(next(iter(self.summaries)))

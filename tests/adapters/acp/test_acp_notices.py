@@ -155,6 +155,21 @@ def test_a_failed_compaction_is_a_warning_with_its_error(tmp_path):
     assert host.logged("compaction") == []
 
 
+def test_a_compaction_of_an_idle_session_is_logged_without_a_run(tmp_path):
+    host, backend = ready_agent(tmp_path)
+    agent_says(backend, {"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "in_progress"})
+    (line,) = host.logged("compaction")
+    assert (line["run_id"], line["status"]) == (None, "in_progress")
+
+
+def test_a_compaction_is_progress_and_a_notice_is_not(tmp_path):
+    host, backend = started_run(tmp_path)
+    agent_says(backend, {"sessionUpdate": "notice", "severity": "info", "title": "Model rerouted"})
+    assert backend.run is not None and not backend.run.progressed
+    agent_says(backend, {"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "in_progress"})
+    assert backend.run.progressed
+
+
 # -- tool names --------------------------------------------------------------------------------
 
 
