@@ -278,8 +278,8 @@ class Updates:
         """A `compaction` line per status the agent reports; a failed one is a
         `warning` with its error.  Its summary (given whole, or streamed as
         chunks before) goes with the end."""
-        compaction_id = str(update.get("compactionId") or "")
-        status = str(update.get("status") or "in_progress")
+        compaction_id = wire.cut(wire.text_or_none(update.get("compactionId")) or "", 256)
+        status = wire.cut(wire.text_or_none(update.get("status")) or "in_progress", 64)
         streamed = self.summaries.pop(compaction_id, "") if status != "in_progress" else ""
         summary = wire.content_text(update.get("summary")) or streamed
         if status == "failed":
@@ -290,7 +290,7 @@ class Updates:
         self.host.log("compaction", "info", run_id, compaction_id=compaction_id, status=status, **fields)
 
     def _on_compaction_chunk(self, run_id: Optional[str], update: Dict[str, Any]) -> None:
-        compaction_id = str(update.get("compactionId") or "")
+        compaction_id = wire.cut(wire.text_or_none(update.get("compactionId")) or "", 256)
         if compaction_id not in self.summaries and len(self.summaries) >= self.SUMMARIES_LIMIT:
             self.summaries.pop(next(iter(self.summaries)))
         text = wire.content_text([update.get("content")])

@@ -155,6 +155,20 @@ def test_a_failed_compaction_is_a_warning_with_its_error(tmp_path):
     assert host.logged("compaction") == []
 
 
+def test_a_compaction_with_fields_of_the_wrong_type_is_logged_with_plain_values(tmp_path):
+    host, backend = started_run(tmp_path)
+    agent_says(backend, {"sessionUpdate": "compaction_update", "compactionId": {"x": 1}, "status": ["done"]})
+    (line,) = host.logged("compaction")
+    assert (line["compaction_id"], line["status"]) == ("", "in_progress")
+
+
+def test_a_notice_with_fields_of_the_wrong_type_is_still_a_notice_line(tmp_path):
+    host, backend = started_run(tmp_path)
+    agent_says(backend, {"sessionUpdate": "notice", "severity": {"loud": True}, "title": 7, "description": [1]})
+    (notice,) = host.logged("notice")
+    assert (notice["message"], notice["severity"]) == ("notice", "info")
+
+
 def test_a_compaction_of_an_idle_session_is_logged_without_a_run(tmp_path):
     host, backend = ready_agent(tmp_path)
     agent_says(backend, {"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "in_progress"})
