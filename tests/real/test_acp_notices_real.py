@@ -1,12 +1,13 @@
 """What a first send to a real ACP agent says when the agent makes no progress,
-and that a notice is never the answer: claude-agent-acp 0.101.0 and codex-acp
-2.6.0 (tests/acp_support/agents.py).
+and that a notice is never the answer: claude-agent-acp 0.101.0, codex-acp
+2.6.0 and gemini-cli 0.61.0 (tests/acp_support/agents.py).
 
 * A model on a closed port: claude-agent-acp retries for about 3 minutes
   without a word over ACP or on stderr, codex-acp reports "Reconnecting...
   waiting for network" for ever.  A waiting `send --wait` prints harnessctl's
   no-progress warning within 15 s, with the agent's own words, and the run
-  ends `failed` at HARNESSCTL_ACP_NO_PROGRESS_TIMEOUT.
+  ends `failed` at HARNESSCTL_ACP_NO_PROGRESS_TIMEOUT.  gemini fails the
+  prompt at once, with its reason.
 * claude-agent-acp behind a gateway (ANTHROPIC_BASE_URL at the mock) in its
   default `auto` mode (no --mode) sends a notice about auto-mode billing with
   the first answer: a `warning` line, and `output` is the answer.
@@ -87,3 +88,12 @@ def test_claude_behind_a_gateway_without_a_mode_answers_with_the_answer_and_logs
     assert notices and "auto mode" in notices[0]["message"]
     assert all("auto mode" not in m["text"] for m in s.events("message"))
     assert "auto mode" in s.cmd("log", s.path).stdout.decode()
+
+
+def test_gemini_that_cannot_reach_its_model_fails_at_once_with_its_reason(start, closed_port):
+    s = start("gemini", GOOGLE_GEMINI_BASE_URL=closed_port)
+    proc = s.cmd("send", s.path, "Say hello.", *s.flags(), "--wait")
+    assert proc.returncode == 7, (proc.returncode, proc.stderr.decode())
+    result = json.loads(proc.stdout.decode().splitlines()[-1])
+    assert "fetch failed" in result["error"] and result["error_class"] == "http_500"
+    assert [w for w in s.events("log", "warning") if w["source"] == "no_progress"] == []
