@@ -28,7 +28,7 @@ codex-acp 2.6.0, claude-agent-acp 0.101.0 and gemini-cli 0.61.0:
   codex-acp and claude-agent-acp withdraw theirs with `$/cancel_request`;
 * an agent that cannot reach its model may say nothing over ACP for minutes
   (claude-agent-acp retries for about 3, codex-acp "waits for network" for
-  ever): a run with no progress QUIET seconds after its prompt gets a
+  longer): a run with no progress QUIET seconds after its prompt gets a
   `warning` with the agent's own words (a waiting send prints it), and one
   still without progress after HARNESSCTL_ACP_NO_PROGRESS_TIMEOUT is
   cancelled and ends `failed` with the reason.

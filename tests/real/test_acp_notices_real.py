@@ -4,7 +4,7 @@ and that a notice is never the answer: claude-agent-acp 0.101.0, codex-acp
 
 * A model on a closed port: claude-agent-acp retries for about 3 minutes
   without a word over ACP or on stderr, codex-acp reports "Reconnecting...
-  waiting for network" for ever.  A waiting `send --wait` prints harnessctl's
+  waiting for network" for longer.  A waiting `send --wait` prints harnessctl's
   no-progress warning within 15 s, with the agent's own words, and the run
   ends `failed` at HARNESSCTL_ACP_NO_PROGRESS_TIMEOUT.  gemini fails the
   prompt at once, with its reason.
