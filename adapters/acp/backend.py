@@ -25,7 +25,13 @@ codex-acp 2.6.0, claude-agent-acp 0.101.0 and gemini-cli 0.61.0:
   autoEdit/yolo in an untrusted folder) fails the start with its reason;
 * `session/cancel` is a notification; the client must itself answer every
   pending permission request `cancelled` (gemini waits for that), while
-  codex-acp and claude-agent-acp withdraw theirs with `$/cancel_request`.
+  codex-acp and claude-agent-acp withdraw theirs with `$/cancel_request`;
+* an agent that cannot reach its model may say nothing over ACP for minutes
+  (claude-agent-acp retries for about 3, codex-acp "waits for network" for
+  longer): a run with no progress QUIET seconds after its prompt gets a
+  `warning` with the agent's own words (a waiting send prints it), and one
+  still without progress after HARNESSCTL_ACP_NO_PROGRESS_TIMEOUT is
+  cancelled and ends `failed` with the reason.
 
 Why one module of this size: ACP has no receipts and three ways to take a
 busy send (steering, promptRequired, held), each resting on the same session
@@ -51,6 +57,10 @@ PROTOCOL_VERSION = 1
 CLIENT_INFO = {"name": "harnessctl", "title": "harnessctl", "version": "0.1.0"}
 MODE_ENV = "HARNESSCTL_ACP_MODE"
 PERMISSION_CANCELLED = {"outcome": {"outcome": "cancelled"}}  # only when harnessctl cancels, or no reject option
+QUIET = 10.0  # seconds after session/prompt with no progress: a `warning` says so (docs/ACP.md)
+NO_PROGRESS_ENV = "HARNESSCTL_ACP_NO_PROGRESS_TIMEOUT"
+NO_PROGRESS = 300.0  # seconds with no progress after which a run is given up: cancelled, `failed`
+STDERR_LINES = 3  # lines of the agent's stderr tail a no-progress warning quotes
 
 
 class AcpBackend(ChildBackend):
@@ -63,6 +73,7 @@ class AcpBackend(ChildBackend):
         super().__init__(host, config)
         self.session_id: Optional[str] = self.load_resume(SESSION_FILE, "session_id")
         self.label = config.agent or "agent"
+        self.short = self.label  # the preset's name, else the command's: where a message must be short
         self.no_resume: Optional[str] = None  # why the agent's preset does not try to resume
         self._reset()
 
@@ -99,6 +110,7 @@ class AcpBackend(ChildBackend):
         env = self.config.env
         try:
             argv, self.label, variable = wire.agent_command(agent, presets, env)
+            self.short = agent if agent in presets or not argv else argv[0].rsplit("/", 1)[-1]
             self.no_resume = wire.as_object(wire.as_object(presets.get(agent)).get("degraded")).get("resume")
             extra = self.config.harness.get("args_env")
             import shlex
@@ -113,7 +125,8 @@ class AcpBackend(ChildBackend):
         if not self.spawn(argv, variable, wire.install_hint(agent, presets)):
             return
         self.phase = "starting"  # the runtime's start timeout covers an agent that never gets ready
-        capabilities: Dict[str, Any] = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": False}
+        capabilities: Dict[str, Any] = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": False,
+                                        "session": {"notices": {}, "compaction": {}}}
         capabilities["elicitation"] = asking.CAPABILITY  # forms and URLs become questions
         params = {"protocolVersion": PROTOCOL_VERSION, "clientInfo": CLIENT_INFO, "clientCapabilities": capabilities}
         self.calls.call("initialize", params, self._on_initialize)
@@ -308,7 +321,54 @@ class AcpBackend(ChildBackend):
         prompt = [{"type": "text", "text": i.text} for i in items]
         run.prompt_id = self.calls.call("session/prompt", {"sessionId": self.session_id, "prompt": prompt},
                                         lambda r, e: self._on_prompt_done(run, r, e))
+        limit = self._no_progress_limit()
+        quiet = min(QUIET, limit / 2)  # a short limit: still warned of first
+        self.host.call_later(quiet, lambda: self._quiet(run, quiet))
+        self.host.call_later(limit, lambda: self._stalled(run, limit))
         return run.run_id
+
+    # ------------------------------------------------------------------ a run that makes no progress
+
+    def _waiting(self, run: Run) -> bool:
+        """The run is still open and the agent has shown nothing of it."""
+        return run is self.run and run.response is None and not run.progressed and not run.stalled
+
+    def _quiet(self, run: Run, seconds: float) -> None:
+        if self._waiting(run):
+            self.activity.warning(run.run_id, "the ACP agent %s has shown no progress %g s after the prompt%s"
+                                  % (self.short, seconds, self._agent_words(run)), source="no_progress")
+
+    def _stalled(self, run: Run, seconds: float) -> None:
+        """No progress for the whole limit: cancel the turn; it ends `failed`
+        when the agent answers, or after STOP_GRACE without that answer (the
+        agent is then stopped: the next send starts it again)."""
+        if not self._waiting(run):
+            return
+        run.stalled = "the ACP agent %s showed no progress in %g s (%s)%s" % (
+            self.short, seconds, NO_PROGRESS_ENV, self._agent_words(run))
+        self.calls.notify("session/cancel", {"sessionId": self.session_id})
+        self.host.call_later(self.STOP_GRACE, lambda: self._abandon(run))
+
+    def _abandon(self, run: Run) -> None:
+        if run is not self.run or run.response is not None:
+            return
+        run.response, run.steering = {"result": {}}, 0
+        self._finish_if_done(run)
+        if self.child is not None:
+            self.child.kill()
+
+    def _no_progress_limit(self) -> float:
+        return wire.seconds(self.config.env.get(NO_PROGRESS_ENV), NO_PROGRESS)
+
+    def _agent_words(self, run: Run) -> str:
+        """What the agent said of the run: its last reported error and the
+        last lines of its stderr."""
+        words = "; it reports: %s" % run.said if run.said else ""
+        tail = self.child.stderr_tail() if self.child is not None else ""
+        lines = [line.strip() for line in tail.splitlines() if line.strip()][-STDERR_LINES:]
+        if lines:
+            return words + "; its stderr ends: %s" % wire.cut(" | ".join(lines), 600)
+        return words + "; it wrote nothing on stderr"
 
     def _steer(self, run: Run, item: Input) -> None:
         self.inflight = item
@@ -371,6 +431,9 @@ class AcpBackend(ChildBackend):
             self.host.log("diagnostic", "info", run_id=run.run_id, message="the ACP agent %s answered the "
                           "cancelled prompt with an error: %s" % (self.label, wire.rpc_error_text(error)))
             status, text, error_class = "cancelled", None, None
+            self.updates.cut_message(run)
+        elif run.stalled:
+            status, text, error_class = "failed", run.stalled, "no_progress"
             self.updates.cut_message(run)
         elif error is not None:
             status, text, error_class = "failed", wire.rpc_error_text(error), wire.rpc_error_class(error)
@@ -439,6 +502,8 @@ class AcpBackend(ChildBackend):
             if not self.calls.answered(msg):
                 self.host.log("native", level="debug", data=msg)
         elif "id" in msg:
+            if self.run is not None:  # a request is progress: it may wait for a person, however long
+                self.run.progressed = True
             self._agent_request(str(method), msg.get("id"), wire.as_object(msg.get("params")))
         elif method == "session/update":
             self._on_update(wire.as_object(msg.get("params")), msg)

@@ -1,7 +1,7 @@
 """What an ACP agent did, from its `session/update` notifications, in the
 activity vocabulary (harnessctl/kit/activity.py): message chunks and their
 `message` snapshots, thoughts, tool calls with their streamed output, exit
-codes and diffs, plans, and usage.  The backend (backend.py) owns the runs'
+codes and diffs, plans, usage, notices and context compactions.  The backend (backend.py) owns the runs'
 lives; this holds what a run's updates build: its messages and open tools."""
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ class Run:
         self.cancelled = False  # session/cancel sent for it: any answer ends it cancelled
         self.unnamed_paragraph: Optional[str] = None  # text held until we know it is no warning
         self.done_tools: Set[str] = set()  # the tools it completed: a later update never reopens one
+        self.progressed = False  # the agent showed it works on it: text, a thought, a tool, a plan, a request
+        self.said: Optional[str] = None  # the last error the agent reported while it runs (codex-acp's retries)
+        self.stalled: Optional[str] = None  # why harnessctl gave up on it (no progress): it ends `failed`
 
 
 class Tool:
@@ -52,6 +55,9 @@ class Tool:
         self.declined = False
 
     def merge(self, update: Dict[str, Any]) -> None:
+        name = wire.text_or_none(update.get("name"))  # ACP v1: an update may name the tool
+        if name:
+            self.own_name = self.name = name
         if update.get("kind"):
             self.kind = wire.tool_kind(update["kind"], self.name)
         if isinstance(update.get("title"), str) and update["title"]:
@@ -74,6 +80,12 @@ class Updates:
         "usage_update": "_on_usage_update",
     }  # user_message_chunk, available_commands_update, config_option_update, current_mode_update,
     # session_info_update and anything new: `native` at debug
+    ANY_TIME = {  # with or without a run (claude-agent-acp compacts an idle session)
+        "notice": "_on_notice",
+        "compaction_update": "_on_compaction",
+        "compaction_summary_chunk": "_on_compaction_chunk",
+    }
+    SUMMARIES_LIMIT = 16  # compactions whose streamed summary is kept until they end
 
     def __init__(self, host: Host, activity: Activity, cwd: str) -> None:
         self.host = host
@@ -82,14 +94,35 @@ class Updates:
         self.elsewhere: Optional[str] = None  # the other directory the agent said it works in
         self.tools: Dict[str, Tool] = {}  # open tool calls by toolCallId
         self.cost: Optional[float] = None  # the session's cumulative cost, as last reported
+        self.summaries: Dict[str, str] = {}  # compaction id -> its summary streamed so far
 
     def on_update(self, run: Optional[Run], update: Dict[str, Any], msg: Dict[str, Any]) -> None:
-        """One session/update of the run going on (none: it is only logged)."""
-        handler = self.HANDLERS.get(str(update.get("sessionUpdate")))
+        """One session/update of the run going on (none: it is only logged,
+        but for notices and compactions, which need no run)."""
+        kind = str(update.get("sessionUpdate"))
+        if kind in self.ANY_TIME:
+            if run is not None:
+                run.progressed = run.progressed or kind != "notice"  # a notice may say it cannot go on
+            getattr(self, self.ANY_TIME[kind])(run.run_id if run else None, update)
+            return
+        handler = self.HANDLERS.get(kind)
         if handler is None or run is None:
+            if run is not None and kind == "session_info_update":
+                run.said = wire.agent_error(update) or run.said
             self.host.log("native", level="debug", run_id=run.run_id if run else None, data=msg)
         else:
             getattr(self, handler)(run, update)
+
+    def _on_notice(self, run_id: Optional[str], update: Dict[str, Any]) -> None:
+        self.notice(run_id, *wire.notice(update))
+
+    def notice(self, run_id: Optional[str], severity: str, text: str) -> None:
+        """A notice is never the reply: a warning or an error is a `warning`
+        line (so a waiting send prints it), anything else a `notice` line."""
+        if severity == "info":
+            self.host.log("notice", "info", run_id, message=text, severity=severity)
+        else:
+            self.activity.warning(run_id, text, source="notice" if severity == "warning" else "error_notice")
 
     def declined(self, tool_id: Optional[str]) -> None:
         """We refused the tool's permission: it ends `declined` whatever the agent says."""
@@ -135,6 +168,10 @@ class Updates:
         if content.get("type") != "text" or not isinstance(text, str):
             self.host.log("native", level="debug", run_id=run.run_id, data=update)
             return
+        severity = wire.notice_chunk(update)
+        if severity is not None:  # claude-agent-acp's notice as text (a client without `session.notices`)
+            self.notice(run.run_id, severity, wire.cut(text.strip()))
+            return
         message_id = wire.text_or_none(update.get("messageId"))
         self._release_paragraph(run, message_id)
         if message_id is None and not self._unnamed_open(run) and text.endswith("\n\n"):
@@ -165,6 +202,7 @@ class Updates:
             else:
                 run.unnamed += 1
                 message_id = "%s:%d" % (run.run_id, run.unnamed)
+        run.progressed = True
         if message_id != run.message_id:
             self.close_message(run)
             run.message_id = message_id
@@ -174,6 +212,7 @@ class Updates:
     def _on_thought_chunk(self, run: Run, update: Dict[str, Any]) -> None:
         content = wire.as_object(update.get("content"))
         if content.get("type") == "text":
+            run.progressed = True
             self.activity.reasoning(run.run_id, str(content.get("text") or ""), "raw")
 
     def _on_tool_call(self, run: Run, update: Dict[str, Any]) -> None:
@@ -182,6 +221,7 @@ class Updates:
             self.host.log("native", level="debug", run_id=run.run_id, data=update)
             return
         self.close_message(run)
+        run.progressed = True
         tool = self.tool(run, tool_id, update)
         self._check_cwd(run, update)
         output = wire.terminal_output(update)
@@ -231,7 +271,30 @@ class Updates:
                                            unified_diff(path, old, None if change == "delete" else new))
 
     def _on_plan(self, run: Run, update: Dict[str, Any]) -> None:
+        run.progressed = True
         self.activity.plan(run.run_id, wire.plan_entries(update))
+
+    def _on_compaction(self, run_id: Optional[str], update: Dict[str, Any]) -> None:
+        """A `compaction` line per status the agent reports; a failed one is a
+        `warning` with its error.  Its summary (given whole, or streamed as
+        chunks before) goes with the end."""
+        compaction_id = wire.cut(wire.text_or_none(update.get("compactionId")) or "", 256)
+        status = wire.cut(wire.text_or_none(update.get("status")) or "in_progress", 64)
+        streamed = self.summaries.pop(compaction_id, "") if status != "in_progress" else ""
+        summary = wire.content_text(update.get("summary")) or streamed
+        if status == "failed":
+            error = wire.text_or_none(update.get("error")) or "no reason given"
+            self.activity.warning(run_id, "context compaction failed: %s" % wire.cut(error), source="compaction")
+            return
+        fields = {"summary": summary} if summary and status == "completed" else {}
+        self.host.log("compaction", "info", run_id, compaction_id=compaction_id, status=status, **fields)
+
+    def _on_compaction_chunk(self, run_id: Optional[str], update: Dict[str, Any]) -> None:
+        compaction_id = wire.cut(wire.text_or_none(update.get("compactionId")) or "", 256)
+        if compaction_id not in self.summaries and len(self.summaries) >= self.SUMMARIES_LIMIT:
+            self.summaries.pop(next(iter(self.summaries)))
+        text = wire.content_text([update.get("content")])
+        self.summaries[compaction_id] = wire.cut(self.summaries.get(compaction_id, "") + text)
 
     def _on_usage_update(self, run: Run, update: Dict[str, Any]) -> None:
         used, size = update.get("used"), update.get("size")

@@ -254,6 +254,66 @@ def plan_entries(update: Dict[str, Any]) -> List[Tuple[str, str]]:
     return entries
 
 
+
+# -- notices, compaction and the agent's own words ----------------------------------------------
+
+NOTICE_LIMIT = 4000  # characters of a notice or compaction summary kept (an agent is untrusted input)
+NOTICE_CHUNKS = ("informational", "mcpServerStatus")  # claude-agent-acp's _meta.claudeCode.kind of a notice
+# it sends as message text to a client without `session.notices`
+
+
+def notice(update: Dict[str, Any]) -> Tuple[str, str]:
+    """(severity, text) of a `notice` update: its title and description on one
+    line; a severity ACP does not define yet is `info`."""
+    severity = update.get("severity")
+    title = text_or_none(update.get("title")) or "notice"
+    description = text_or_none(update.get("description"))
+    text = "%s: %s" % (title, description) if description else title
+    return (severity if severity in ("warning", "error") else "info"), cut(text)
+
+
+def notice_chunk(update: Dict[str, Any]) -> Optional[str]:
+    """The severity of a message chunk that is a notice, not the reply
+    (claude-agent-acp marks them in _meta.claudeCode.kind), else None."""
+    meta = as_object(as_object(update.get("_meta")).get("claudeCode"))
+    if meta.get("kind") not in NOTICE_CHUNKS:
+        return None
+    return "info" if meta.get("kind") == "informational" and meta.get("level") != "warning" else "warning"
+
+
+def content_text(blocks: Any) -> str:
+    """The text of a list of ACP content blocks (a compaction summary)."""
+    parts = [as_object(b).get("text") for b in blocks] if isinstance(blocks, list) else []
+    return cut("".join(p for p in parts if isinstance(p, str)))
+
+
+def agent_error(update: Dict[str, Any]) -> Optional[str]:
+    """The error an agent reports in a session_info_update's _meta
+    (codex-acp: `_meta.codex.error`, "Reconnecting... waiting for network"
+    while it cannot reach its model), as one line; None if there is none."""
+    for value in as_object(update.get("_meta")).values():
+        error = as_object(as_object(value).get("error"))
+        message = text_or_none(error.get("message"))
+        if message:
+            details = text_or_none(error.get("additionalDetails"))
+            return cut("%s (%s)" % (message, details) if details else message)
+    return None
+
+
+def seconds(text: Optional[str], default: float) -> float:
+    """A knob's number of seconds: `default` when unset, not a number, zero
+    or negative; at most a year."""
+    try:
+        value = float(text or "")
+    except ValueError:
+        return default
+    return min(value, 365 * 86400.0) if 0 < value < float("inf") else default
+
+
+def cut(text: str, limit: int = NOTICE_LIMIT) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 # -- permissions -------------------------------------------------------------------------------
 
 

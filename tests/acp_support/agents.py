@@ -301,6 +301,15 @@ class Model:
         with open(config, "w", encoding="utf-8") as f:
             f.write(text.replace('model = "mock-model"', 'model = "gpt-5.5"', 1))
 
+    def point_at(self, root: str, url: str) -> None:
+        """codex: its model endpoint is `url` instead of the mock (before the first send)."""
+        config = os.path.join(root, "codex_home", "config.toml")
+        with open(config, encoding="utf-8") as f:
+            text = f.read()
+        assert self.mock.base_url in text
+        with open(config, "w", encoding="utf-8") as f:
+            f.write(text.replace(self.mock.base_url, url))
+
     def aux(self) -> List[Dict[str, Any]]:
         """The side requests the mock answered without consuming the script."""
         return list(self.mock.aux)

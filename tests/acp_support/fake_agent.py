@@ -36,6 +36,11 @@ What a prompt does is said by its text:
   /fail CODE      answer the prompt with a JSON-RPC error of that code
   /stop REASON    end with that stopReason
   /plan           a plan update
+  /silent         nothing over ACP until cancelled, "cannot reach the model" on stderr
+                  (claude-agent-acp retrying a closed port)
+  /notice         "echo: notice", then a warning notice (as a `notice` update when the
+                  client advertised session.notices, else as claude-agent-acp's
+                  informational message text)
   /history        "history: " and the session's earlier prompts
   anything else   "echo: TEXT"
 
@@ -72,6 +77,7 @@ next_id = [0]  # our request ids count from 0, as the real agents'
 waiting: Dict[int, Dict[str, Any]] = {}  # our request id -> {"event", "response"}
 sessions: Dict[str, Dict[str, Any]] = {}
 cost = [0.0]
+client: Dict[str, Any] = {}  # the client's capabilities
 
 
 class Turn:
@@ -216,6 +222,21 @@ def play(turn: Turn) -> Optional[str]:
     if command == "/stop":
         chunk(turn, "stopping", "msg-1")
         return words[1] if len(words) > 1 else "max_tokens"
+    if command == "/silent":
+        sys.stderr.write("fake: API Error: Connection refused (ECONNREFUSED), retrying\n")
+        sys.stderr.flush()
+        turn.cancelled.wait(600)
+        return "cancelled"
+    if command == "/notice":
+        chunk(turn, "echo: notice", "msg-1")
+        notice = {"sessionUpdate": "notice", "severity": "warning", "title": "Fake warning",
+                  "description": "this is not the answer"}
+        if not isinstance(client.get("session", {}).get("notices"), dict):
+            meta = {"claudeCode": {"kind": "informational", "level": "warning"}}
+            notice = {"sessionUpdate": "agent_message_chunk", "_meta": meta,
+                      "content": {"type": "text", "text": "**Warning:** this is not the answer"}}
+        update(turn.session_id, notice)
+        return "end_turn"
     if command == "/plan":
         update(turn.session_id, {"sessionUpdate": "plan", "entries": [
             {"content": "read", "priority": "high", "status": "completed"},
@@ -359,6 +380,7 @@ def write(turn: Turn, path: str, text: str) -> str:
 def on_request(msg: Dict[str, Any]) -> None:
     method, params, rid = msg.get("method"), msg.get("params") or {}, msg.get("id")
     if method == "initialize":
+        client.update(params.get("clientCapabilities") or {})
         if "--silent-exit" in FLAGS:
             sys.stderr.write("[SYSTEM_ERROR] the fake's backend could not be started\n")
             os._exit(0)

@@ -125,6 +125,16 @@ def test_a_note_of_the_other_kind_is_said_at_once_after_the_first():
                         "see harnessctl log /nowhere/events.jsonl"], said
 
 
+def test_an_acp_agents_lack_of_progress_is_said_after_an_unrelated_warning():
+    n, said = notes()
+    n.seen(warning("notice", "Model metadata for `m` not found"))
+    n.due()
+    n.seen(warning("no_progress", "the ACP agent codex has shown no progress 10 s after the prompt"))
+    n.due()
+    assert said[1:] == ["harnessctl: the harness warns: the ACP agent codex has shown no progress 10 s after the "
+                        "prompt; see harnessctl log /nowhere/events.jsonl"], said
+
+
 def test_a_note_is_one_line_of_at_most_200_characters_of_the_message():
     n, said = notes()
     n.seen(warning(None, "first line\nsecond line " + "x" * 500))

@@ -1,0 +1,36 @@
+"""Through the CLI and the runtime over the fake ACP agent
+(acp_support/fake_agent.py): an agent that makes no progress is heard of on a
+waiting send's stderr and ends `failed` at HARNESSCTL_ACP_NO_PROGRESS_TIMEOUT,
+and a notice is a `log` line, never the answer."""
+
+from __future__ import annotations
+
+import json
+
+from cliutil import matching
+from test_acp_fake import Agent
+
+
+def test_a_send_to_an_agent_that_makes_no_progress_says_why_on_stderr_and_fails_at_the_limit(workdir):
+    agent = Agent(workdir, HARNESSCTL_ACP_NO_PROGRESS_TIMEOUT="2")
+    proc = agent.send("/silent", "--wait")
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 7, (proc.returncode, stderr)
+    assert "acp warns: the ACP agent fake_agent.py has shown no progress 1 s after the prompt" in stderr
+    assert "ECONNREFUSED" in stderr  # the agent's own words: its stderr tail
+    result = json.loads(proc.stdout.decode().splitlines()[-1])
+    assert (result["status"], result["error_class"]) == ("failed", "no_progress")
+    assert "showed no progress in 2 s (HARNESSCTL_ACP_NO_PROGRESS_TIMEOUT)" in result["error"]
+    assert len(agent.received("session/cancel")) == 1
+    (warning,) = matching(agent.path, "log", "warning")
+    assert warning["source"] == "no_progress" and "ECONNREFUSED" in warning["message"]
+
+
+def test_a_notice_after_the_answer_is_a_warning_line_and_not_the_output(workdir):
+    agent = Agent(workdir)
+    proc = agent.send("/notice", "--wait")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.decode().splitlines()[-1])["output"] == "echo: notice"
+    (warning,) = matching(agent.path, "log", "warning")
+    assert (warning["message"], warning["source"]) == ("Fake warning: this is not the answer", "notice")
+    assert "warns: Fake warning: this is not the answer" in proc.stderr.decode()
