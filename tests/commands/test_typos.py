@@ -51,8 +51,7 @@ def test_a_name_close_to_nothing_gets_no_suggestion(workdir):
 
 
 def test_a_file_whose_agent_never_started_takes_a_corrected_agent(workdir):
-    path, project = str(workdir / "s.jsonl"), workdir / "project"
-    project.mkdir()
+    path, project = str(workdir / "s.jsonl"), workdir  # the file inside the cwd: its first line warns of that
     failing = workdir / "failing-agent"
     failing.write_text("#!/bin/sh\nexit 3\n")
     failing.chmod(0o755)
@@ -60,7 +59,8 @@ def test_a_file_whose_agent_never_started_takes_a_corrected_agent(workdir):
     first = run("send", path, "hi", "--adapter", "acp", "--agent", str(failing), "--cwd", str(project), "--wait",
                 env=env)
     assert first.returncode == 5
-    assert of_type(path, "log")  # the failed start is on record: the file is not empty
+    wait_for(lambda: of_type(path, "log"), what="the runtime's note that the file lies in the cwd")
+    assert not of_type(path, "accepted")  # the file holds notes, and no send
     result = json.loads(ok("send", path, "hi", "--agent", shlex.quote(FAKE), "--wait", env=env).stdout)
     assert result["status"] == "completed"
     with open(path + ".d/binding.json") as f:
