@@ -48,7 +48,7 @@ from schemacheck import check_event
 from . import mock_augment as ma
 from . import mock_chat as mc
 from . import mock_gemini as mg
-from .recipes import REACH, recipe
+from .recipes import PYPI, REACH, recipe
 
 REACH_ENV = "HARNESSCTL_TEST_ACP_REACH"
 PYPI_ENV = "HARNESSCTL_TEST_ACP_PYPI"  # the PyPI reach agents (issue 35): one venv each
@@ -467,7 +467,7 @@ def real_agent(workdir: Any, agent: str, **extra: str) -> Iterator[Session]:
     """A Session over the real agent and its mock; the file must pass the event
     schema at the end.  Kills the runtime and the agent's process tree, stops
     the mock."""
-    if agent in REACH:
+    if agent in REACH or agent in PYPI:
         with reach_agent(workdir, agent, **extra) as session:
             yield session
         return

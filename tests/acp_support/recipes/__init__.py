@@ -24,10 +24,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from types import ModuleType
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
-REACH = ("opencode", "copilot", "qwen", "pi", "cline", "kilocode", "droid", "auggie", "openclaw",
-         "vibe", "hermes", "fast-agent")
+REACH = ("opencode", "copilot", "qwen", "pi", "cline", "kilocode", "droid", "auggie", "openclaw")
+PYPI = ("vibe", "hermes", "fast-agent", "openhands")  # issue 35: tests/real/test_acp_pypi_real.py
 
 TRAIT_KEYS: Dict[str, Any] = {
     # session/request_permission for a shell command in the recipe's setup (False: runs unasked)
@@ -39,6 +39,12 @@ TRAIT_KEYS: Dict[str, Any] = {
     # text reaches the client while the model streams it (False: droid sends a reply's text in one chunk when
     # the model's answer is complete, so a held reply shows nothing mid-turn)
     "streams": True,
+    # session/cancel ends the turn at once (False: openhands ends it only once the model call in flight returns,
+    # so harnessctl stops it after HARNESSCTL_CANCEL_GRACE)
+    "cancels": True,
+    # the permission request is the tool call it asks about, naming its command (False: openhands asks about
+    # the turn's actions as a tool call of its own, "Confirm Agent Actions", after announcing the command)
+    "request_names_tool": True,
     # the usage the result carries for one mock answer (mock_chat.USAGE), or None when the agent reports none
     "usage": None,
     # the cost_usd the result carries with that usage (None: not reported)
@@ -67,9 +73,9 @@ def module_name(name: str) -> str:
     return "%s.%s" % (__name__, name.replace("-", "_"))
 
 
-def written() -> List[str]:
-    """The reach agents that have a recipe module, in the issues' order."""
-    return [name for name in REACH if importlib.util.find_spec(module_name(name)) is not None]
+def written(names: Tuple[str, ...] = REACH) -> List[str]:
+    """The agents of `names` (the npm reach agents, or PYPI) that have a recipe module, in the issues' order."""
+    return [name for name in names if importlib.util.find_spec(module_name(name)) is not None]
 
 
 def trait(name: str, key: str) -> Any:

@@ -2,7 +2,8 @@
 project's mock.
 
 ~/.hermes/config.yaml sets the model's provider `custom`: an OpenAI-compatible base_url, key and
-model.  Without the `acp` extra `hermes-acp` cannot import the ACP SDK.
+model.  Its background reviews (every 10 turns it asks the model, with tools, what to keep in its memory and
+skill library) are turned off: they are model calls the scenario did not script.  Without the `acp` extra `hermes-acp` cannot import the ACP SDK.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ model:
   default: mock-model
   api_key: mock-key
   context_length: 128000
+memory:
+  nudge_interval: 0
+skills:
+  creation_nudge_interval: 0
 """
 
 
