@@ -1,9 +1,10 @@
 """hermes (hermes-agent 0.19.0 from PyPI with its `acp` extra, its `hermes-acp`): how it runs offline against the
 project's mock.
 
-~/.hermes/config.yaml sets the model's provider `custom`: an OpenAI-compatible base_url, key and
-model.  Its background reviews (every 10 turns it asks the model, with tools, what to keep in its memory and
-skill library) are turned off: they are model calls the scenario did not script.  Without the `acp` extra `hermes-acp` cannot import the ACP SDK.
+~/.hermes/config.yaml sets the model's provider `custom`: an OpenAI-compatible base_url, key and model.  Its
+background reviews (every 10 turns it asks the model, with tools, what to keep in its memory and skill library) are
+turned off: they are model calls the scenario did not script.  Without the `acp` extra `hermes-acp` cannot import
+the ACP SDK.  It looks the model's context length up at openrouter.ai unless the config gives it (context_length).
 """
 
 from __future__ import annotations
