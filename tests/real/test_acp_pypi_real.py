@@ -36,8 +36,6 @@ from harnessctl import registry
 pytestmark = pytest.mark.real
 
 LONG = "PART1 This is the first part of a deliberately slow answer that streams in many small pieces. " * 3
-
-
 GRACE = {False: {"HARNESSCTL_CANCEL_GRACE": "1"}}  # an agent that ignores session/cancel is stopped after 1 s
 
 
