@@ -3,17 +3,22 @@
 `openhands acp` opens no session (session/new: "Authentication required") until an agent spec is stored in
 ~/.openhands/agent_settings.json, as its setup screen or `openhands login` would write it: an LLM of LiteLLM's
 `openai/` provider at the mock's base_url with its key, and the CLI's tools.  Its LLM_* variables count only under
-`--override-with-envs`, which `openhands acp` ignores for that check.  Three things it would fetch are kept on the
+`--override-with-envs`, which `openhands acp` ignores for that check.  Two things it would fetch are kept on the
 machine: LiteLLM's model cost map (LITELLM_LOCAL_MODEL_COST_MAP), and the public skills repository every session
 clones from GitHub (a git `insteadOf` sends that clone to a folder that does not exist: it fails at once, as it
-does offline).  num_retries 0: LiteLLM retries a failed model call 5 times, 8 s apart, by default.
+does offline).  num_retries 0: LiteLLM retries a failed model call 5 times, 8 s apart, by default.  Where tmux
+is installed its terminal runs the commands in a tmux server (`tmux -L openhands`) that outlives the agent:
+TMUX_TMPDIR gives each test its own, and around() ends it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from typing import Any, Dict
+import shutil
+import subprocess
+from typing import Any, Dict, Iterator
 
 PREFIX = None
 VENV = "openhands"
@@ -45,4 +50,17 @@ def env(root: str, base_url: str) -> Dict[str, str]:
         "GIT_CONFIG_COUNT": "1",
         "GIT_CONFIG_KEY_0": "url.file:///nonexistent/.insteadOf",
         "GIT_CONFIG_VALUE_0": "https://github.com/",
+        "TMUX_TMPDIR": os.path.join(root, "tmp"),
     }
+
+
+@contextlib.contextmanager
+def around(root: str, env: Dict[str, str]) -> Iterator[None]:
+    """Ends the tmux server its terminal started under this root's TMUX_TMPDIR."""
+    try:
+        yield
+    finally:
+        tmux = shutil.which("tmux", path=env.get("PATH"))
+        if tmux:
+            subprocess.run([tmux, "-L", "openhands", "kill-server"], env={"TMUX_TMPDIR": env["TMUX_TMPDIR"]},
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10)
