@@ -6,12 +6,16 @@ proved it does at its pinned version.
 Nothing is run to learn a version: an agent's `--version` may start a
 server, ask for a login or take seconds under node.  The version is read from
 the package.json of the npm package the found command belongs to (the
-preset's `package`), walking up from the real path of the command."""
+preset's `package`), walking up from the real path of the command; for a PyPI
+package (`registry`: pypi), from the metadata of the distribution in the venv
+the command's real path is in (pip's or pipx's)."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import re
 import shlex
 import shutil
 
@@ -43,12 +47,45 @@ def entry(adapter: str, name: str, preset: Dict[str, Any], env: Dict[str, str]) 
     path = shutil.which(argv[0], path=env.get("PATH")) if argv else None
     return {
         "agent": name, "adapter": adapter, "command": line, "command_env": variable,
-        "package": preset.get("package"), "found": path,
-        "version": installed_version(argv, path, preset.get("package")) if path else None,
+        "package": preset.get("package"), "registry": preset.get("registry") or "npm", "found": path,
+        "version": found_version(argv, path, preset) if path else None,
         "tested_version": preset.get("version"), "capabilities": preset.get("capabilities") or [],
         "degraded": preset.get("degraded") or {}, "modes": preset.get("modes"),
         "tests": preset.get("tests"), "unproven": preset.get("unproven"),
     }
+
+
+def found_version(argv: List[str], path: str, preset: Dict[str, Any]) -> Optional[str]:
+    if preset.get("registry") == "pypi":
+        return venv_version(path, preset.get("package"))
+    return installed_version(argv, path, preset.get("package"))
+
+
+def venv_version(path: str, package: Optional[str]) -> Optional[str]:
+    """The Version of `package`'s dist-info in the venv that holds the command
+    (VENV/bin/X, or a link to it as pipx makes); None when it is not there."""
+    if not package:
+        return None
+    venv = os.path.dirname(os.path.dirname(os.path.realpath(path)))
+    wanted = re.sub(r"[-_.]+", "_", package).lower()
+    pattern = os.path.join(glob.escape(venv), "lib", "python*", "site-packages", "*.dist-info", "METADATA")
+    for metadata in sorted(glob.glob(pattern)):
+        if os.path.basename(os.path.dirname(metadata)).lower().startswith(wanted + "-"):
+            return _metadata_version(metadata)
+    return None
+
+
+def _metadata_version(path: str) -> Optional[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("Version:"):
+                    return line.split(":", 1)[1].strip() or None
+                if not line.strip():  # the headers end at the first blank line
+                    break
+    except OSError:
+        pass
+    return None
 
 
 def installed_version(argv: List[str], path: str, package: Optional[str]) -> Optional[str]:

@@ -40,11 +40,13 @@ KEYS = {"name": "string", "version": "string", "description": "string", "backend
 HARNESS_KEYS = {"name": "string", "version": "string", "package": "string", "binary": "string or null",
                 "binary_env": "string or null", "args_env": "string or null", "agent_env": "string or null",
                 "mode_env": "string or null", "schema_refusal": "string"}
-AGENT_KEYS = {"command": "string", "command_env": "string", "package": "string or null",
+AGENT_KEYS = {"command": "string", "command_env": "string", "package": "string or null", "registry": "string",
               "version": "string or null", "capabilities": "array", "degraded": "object", "modes": "object",
               "tests": "string", "unproven": "string"}
 # keys a manifest, its harness or a preset may omit
-OPTIONAL = ("package", "agent_env", "mode_env", "schema_refusal", "agents", "degraded", "modes", "tests", "unproven")
+OPTIONAL = ("package", "agent_env", "mode_env", "schema_refusal", "agents", "degraded", "modes", "tests", "unproven",
+            "registry")
+REGISTRIES = ("npm", "pypi")  # where a preset's package comes from (npm when not said)
 TYPES: Dict[str, Any] = {"string": str, "object": dict, "array": list, "string or null": (str, type(None))}
 BACKEND = r"\.[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*"  # the schema's patterns
 ENV_NAME = r"HARNESSCTL_[A-Z0-9_]+"
@@ -134,6 +136,8 @@ def _agent_problems(agent: str, preset: Any) -> List[str]:
     if isinstance(preset.get("command_env"), str) and not re.fullmatch(ENV_NAME, preset["command_env"]):
         found.append("%scommand_env %r is not a HARNESSCTL_... variable name" % (where, preset["command_env"]))
     found += _capability_problems(preset.get("capabilities"), where)
+    if isinstance(preset.get("registry"), str) and preset["registry"] not in REGISTRIES:
+        found.append("%sregistry %r is not one of %s" % (where, preset["registry"], ", ".join(REGISTRIES)))
     degraded = preset.get("degraded")
     for word in degraded if isinstance(degraded, dict) else {}:
         if word not in CAPABILITIES:

@@ -44,6 +44,8 @@ def presets_table() -> str:
             "|---|---|---|---|---|"]
     for name, p in presets.items():
         tested = "`%s` %s" % (p["package"], p["version"]) if p["version"] else "not tested here"
+        if p["version"] and p.get("registry") == "pypi":
+            tested += " (PyPI)"
         proved = ", ".join(p["capabilities"]) or "nothing"
         if p.get("degraded"):
             proved += "; degraded: " + "; ".join("%s: %s" % item for item in p["degraded"].items())

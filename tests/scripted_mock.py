@@ -14,6 +14,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Tuple
 
+POLL = 0.02  # seconds between serve_forever's checks for shutdown()
+
 
 class ScriptedMock:
     """`requests`: the scripted requests; `aux`: the side requests an agent
@@ -31,7 +33,8 @@ class ScriptedMock:
         self.aux: List[Dict[str, Any]] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # shutdown() waits for serve_forever's next poll: 0.5 s by default, paid by every test at its end
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(POLL,), daemon=True)
 
     def _handler_class(self) -> type:
         raise NotImplementedError

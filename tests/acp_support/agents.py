@@ -14,7 +14,9 @@ and the reach agents (issue 21: opencode, copilot, qwen, ...), each through
 its recipe (acp_support/recipes/<agent>.py): the PRESET's own command, found
 on PATH in the agent's npm prefix under HARNESSCTL_TEST_ACP_REACH (no
 HARNESSCTL_ACP_<NAME>_CMD override, so the tests prove the preset), against
-the Chat Completions mock (mock_chat.py) or the recipe's own.
+the Chat Completions mock (mock_chat.py) or the recipe's own.  The PyPI
+reach agents (issue 35: vibe, hermes, fast-agent) are the same, from their
+venv's bin under HARNESSCTL_TEST_ACP_PYPI.
 
 Each agent gets a scratch HOME (and CODEX_HOME / CLAUDE_CONFIG_DIR / settings)
 and an environment built from scratch, so no real credential or user setting
@@ -46,9 +48,10 @@ from schemacheck import check_event
 from . import mock_augment as ma
 from . import mock_chat as mc
 from . import mock_gemini as mg
-from .recipes import REACH, recipe
+from .recipes import PYPI, REACH, recipe
 
 REACH_ENV = "HARNESSCTL_TEST_ACP_REACH"
+PYPI_ENV = "HARNESSCTL_TEST_ACP_PYPI"  # the PyPI reach agents (issue 35): one venv each
 REACH_MOCKS = {"chat": mc, "augment": ma}  # a recipe's MOCK -> its module (the same builders and readers)
 
 NPM_ENV = "HARNESSCTL_TEST_ACP_NPM"
@@ -393,25 +396,33 @@ def agent_env(root: str, agent: str, npm: str, base_url: str) -> Dict[str, str]:
 
 def reach_prefix(agent: str) -> str:
     """The npm prefix of a reach agent (its recipe's PREFIX under
-    HARNESSCTL_TEST_ACP_REACH), or skip (fail under HARNESSCTL_REQUIRE_REAL=1)
+    HARNESSCTL_TEST_ACP_REACH), or the venv of a PyPI one (its VENV under
+    HARNESSCTL_TEST_ACP_PYPI), or skip (fail under HARNESSCTL_REQUIRE_REAL=1)
     naming what is missing."""
     import pytest
 
     rec = recipe(agent)
-    folder = os.environ.get(REACH_ENV, "")
-    prefix = os.path.join(folder, rec.PREFIX)
-    needed = [os.path.join(prefix, "node_modules", ".bin", rec.BIN)]
+    venv = getattr(rec, "VENV", None)
+    variable, what = (PYPI_ENV, "one venv per PyPI agent") if venv else (REACH_ENV, "one npm prefix per reach agent")
+    folder = os.environ.get(variable, "")
+    prefix = os.path.join(folder, venv or rec.PREFIX)
+    needed = [os.path.join(bin_dir(rec, prefix), rec.BIN)]
     if rec.NODE:
         needed.append(os.path.join(node_bin(rec.NODE), "node"))
     missing = [path for path in needed if not (folder and os.access(path, os.X_OK))]
     if not missing:
         return prefix
-    reason = ("real ACP agent %s not installed: set %s to the folder holding one npm prefix per reach agent "
-              "(.ci/run installs them); missing %s" % (agent, REACH_ENV, ", ".join(missing)))
+    reason = ("real ACP agent %s not installed: set %s to the folder holding %s "
+              "(.ci/run installs them); missing %s" % (agent, variable, what, ", ".join(missing)))
     if os.environ.get("HARNESSCTL_REQUIRE_REAL") == "1":
         pytest.fail(reason)
     pytest.skip(reason)
     raise AssertionError  # unreachable
+
+
+def bin_dir(rec: Any, prefix: str) -> str:
+    """Where the agent's commands are: a venv's bin, an npm prefix's node_modules/.bin."""
+    return os.path.join(prefix, "bin") if getattr(rec, "VENV", None) else os.path.join(prefix, "node_modules", ".bin")
 
 
 def node_bin(node: str) -> str:
@@ -421,12 +432,12 @@ def node_bin(node: str) -> str:
 
 def reach_env(root: str, agent: str, prefix: str, base_url: str) -> Dict[str, str]:
     """The full environment of the CLI for a reach agent: base_env, the recipe's
-    own, and PATH with the agent's npm bin (and its Node) first, so the preset's
-    bare command resolves to the pinned package."""
+    own, and PATH with the agent's npm or venv bin (and its Node) first, so the
+    preset's bare command resolves to the pinned package."""
     rec = recipe(agent)
     env = base_env(root)
     env.update(rec.env(root, base_url))
-    first = [os.path.join(prefix, "node_modules", ".bin")] + ([node_bin(rec.NODE)] if rec.NODE else [])
+    first = [bin_dir(rec, prefix)] + ([node_bin(rec.NODE)] if rec.NODE else [])
     env["PATH"] = os.pathsep.join(first + [env["PATH"]])
     return env
 
@@ -465,7 +476,7 @@ def real_agent(workdir: Any, agent: str, **extra: str) -> Iterator[Session]:
     """A Session over the real agent and its mock; the file must pass the event
     schema at the end.  Kills the runtime and the agent's process tree, stops
     the mock."""
-    if agent in REACH:
+    if agent in REACH or agent in PYPI:
         with reach_agent(workdir, agent, **extra) as session:
             yield session
         return

@@ -185,6 +185,8 @@ def _arguments(fn: Dict[str, Any], values: Dict[str, Any]) -> Dict[str, Any]:
 def _value_for(key: str, spec: Any, values: Dict[str, Any]) -> Any:
     low = key.lower()
     kind = spec.get("type") if isinstance(spec, dict) else None
+    if "content" in values and low == "command" and "create" in ((spec or {}).get("enum") or []):
+        return "create"  # an editor tool with subcommands (openhands' file_editor): `create` writes the file
     if "command" in values and (low in ("command", "cmd", "script") or low.endswith(("command", "commands"))):
         return [values["command"]] if kind == "array" else values["command"]
     if "path" in values and ("path" in low or low in ("file", "filename")):

@@ -125,6 +125,10 @@ BROKEN = {
     "preset variable not ours": (_set("agents", {"x": {"command": "x acp", "command_env": "PATH", "package": None,
                                                        "version": None, "capabilities": []}}),
                                  "agents.x.command_env 'PATH'", True),
+    "preset from an unknown registry": (_set("agents", {"x": {"command": "x acp", "command_env": "HARNESSCTL_X_CMD",
+                                                              "package": "x", "registry": "pip", "version": None,
+                                                              "capabilities": []}}),
+                                        "agents.x.registry 'pip' is not one of npm, pypi", True),
 }
 
 

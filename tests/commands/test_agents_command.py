@@ -1,5 +1,5 @@
 """`harnessctl agents`: every preset of the manifests, its command, whether it
-is found on PATH (and its npm package's version), and what is proven of it."""
+is found on PATH (and its npm or PyPI package's version), and what is proven of it."""
 
 from __future__ import annotations
 
@@ -35,6 +35,19 @@ def npm_install(root, package, version, binary):
     return str(root / "node_modules" / ".bin")
 
 
+def venv_install(root, distribution, version, binary):
+    """A distribution as pip lays it out in a venv: lib/python3.12/site-packages/
+    NAME-VERSION.dist-info/METADATA and bin/BINARY."""
+    info = root / "lib" / "python3.12" / "site-packages" / ("%s-%s.dist-info" % (distribution, version))
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.4\nName: %s\nVersion: %s\n\nReadme text: Version: 0\n"
+                                   % (distribution.replace("_", "-"), version))
+    (root / "bin").mkdir()
+    (root / "bin" / binary).write_text("#!/bin/sh\n")
+    (root / "bin" / binary).chmod(0o755)
+    return str(root / "bin")
+
+
 def test_agents_prints_a_header_and_one_line_per_preset_in_manifest_order():
     lines = listed().splitlines()
     assert lines[0].split() == ["AGENT", "COMMAND", "FOUND", "PROVEN"]
@@ -56,6 +69,21 @@ def test_a_preset_on_path_shows_the_version_of_its_npm_package(tmp_path):
     assert entry["found"] == os.path.join(bin_dir, "opencode") and entry["version"] == "1.2.3"
     line = next(line for line in listed(PATH=bin_dir).splitlines() if line.startswith("opencode "))
     assert line.split()[3] == "1.2.3"
+
+
+def test_a_pypi_preset_on_path_shows_the_version_of_the_distribution_in_its_venv(tmp_path):
+    bin_dir = venv_install(tmp_path / "venv", "mistral_vibe", "3.0.3", "vibe-acp")
+    entry = next(e for e in as_json(PATH=bin_dir) if e["agent"] == "vibe")
+    assert (entry["registry"], entry["found"], entry["version"]) == ("pypi", os.path.join(bin_dir, "vibe-acp"), "3.0.3")
+
+
+def test_a_pypi_preset_linked_from_elsewhere_reads_the_venv_of_the_real_command(tmp_path):
+    """pipx links ~/.local/bin/X to its venv's bin/X."""
+    real = venv_install(tmp_path / "venvs" / "hermes-agent", "hermes_agent", "0.19.0", "hermes-acp")
+    (tmp_path / "local").mkdir()
+    os.symlink(os.path.join(real, "hermes-acp"), str(tmp_path / "local" / "hermes-acp"))
+    entry = next(e for e in as_json(PATH=str(tmp_path / "local")) if e["agent"] == "hermes")
+    assert entry["version"] == "0.19.0"
 
 
 def test_the_override_variable_replaces_the_command_and_its_script_gives_the_version(tmp_path):

@@ -1,7 +1,8 @@
 """Every capability an ACP preset claims in adapters/acp/manifest.json (and
 every `degraded` one) names a test of the module the preset's `tests` key
 names (tests/real/test_acp_real.py for codex, claude and gemini;
-tests/real/test_acp_reach_real.py for the reach agents) that proves it against
+tests/real/test_acp_reach_real.py for the reach agents, test_acp_pypi_real.py for
+the PyPI ones) that proves it against
 that real agent: a claim with no such test, or a test that does not run for
 that agent, fails here (no agent needed to check that).  docs/ACP.md's
 presets table is the manifest's."""
@@ -11,9 +12,10 @@ from __future__ import annotations
 import os
 
 import readme
+import test_acp_pypi_real as pypi
 import test_acp_reach_real as reach
 import test_acp_real as real
-from acp_support.recipes import trait, written
+from acp_support.recipes import PYPI, trait, written
 from cliutil import ROOT
 
 from harnessctl import registry
@@ -33,12 +35,16 @@ PROOFS = {
         "crash-recovery": [real.test_an_agent_killed_mid_run_fails_the_run_and_the_next_send_goes_on],
     },
     "tests/real/test_acp_reach_real.py": reach.PROOFS,
+    "tests/real/test_acp_pypi_real.py": pypi.PROOFS,
 }
 DEGRADED = {  # (test module, capability) -> the test that shows the weaker form
     ("tests/real/test_acp_real.py", "steer"): real.test_a_send_mid_turn_on_gemini_waits_for_its_own_next_run,
     ("tests/real/test_acp_real.py", "resume"): real.test_gemini_after_idle_exit_starts_a_new_session_and_says_so,
     ("tests/real/test_acp_reach_real.py", "steer"): reach.DEGRADED["steer"],
     ("tests/real/test_acp_reach_real.py", "approvals"): reach.DEGRADED["approvals"],
+    ("tests/real/test_acp_pypi_real.py", "steer"): pypi.DEGRADED["steer"],
+    ("tests/real/test_acp_pypi_real.py", "approvals"): pypi.DEGRADED["approvals"],
+    ("tests/real/test_acp_pypi_real.py", "cancel"): pypi.DEGRADED["cancel"],
 }
 
 
@@ -77,8 +83,12 @@ def test_every_reach_agent_with_a_recipe_is_a_preset_tested_there():
     assert [a for a, p in PRESETS.items() if p.get("tests") == "tests/real/test_acp_reach_real.py"] == written()
 
 
+def test_every_pypi_agent_with_a_recipe_is_a_preset_tested_there():
+    assert [a for a, p in PRESETS.items() if p.get("tests") == "tests/real/test_acp_pypi_real.py"] == written(PYPI)
+
+
 def test_a_reach_presets_modes_are_ones_its_recipe_proved():
-    for agent in written():
+    for agent in written() + written(PYPI):
         table = PRESETS[agent].get("modes", {})
         assert {mode: trait(agent, "modes").get(mode) for mode in table} == table, agent
 

