@@ -290,10 +290,11 @@ class AcpBackend(ChildBackend):
         (codex-acp exits 0 without answering initialize when its codex is
         missing).  After: the runtime fails the open run and expires requests."""
         phase, busy = self.phase, self.run is not None or bool(self.held) or self.inflight is not None
+        words = self._agent_words(None) if phase == "starting" else ""
         self._reset()
         if phase == "starting":
-            self.host.start_failed("the ACP agent %s exited (code %s) before it was ready: its stderr is in %s" % (
-                self.label, returncode, self.config.sidecar_file("runtime.log")))
+            self.host.start_failed("the ACP agent %s exited (code %s) before it was ready%s (all of its stderr is "
+                                   "in %s)" % (self.label, returncode, words, self.config.sidecar_file("runtime.log")))
         self.host.log("diagnostic", "error" if busy or phase == "starting" else "info",
                       message="the ACP agent %s exited (code %s)" % (self.label, returncode))
 
@@ -360,10 +361,12 @@ class AcpBackend(ChildBackend):
     def _no_progress_limit(self) -> float:
         return wire.seconds(self.config.env.get(NO_PROGRESS_ENV), NO_PROGRESS)
 
-    def _agent_words(self, run: Run) -> str:
-        """What the agent said of the run: its last reported error and the
-        last lines of its stderr."""
-        words = "; it reports: %s" % run.said if run.said else ""
+    def _agent_words(self, run: Optional[Run]) -> str:
+        """What the agent said (of the run): its last reported error, the last
+        line it wrote on stdout that was no message, the last lines of its stderr."""
+        words = "; it reports: %s" % run.said if run is not None and run.said else ""
+        if self.unreadable:
+            words += "; its stdout said: %s" % wire.cut(self.unreadable, 300)
         tail = self.child.stderr_tail() if self.child is not None else ""
         lines = [line.strip() for line in tail.splitlines() if line.strip()][-STDERR_LINES:]
         if lines:

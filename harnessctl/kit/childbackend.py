@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from .backend import Child
 
 
+STDOUT_KEPT = 400  # characters of the last unreadable stdout line kept (ChildBackend.unreadable)
+
+
 def on_handlers(*values: str) -> Dict[str, str]:
     """A HANDLERS table where the handler of each value is the method `_on_<value>`."""
     return {value: "_on_" + value for value in values}
@@ -42,6 +45,9 @@ class ChildBackend(Backend):
     HANDLERS: Dict[str, str] = {}
     STOP_GRACE = 5.0  # seconds the harness gets to exit after its stdin closes
     child: Optional[Child] = None
+    # The child's last stdout line that was no JSON message: an agent that cannot
+    # start may say why there (kimi-cli 1.52.0 does), not on stderr.
+    unreadable = ""
 
     # -- the child --------------------------------------------------------------
 
@@ -84,6 +90,7 @@ class ChildBackend(Backend):
 
             self.host.debug("%s: spawn %s" % (self.name, " ".join(quote(a) for a in argv)))
         env = dict(self.config.env)
+        self.unreadable = ""
         try:
             self.child = self.host.spawn(argv, env, self.config.cwd)
         except OSError as exc:
@@ -138,6 +145,7 @@ class ChildBackend(Backend):
             msg = None
         if not isinstance(msg, dict):
             if line.strip():
+                self.unreadable = line.strip()[:STDOUT_KEPT]
                 self.host.log("diagnostic", "warning", message="unreadable line from %s" % self.name,
                               line=line[:2000])
             return

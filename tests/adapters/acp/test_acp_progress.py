@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from cliutil import matching
+from cliutil import matching, run
 from test_acp_fake import Agent
 
 
@@ -34,3 +34,16 @@ def test_a_notice_after_the_answer_is_a_warning_line_and_not_the_output(workdir)
     (warning,) = matching(agent.path, "log", "warning")
     assert (warning["message"], warning["source"]) == ("Fake warning: this is not the answer", "notice")
     assert "warns: Fake warning: this is not the answer" in proc.stderr.decode()
+
+
+def test_an_agent_that_exits_before_it_is_ready_is_quoted_from_its_stdout_and_stderr(workdir):
+    """kimi-cli 1.52.0's `kimi acp` prints why on stdout and exits 0."""
+    script = workdir / "retired-agent"
+    script.write_text("#!/bin/sh\necho 'kimi-cli is no longer maintained'\necho 'see the new CLI' >&2\n")
+    script.chmod(0o755)
+    proc = run("send", str(workdir / "s.jsonl"), "hi", "--adapter", "acp", "--agent", str(script), "--cwd",
+               str(workdir), "--wait")
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 5 and stderr.count("\n") == 1, stderr
+    assert "exited (code 0) before it was ready; its stdout said: kimi-cli is no longer maintained" in stderr
+    assert "its stderr ends: see the new CLI" in stderr
