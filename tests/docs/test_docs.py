@@ -246,3 +246,14 @@ def test_the_readme_lists_every_exit_code_of_the_protocol():
     sentence = readme[readme.index("Exit codes: "):readme.index(".\n", readme.index("Exit codes: "))]
     listed = re.findall(r"(?<![\w-])(\d+)\s[a-z]", sentence)
     assert listed == re.findall(r"^\| (\d+) \|", table, re.M)
+
+
+def test_the_acp_agents_page_the_readme_links_for_logging_in_covers_every_preset():
+    """The README's "log in" link for ACP agents lands on a row for each one."""
+    import json
+
+    with open(os.path.join(ROOT, "adapters", "acp", "manifest.json"), encoding="utf-8") as f:
+        presets = json.load(f)["agents"]
+    with open(os.path.join(ROOT, "docs", "ACP-AGENTS.md"), encoding="utf-8") as f:
+        rows = {line.split("|")[1].strip().strip("`") for line in f if line.startswith("| `")}
+    assert sorted(set(presets) - rows) == []
