@@ -266,8 +266,10 @@ class Round:
             codes: Tuple[int, ...] = (0,) if bound or (flags and not used) else (2,)
             if self.sending(name):
                 codes = (0, 2)  # a send still in flight may bind the name first, or its file get events
-            elif not bound and not used and self.growing(name):
-                codes += (2,)  # a send in flight under its other name may give the file events first
+            elif not bound and not used and (self.growing(name) or self.creating):
+                # a send in flight under its other name (a link), or the runtime of the first send the
+                # operation struck (it keeps the renamed file open), may give the file events first
+                codes += (2,)
             elif bound and name != self.a and self.creating:
                 codes += (2,)  # moved while the first send made it: a binding it had not yet recorded is refused
             if self.op == "link" and name == self.b and 0 in codes and not bound:
