@@ -392,12 +392,18 @@ def require_unused(addr: Address) -> None:
 # -- the send request ------------------------------------------------------------------------------
 
 
-def send_request(text: str, schema: Optional[str], wanted: Dict[str, Any]) -> List[str]:
+DELIVERIES = ("queue", "interrupt")  # send --queue, --interrupt: never steer (sends.py)
+
+
+def send_request(text: str, schema: Optional[str], wanted: Dict[str, Any], deliver: Optional[str] = None) -> List[str]:
     """A send as the command hands it to the runtime: the text, the schema
-    (structured.to_field) and the fields it gives, each by name (ipc.named)."""
+    (structured.to_field), how it is delivered (DELIVERIES, or None: steer
+    where the harness can) and the fields it gives, each by name (ipc.named)."""
     values = {"text": text}
     if schema:
         values["schema"] = schema
+    if deliver:
+        values["deliver"] = deliver
     for name, value in wanted.items():
         if value:  # an empty value gives nothing, as an omitted flag
             values[name] = _to_text(value)
@@ -412,16 +418,17 @@ def _to_text(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def read_send_request(request: List[str], path: str) -> Tuple[str, str, Dict[str, Any]]:
-    """(text, schema field, wanted) of a send request; the error a command of
-    another version hears (ipc.read_named), or a malformed request's."""
+def read_send_request(request: List[str], path: str) -> Tuple[str, str, Dict[str, Any], Optional[str]]:
+    """(text, schema field, wanted, deliver) of a send request; the error a
+    command of another version hears (ipc.read_named), or a malformed request's."""
     values = ipc.read_named(request, "send", SEND_VERSION, path)
-    text, schema = values.pop("text", None), values.pop("schema", "")
+    text, schema, deliver = values.pop("text", None), values.pop("schema", ""), values.pop("deliver", None)
     unknown = sorted(set(values) - set(NAMES))
-    if text is None or unknown:
-        raise HarnessctlError("malformed send request: %s" % ("no text" if text is None else "unknown " + unknown[0]))
+    if text is None or unknown or deliver not in (None,) + DELIVERIES:
+        raise HarnessctlError("malformed send request: %s" % (
+            "no text" if text is None else "unknown " + unknown[0] if unknown else "deliver %r" % deliver))
     try:
         return text, schema, {field.name: field.read(values[field.name]) if field.name in values else None
-                              for field in FIELDS}
+                              for field in FIELDS}, deliver
     except ValueError as e:
         raise HarnessctlError("malformed send request: %s" % e) from None

@@ -107,8 +107,10 @@ def _earlier(addr: Address, op: str, text: str) -> Optional[UnavailableError]:
 
 def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter: Optional[str],
          agent: Optional[str] = None, policy: Optional[Dict[str, Any]] = None,
-         schema: Optional[Dict[str, Any]] = None, unattended: Optional[Dict[str, Any]] = None) -> str:
-    """The accepted input's id.  `policy` ({"mode", "rules"}, cli.policy) is
+         schema: Optional[Dict[str, Any]] = None, unattended: Optional[Dict[str, Any]] = None,
+         deliver: Optional[str] = None) -> str:
+    """The accepted input's id.  `deliver` (binding.DELIVERIES): queue or
+    interrupt instead of steering a busy run.  `policy` ({"mode", "rules"}, cli.policy) is
     bound like the model: None keeps the bound one.  `schema` (send --schema)
     is this send's alone: the run it starts must answer with JSON that fits.
     `unattended` (cli.unattended): hooks, bound like the model, and limits,
@@ -131,7 +133,7 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
         from .checks.structured import to_field
 
         schema_field = to_field(schema)
-    request = send_request(text, schema_field, wanted)
+    request = send_request(text, schema_field, wanted, deliver)
     deadline = time.monotonic() + timeout_seconds()
     warning = None  # said once the send is accepted: a refused send says only why
     while True:
@@ -173,19 +175,24 @@ def status(file: str) -> str:
             return report
 
 
-def cancel(file: str) -> None:
+def cancel(file: str, input_id: Optional[str] = None) -> None:
+    """Cancel what runs, or with `input_id` take back that queued input."""
     addr = resolve(file)
     require_exists(addr)
     deadline = time.monotonic() + timeout_seconds()
     while True:
         try:
-            exchange(addr, ["cancel"], deadline, retry_on_eof=True)
+            exchange(addr, ["cancel"] + ([input_id] if input_id is not None else []), deadline,
+                     retry_on_eof=input_id is None)
             return
         except NoRuntime:
             pass
         from .recovery import recovered, while_stopped
 
         if while_stopped(addr, deadline, lambda addr, fd: recovered(addr, fd) is not None):
+            if input_id is not None:  # only a live runtime holds an input back
+                raise StateError("input %s is not queued on %s: no runtime serves it (unknown or ended)"
+                                 % (input_id, file))
             return  # recovery ended whatever was open: nothing is running
 
 

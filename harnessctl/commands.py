@@ -34,11 +34,11 @@ class Send:
     `policy` ({"mode", "rules"}) and `unattended` (hooks and limits, by
     binding key) are as `policy()` and `unattended()` return them."""
 
-    __slots__ = ("file", "text", "cwd", "model", "adapter", "agent", "policy", "schema", "unattended")
+    __slots__ = ("file", "text", "cwd", "model", "adapter", "agent", "policy", "schema", "unattended", "deliver")
 
     def __init__(self, file: str, text: str, cwd: Optional[str], model: Optional[str], adapter: Optional[str],
                  agent: Optional[str], policy: Optional[Dict[str, Any]], schema: Optional[Dict[str, Any]],
-                 unattended: Dict[str, Any]) -> None:
+                 unattended: Dict[str, Any], deliver: Optional[str] = None) -> None:
         self.file = file
         self.text = text
         self.cwd = cwd
@@ -48,6 +48,7 @@ class Send:
         self.policy = policy
         self.schema = schema
         self.unattended = unattended
+        self.deliver = deliver  # binding.DELIVERIES (send --queue, --interrupt), or None: steer where it can
 
 
 def send(request: Send) -> str:
@@ -55,7 +56,7 @@ def send(request: Send) -> str:
     from . import client
 
     return client.send(request.file, request.text, request.cwd, request.model, request.adapter, request.agent,
-                       request.policy, request.schema, request.unattended)
+                       request.policy, request.schema, request.unattended, request.deliver)
 
 
 def check_text(text: str) -> str:

@@ -28,12 +28,13 @@ def _wrapped(words: List[str]) -> str:
 
 SYNOPSIS = {
     "send": _wrapped(["harnessctl send   FILE [TEXT]"] + [field.usage for field in FIELDS]
-                     + ["[--schema SCHEMA_FILE]", "[--print-id]", "[--wait [--timeout S]]"]),
+                     + ["[--schema SCHEMA_FILE]", "[--queue | --interrupt]", "[--print-id]",
+                        "[--wait [--timeout S]]"]),
     "wait": "harnessctl wait   FILE [INPUT_ID] [--timeout S]\n"
             "       harnessctl wait   --any FILE... [--timeout S]",
     "status": "harnessctl status FILE...",
     "reply": "harnessctl reply  FILE REQUEST_ID [ANSWER]",
-    "cancel": "harnessctl cancel FILE",
+    "cancel": "harnessctl cancel FILE [INPUT_ID]",
     "log": "harnessctl log    FILE [--follow] [--since SEQ | --runs N] [--json] [--diff]",
     "rebind": "harnessctl rebind FILE [--accept FINGERPRINT]",
     "agents": "harnessctl agents [--json]",
@@ -95,7 +96,8 @@ CODES = {
                4: None, 6: None},
     "reply": {0: "answered", 1: None, 2: "usage or input error, or an answer the request does not allow",
               3: "unknown, already answered or expired request id", 4: None, 6: None},
-    "cancel": {0: "done (or nothing was running)", 1: None, 2: None, 4: None, 6: None},
+    "cancel": {0: "done (or nothing was running)", 1: None, 2: None,
+               3: "INPUT_ID is not queued: the harness has it already, or it is unknown or ended", 4: None, 6: None},
 }
 
 
@@ -120,6 +122,9 @@ options:
 {bound}  --schema FILE   a JSON Schema the run's final answer must fit (this send only, starting a run):
                   the result carries it parsed as output_json; an answer that does not fit
                   fails the run (error_class schema).  codex, claudecode and mock; exit 2 elsewhere
+  --queue         never steer: while a run is going the input is accepted `queued` and starts
+                  the next run of its own (`cancel FILE INPUT_ID` takes it back until then)
+  --interrupt     cancel the running run (and drop what is queued); this input starts the next
   --print-id      print the accepted input_id on one line
   --wait          then wait for the result that covers the input; print it as one JSON line
                   (a harness that warns or retries meanwhile gets one line on stderr)
@@ -199,10 +204,14 @@ usage: {synopsis}
 
 Interrupt the active run (its result becomes `cancelled`), drop queued inputs
 (each gets a `cancelled` result) and expire pending requests; the conversation
-history stays.  Nothing running: exit 0, no event.
+history stays.  Nothing running: exit 0, no event.  With INPUT_ID: take back
+that queued input only (a `cancelled` result with error_class `revoked`); the
+harness never sees it, and the running run goes on.
 
 arguments:
   FILE            the event file
+  INPUT_ID        an input accepted `queued` (send --queue, --interrupt, or held by an agent
+                  that cannot steer)
 
 knobs: HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_DEBUG
 

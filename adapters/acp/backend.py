@@ -459,6 +459,9 @@ class AcpBackend(ChildBackend):
 
     # ------------------------------------------------------------------ cancel and replies
 
+    def revoke(self, input_id: str) -> bool:
+        return self.held.revoke(input_id)
+
     def interrupt(self) -> None:
         self.held.cancel()
         if self.inflight is not None:

@@ -14,7 +14,7 @@ from .wellformed import MAX_ANOMALIES, MAX_SEQ, SAVED_FIELDS, is_ts, problem
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, Iterable, List, Optional
+    from typing import Any, Collection, Dict, Iterable, List, Optional
 
 
 LOST = "runtime lost; input outcome is uncertain"
@@ -180,16 +180,17 @@ def fold(events: Iterable[Dict[str, Any]]) -> Conversation:
     return conv
 
 
-def close_open_work(conv: Conversation, error: str) -> List[Dict[str, Any]]:
+def close_open_work(conv: Conversation, error: str, keep: Collection[str] = ()) -> List[Dict[str, Any]]:
     """The events that end all open work with `failed` results and expire every
     pending request: used for a lost runtime, a crashed harness and SIGTERM.
     Inputs are never replayed; an input no run claimed gets a result with a
     null run_id.  Requests expire first, so whoever sees a result sees its run
-    settled."""
+    settled.  `keep`: inputs the runtime still holds for a run of their own."""
     events: List[Dict[str, Any]] = [dict(request, state="expired") for request in conv.pending.values()]
     by_run: Dict[Optional[str], List[str]] = {}
     for input_id, run_id in conv.open_inputs.items():
-        by_run.setdefault(run_id, []).append(input_id)
+        if input_id not in keep:
+            by_run.setdefault(run_id, []).append(input_id)
     for run_id in conv.open_runs:
         by_run.setdefault(run_id, [])
     for run_id, input_ids in by_run.items():

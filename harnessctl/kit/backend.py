@@ -14,6 +14,7 @@ Life of a backend::
     backend.start()                   # spawn/resume the harness -> host.ready() or host.start_failed()
     backend.send(item)                # -> host.accepted(...) or host.send_failed(...)
     backend.interrupt()               # -> eventually host.result(..., "cancelled", ...)
+    backend.revoke(input_id)          # -> True: a held input taken back (the runtime records it)
     backend.answer(token, answer)
     backend.stop()                    # graceful: end the harness, return when it is gone
 
@@ -311,6 +312,13 @@ class Backend:
     def interrupt(self) -> None:
         """Cancel the active run and drop queued inputs (cancelled results)."""
         raise NotImplementedError
+
+    def revoke(self, input_id: str) -> bool:
+        """Take back an input accepted `queued` that the harness has not seen
+        (held for the next run: holding.py): True if it was, and then it never
+        reaches the harness; the runtime records its end.  False: the harness
+        has it (the default: an adapter that holds nothing)."""
+        return False
 
     def answer(self, token: Any, answer: Any) -> None:
         """Forward a validated reply to the request asked with `token` (see

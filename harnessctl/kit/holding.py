@@ -12,7 +12,8 @@ and no run.
 
 The adapter says it cannot steer by using this instead of steering: in
 `send`, while a run is open, `held.hold(item)`; after it reported a run's
-result, `held.start_next()`; in `interrupt`, `held.cancel()`.
+result, `held.start_next()`; in `interrupt`, `held.cancel()`; in `revoke`,
+`return held.revoke(input_id)`.
 """
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ class HeldInputs:
             run_id = self.start_run(items)
             for item in items:
                 self.host.attributed(item.input_id, run_id)
+
+    def revoke(self, input_id: str) -> bool:
+        """Take back one held input (Backend.revoke): True if it was held."""
+        kept = [i for i in self.items if i.input_id != input_id]
+        taken, self.items = len(kept) != len(self.items), kept
+        return taken
 
     def cancel(self) -> None:
         """A cancel: every held input ends `cancelled`, in no run."""

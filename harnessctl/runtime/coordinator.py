@@ -29,7 +29,7 @@ from __future__ import annotations
 from .. import knobs, pidfile, registry, trusted
 from ..address import Address
 from ..binding import check_binding, read_send_request
-from ..errors import HarnessctlError, UnavailableError
+from ..errors import HarnessctlError, StateError, UnavailableError
 from ..eventfile import snapshot
 from ..eventfile.eventlog import EventLog, timestamp
 from ..eventfile.state import LOST, close_open_work, status_line, status_report
@@ -39,7 +39,7 @@ from .host import AdapterHost, new_id
 from .lifetime import Lifetime, close_file
 from .loop import Loop
 from .replies import Replies
-from .sends import Sends
+from .sends import REVOKED, REVOKED_WHY, Sends
 from .server import CommandServer, Waiter
 from .spending import Spending
 from .supervisor import STARTING, Supervisor
@@ -129,8 +129,8 @@ class Runtime:
         self.loop.post(lambda: self._dispatch(request, waiter), owner=waiter)
 
     def _dispatch(self, request: List[str], waiter: Waiter) -> None:
-        """Fields as ipc.py encodes them: send/VERSION and named fields (binding.send_request) | status | cancel |
-        reply ID ANSWER |
+        """Fields as ipc.py encodes them: send/VERSION and named fields (binding.send_request) | status |
+        cancel [INPUT_ID] | reply ID ANSWER |
         wait INPUT_ID (empty: the conversation) [notes] [now]."""
         op = request[0]
         if self.writer.events.replaced():
@@ -139,16 +139,21 @@ class Runtime:
             return
         try:
             if op.partition("/")[0] == "send":
-                text, schema, wanted = read_send_request(request, self.addr.path)
+                text, schema, wanted, deliver = read_send_request(request, self.addr.path)
                 check_binding(self.binding, wanted)
-                item = Input(new_id(), text, self.sends.schema(schema, self.binding))
+                item = Input(new_id(), text, self.sends.schema(schema, self.binding, hold=deliver is not None))
                 self.binding = self.spending.rebind(self.binding, wanted)  # the one place the binding changes
                 self.spending.check(self.binding)
-                self.sends.add(item, waiter)
+                if deliver == "interrupt":
+                    self._cancel()  # what runs and what is held ends; this input starts the next run
+                self.sends.add(item, waiter, hold=deliver is not None)
             elif op == "status":
                 waiter.ok(status_line(self.status()))
-            elif op == "cancel":
+            elif op == "cancel" and len(request) == 1:
                 self._cancel()
+                waiter.ok()
+            elif op == "cancel" and len(request) == 2:
+                self._revoke(request[1])
                 waiter.ok()
             elif op == "reply" and len(request) == 3:
                 self.replies.reply(request[1], request[2])
@@ -200,7 +205,11 @@ class Runtime:
         return self.spending.run_ended(run_id)
 
     def run_ended(self) -> None:
+        """A run (or held inputs) ended: a cancel may be over, and a held input may start its run
+        (once the adapter, which is reporting from inside one of its methods, has returned)."""
         self.cancel.settled()
+        if self.sends.held:
+            self.loop.call_later(0, self.sends.pump)
 
     def usage_reported(self, run_id: Optional[str], usage: Dict[str, Any]) -> None:
         """A run that spent the budget is interrupted at once, like a cancel."""
@@ -209,7 +218,17 @@ class Runtime:
             self.loop.call_later(0, lambda: self._cancel() if run_id in self.conv.open_runs else None)
 
     def _cancel(self) -> None:
+        self.sends.drop_held()
         self.cancel.request(sending=self.sends.in_flight is not None)
+
+    def _revoke(self, input_id: str) -> None:
+        """`cancel FILE INPUT_ID`: take back an input no harness has seen (held
+        here, or by an adapter whose harness cannot steer), or say why not."""
+        backend = self.supervisor.backend
+        if not (self.sends.take_back(input_id) or (input_id in self.conv.open_inputs and backend is not None
+                                                   and backend.revoke(input_id))):
+            raise StateError(self.sends.refusal(input_id))
+        self.host.dropped([input_id], "cancelled", REVOKED_WHY, REVOKED)
 
     def diagnostic(self, message: str, level: str = "warning", **fields: Any) -> None:
         self.host.log("diagnostic", level, message=message, **fields)
@@ -234,6 +253,7 @@ class Runtime:
         that comes: the spawning one is on its way.)"""
         told = bool(self.sends.waiting)
         self.sends.fail_waiting(error)
+        self.sends.fail_held(error)
         if told and self._is_idle():
             self.shutdown("the harness could not start: %s" % error)
 
@@ -261,7 +281,7 @@ class Runtime:
         and the next send starts a new harness, resuming the conversation."""
         if self.sends.in_flight:
             self.host.send_failed(self.sends.in_flight[0].input_id, message, unavailable=True)
-        ended = close_open_work(self.conv, message)
+        ended = close_open_work(self.conv, message, keep=self.sends.held_ids())
         if cancelled:
             ended = [cancel.cancelled(e, self.spending.run_ended(e["run_id"])) if e["type"] == "result" else e
                      for e in ended]

@@ -73,9 +73,10 @@ class AdapterHost(Host):
         self._unrecorded_inputs: Set[str] = set()  # while their run is not known
         self._unrecorded_runs: Set[str] = set()
 
-    def expect(self, item: Input) -> None:
-        """A send is being handed to the backend: its text (and schema) go into `accepted`."""
-        self._texts[item.input_id] = (item.text, "")
+    def expect(self, item: Input, held: bool = False) -> None:
+        """A send is being handed to the backend: its text (and schema) go into
+        `accepted`; one the runtime `held` stays `queued` there, with the run it starts."""
+        self._texts[item.input_id] = (item.text, "queued" if held else "")
         open_inputs = self._conv.open_inputs  # the runtime itself ended the others (a harness that died)
         self._schemas = {i: schema for i, schema in self._schemas.items() if i in open_inputs}
         if item.schema is not None:
@@ -119,7 +120,8 @@ class AdapterHost(Host):
             self._broken_contract("accepted() with delivery %r (allowed: %s)" % (delivery, ", ".join(DELIVERIES)),
                                   input_id)
             return
-        text = self._texts.pop(input_id, ("", ""))[0]
+        text, held = self._texts.pop(input_id, ("", ""))
+        delivery = held or delivery
         event = self._accepted_event(input_id, text, delivery, run_id)
         try:
             self._writer.write(event, now=True)
@@ -151,6 +153,20 @@ class AdapterHost(Host):
         if input_id in self._schemas:
             event["schema"] = self._schemas[input_id]
         return event
+
+    def held(self, item: Input) -> None:
+        """The runtime holds a send for the next run (sends.py): accepted `queued`, in no run yet."""
+        self._writer.write(self._accepted_event(item.input_id, item.text, "queued", None), now=True)
+
+    def dropped(self, input_ids: List[str], status: str, error: Optional[str] = None,
+                error_class: Optional[str] = None) -> None:
+        """Inputs the runtime held end in no run (a cancel, a revoke, a harness
+        that cannot start): their result, and nothing else touched."""
+        event = result_event(None, list(input_ids), status, error=error, totals=totals_after(self._conv, None, None))
+        if error_class is not None:
+            event["error_class"] = error_class
+        self._writer.write(event)
+        self._moments.run_ended()
 
     def send_failed(self, input_id: str, message: str, unavailable: bool = False) -> None:
         self._texts.pop(input_id, None)

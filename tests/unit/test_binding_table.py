@@ -92,12 +92,12 @@ def test_every_field_round_trips_the_send_request():
     request = binding.send_request("hi\nthere", '{"type":"object"}', dict(SAMPLES))
     assert request[0] == "send/%d" % binding.SEND_VERSION
     fields = ipc.decode_fields(ipc.encode_fields(request))
-    assert binding.read_send_request(fields, "/f.jsonl") == ("hi\nthere", '{"type":"object"}', SAMPLES)
+    assert binding.read_send_request(fields, "/f.jsonl") == ("hi\nthere", '{"type":"object"}', SAMPLES, None)
 
 
 def test_a_send_request_without_values_reads_as_nothing_given():
     request = binding.send_request("hi", None, dict.fromkeys(NAMES, None))
-    assert binding.read_send_request(request, "/f.jsonl") == ("hi", "", dict.fromkeys(NAMES, None))
+    assert binding.read_send_request(request, "/f.jsonl") == ("hi", "", dict.fromkeys(NAMES, None), None)
 
 
 @pytest.mark.parametrize("request_fields, command", [
