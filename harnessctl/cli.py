@@ -204,9 +204,6 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
     adapter, agent = fixed(options.get("--adapter"), options.get("--agent"), fixed_adapter, fixed_agent)
     if "--timeout" in options and "--wait" not in options:
         raise UsageError("--timeout applies to --wait: add --wait, or leave --timeout out")
-    if "--queue" in options and "--interrupt" in options:
-        raise UsageError("--queue and --interrupt both say how the input lands: give one")
-    deliver = "queue" if "--queue" in options else "interrupt" if "--interrupt" in options else None
     wait_timeout = timeout(options)
     text = check_text(args[1] if len(args) > 1 else read_stdin("TEXT"))
     schema = None
@@ -216,7 +213,8 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
         schema = read_file(options["--schema"])
     request = Send(args[0], text, options.get("--cwd"), options.get("--model"), adapter, agent,
                    policy(options.get("--mode"), rules, options.get("--policy")), schema,
-                   unattended(hooks(options), options.get("--max-tokens"), options.get("--max-cost-usd")), deliver)
+                   unattended(hooks(options), options.get("--max-tokens"), options.get("--max-cost-usd")),
+                   commands.deliver("--queue" in options, "--interrupt" in options))
     notes = None
     if "--wait" in options:
         from .notes import Notes, offset_now

@@ -51,6 +51,13 @@ class Send:
         self.deliver = deliver  # binding.DELIVERIES (send --queue, --interrupt), or None: steer where it can
 
 
+def deliver(queue: bool, interrupt: bool) -> Optional[str]:
+    """How a send lands (binding.DELIVERIES): --queue, --interrupt, or None (steer where the harness can)."""
+    if queue and interrupt:
+        raise UsageError("queue and interrupt both say how the input lands: give one")
+    return "queue" if queue else "interrupt" if interrupt else None
+
+
 def send(request: Send) -> str:
     """Hand the send to the runtime; the accepted input's id."""
     from . import client

@@ -141,7 +141,7 @@ def output_schemas() -> Dict[str, Dict[str, Any]]:
         "status": one_of(shape({"statuses": {"type": "array", "items": {"anyOf": [status_line(), FILE_ERROR]}}},
                                ["statuses"])),
         "reply": one_of(done("replied", request_id=STRING)),
-        "cancel": one_of(done("done")),
+        "cancel": one_of(done("done"), done("revoked", input_id=ID)),
         "log": one_of(shape({"text": STRING, "entries": {"type": "array", "items": {"type": "object"}}},
                             ["text", "entries"])),
     }

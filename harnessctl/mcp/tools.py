@@ -43,6 +43,9 @@ SCHEMAS = {
         "that needs a reply (outcome completed, failed, cancelled, request or timeout).",
         {"file": FILE, "text": {"type": "string", "description": "the input"}, **binding.mcp_properties(),
          "schema": {"type": "object", "description": "a JSON Schema the run's final answer must fit"},
+         "queue": {"type": "boolean", "description": "never steer: a busy session holds the input for a run of "
+                   "its own (cancel with its input_id takes it back until then)"},
+         "interrupt": {"type": "boolean", "description": "cancel the running run; this input starts the next"},
          "wait": {"type": "boolean", "description": "wait for the result (or a request) of this input"},
          "timeout": TIMEOUT},
         ["file", "text"]),
@@ -61,8 +64,9 @@ SCHEMAS = {
          "answer": {"type": ["string", "object"], "description": "the answer"}},
         ["file", "request_id", "answer"]),
     "cancel": _tool(
-        "Interrupt the active run, drop queued inputs and expire pending requests (harnessctl cancel).",
-        {"file": FILE}, ["file"]),
+        "Interrupt the active run, drop queued inputs and expire pending requests (harnessctl cancel); with "
+        "input_id, take back only that queued input, which the agent then never sees.",
+        {"file": FILE, "input_id": {"type": "string", "minLength": 1}}, ["file"]),
     "log": _tool(
         "The session as people read it: the transcript text and its entries (harnessctl log --json).",
         {"file": FILE, "runs": {"type": "integer", "minimum": 1, "description": "the last N runs (default 20)"},
@@ -113,7 +117,8 @@ def send(args: Dict[str, Any], call: Call) -> Result:
     tokens = str(args["max_tokens"]) if "max_tokens" in args else None  # read as the flag's value is
     cost = repr(float(args["max_cost_usd"])) if "max_cost_usd" in args else None
     input_id = commands.send(Send(file, text, cwd, args.get("model"), adapter, agent, policy(args.get("mode"), rules),
-                                  args.get("schema"), unattended({}, tokens, cost)))
+                                  args.get("schema"), unattended({}, tokens, cost),
+                                  commands.deliver(bool(args.get("queue")), bool(args.get("interrupt")))))
     if not args.get("wait"):
         return _json({"outcome": "accepted", "exit_code": 0, "input_id": input_id})
     return call.wait(file, input_id, args.get("timeout"), lambda found: outcome(found, input_id))
@@ -147,7 +152,10 @@ def reply(args: Dict[str, Any], call: Call) -> Result:
 
 
 def cancel(args: Dict[str, Any], call: Call) -> Result:
-    client.cancel(call.inside(args["file"], "file"))
+    input_id = args.get("input_id")
+    client.cancel(call.inside(args["file"], "file"), input_id)
+    if input_id is not None:
+        return _json({"outcome": "revoked", "exit_code": 0, "input_id": input_id})
     return _json({"outcome": "done", "exit_code": 0})
 
 
