@@ -15,7 +15,6 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, Optional
 
-    from ..eventfile.state import Conversation
     from .loop import Loop
     from .supervisor import Supervisor
 
@@ -23,11 +22,13 @@ GRACE = 15.0  # seconds a harness gets to end a cancelled run before it is stopp
 
 
 class Cancel:
-    def __init__(self, conv: Conversation, supervisor: Supervisor, loop: Loop, grace: float,
+    def __init__(self, running: Callable[[], bool], supervisor: Supervisor, loop: Loop, grace: float,
                  overdue: Callable[[str], None]) -> None:
-        """`overdue` is the runtime's: the harness ignored the cancel for the
-        grace period (the message says so), and must be stopped."""
-        self._conv = conv
+        """`running` says whether the harness has work (sends.py: an input the
+        runtime holds for the next run is none); `overdue` is the runtime's:
+        the harness ignored the cancel for the grace period (the message says
+        so), and must be stopped."""
+        self._running = running
         self._supervisor = supervisor
         self._loop = loop
         self._overdue = overdue
@@ -38,7 +39,7 @@ class Cancel:
 
     def request(self, sending: bool) -> None:
         """`sending`: a send is in flight (being confirmed)."""
-        if not (self._conv.is_busy() or sending):
+        if not (self._running() or sending):
             return
         if not self.cancelling:  # a second cancel does not put the deadline off
             token = self._token = object()
@@ -51,7 +52,7 @@ class Cancel:
     def interrupt(self, only_if_busy: bool = True) -> None:
         supervisor = self._supervisor
         backend = supervisor.backend
-        if supervisor.state == READY and backend is not None and (self._conv.is_busy() or not only_if_busy):
+        if supervisor.state == READY and backend is not None and (self._running() or not only_if_busy):
             backend.interrupt()
 
     def confirmed(self, accepted: bool) -> bool:
@@ -62,7 +63,7 @@ class Cancel:
 
     def settled(self) -> None:
         """A run ended: a cancel in progress is over once nothing is open."""
-        if not self._conv.is_busy():
+        if not self._running():
             self.over()
 
     def over(self) -> None:
@@ -75,7 +76,7 @@ class Cancel:
         stops it and ends what is open `cancelled` (the caller asked for that),
         so a run never stays `cancelling` for good and the runtime can idle
         out.  The next send starts the harness again, resuming its conversation."""
-        if token is not self._token or not self.cancelling or not self._conv.is_busy():
+        if token is not self._token or not self.cancelling or not self._running():
             return
         self._overdue("the harness did not end the run within %g s of the cancel: it was stopped" % self.grace)
 

@@ -75,7 +75,7 @@ class Runtime:
         self.hooks = hookrunner.Hooks(binding, env, addr, log.fd, self.loop, self.diagnostic, self.debug)
         self.sends = Sends(self.conv, self.supervisor, self.host, self.loop, self.timeout, addr.path,
                            self.start_harness, self.debug)
-        self.cancel = cancel.Cancel(self.conv, self.supervisor, self.loop,
+        self.cancel = cancel.Cancel(self.sends.run_going, self.supervisor, self.loop,
                                     knobs.seconds(env, "HARNESSCTL_CANCEL_GRACE", cancel.GRACE), self.cancel_overdue)
         self.replies = Replies(self.conv, self.writer, self.supervisor, self.host, self.loop,
                                (addr.path, addr.sidecar), self.debug)

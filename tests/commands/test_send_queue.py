@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 from cliutil import cli_env, of_type, ok, results, run, runtime_pids, status, wait_for, wait_results
 
 M = ("--adapter", "mock")
+WEDGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "wedge_agent.py")
 
 
 def busy(efile, seconds=30):
@@ -177,3 +179,22 @@ def test_a_queued_send_may_bring_a_schema_for_its_own_run(efile, tmp_path):
     proc = run("send", efile, "answer", "--queue", "--schema", str(schema), "--wait")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["output_json"] == {"ok": False}
+
+
+def test_the_run_an_interrupt_starts_outlives_the_cancels_grace_period(efile):
+    env = cli_env(HARNESSCTL_CANCEL_GRACE="0.5")
+    ok("send", efile, "/sleep 30\nfirst", *M, env=env)
+    proc = run("send", efile, "/sleep 2\ninstead", "--interrupt", "--wait", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert [r["status"] for r in results(efile)] == ["cancelled", "completed"]
+
+
+def test_an_interrupt_the_agent_ignores_still_starts_its_run_in_a_new_harness(efile):
+    env = cli_env(HARNESSCTL_CANCEL_GRACE="1")
+    agent = ("--adapter", "acp", "--agent", "%s %s" % (sys.executable, WEDGE))
+    ok("send", efile, "/deaf", *agent, env=env)
+    proc = run("send", efile, "instead", "--interrupt", "--wait", env=env)
+    assert proc.returncode == 0, proc.stderr
+    first, second = results(efile)
+    assert first["status"] == "cancelled" and "did not end the run" in first["error"]
+    assert second["output"] == "echo: instead"

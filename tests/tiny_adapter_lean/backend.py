@@ -35,6 +35,9 @@ class LeanBackend(ChildBackend):
         self.write_json({"do": "work", "texts": [i.text for i in items]})
         return self.run_id
 
+    def revoke(self, input_id: str) -> bool:
+        return self.held.revoke(input_id)
+
     def interrupt(self) -> None:
         self.held.cancel()
         if self.run_id is not None:

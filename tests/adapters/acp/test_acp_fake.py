@@ -115,6 +115,18 @@ def test_a_held_input_starts_the_next_run_when_the_first_completes(workdir):
         {"type": "text", "text": "next please"}]
 
 
+def test_an_input_held_for_an_agent_without_steering_can_be_revoked_and_never_reaches_it(workdir):
+    agent = Agent(workdir, "--no-steering")
+    first = agent.start("/slow 1 endonsteer=never")
+    wait_for(agent.streaming, what="the first run to stream")
+    second = agent.start("never sent")
+    ok("cancel", agent.path, second, env=agent.env)
+    code, revoked = agent.wait(second)
+    assert (code, revoked["run_id"], revoked["error_class"]) == (8, None, "revoked")
+    assert agent.wait(first)[1]["status"] == "completed"
+    assert len(agent.received("session/prompt")) == 1
+
+
 @pytest.mark.parametrize("flags", [(), ("--no-steering",)], ids=["withdrawn", "waiting-for-our-reply"])
 def test_cancel_while_a_permission_is_pending_cancels_the_run_and_expires_the_request(workdir, flags):
     """codex-acp withdraws the request with $/cancel_request; gemini waits for our `cancelled` reply."""
