@@ -15,7 +15,7 @@ Each part is given only what it needs, and none knows `Runtime`:
 * lifetime.py: when the runtime ends by itself, and the file it leaves;
 * supervisor.py: the harness, its backend and child process;
 * host.py: what the adapter sees, its reports turned into events and moments;
-* sends.py: the sends waiting and the one the harness is confirming;
+* sends.py: the sends waiting, the one the harness is confirming, and those held for the next run;
 * cancel.py: `cancel`, and its grace period;
 * replies.py: the answers to the harness's requests, a `reply`'s or the policy's;
 * spending.py: what the conversation spent, held against its budget;
