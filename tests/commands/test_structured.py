@@ -90,7 +90,7 @@ def test_a_schema_send_into_a_busy_run_exits_2_and_the_run_goes_on(efile, schema
     wait_for(lambda: status(efile)["state"] == "running", what="the run")
     proc = run("send", efile, "now with a schema", "--schema", schema_file(FILES))
     assert proc.returncode == 2
-    assert b"a run is going on" in proc.stderr and b"send without --schema to steer it" in proc.stderr
+    assert b"a run is going on" in proc.stderr and b"send with --queue" in proc.stderr
     assert len(proc.stderr.splitlines()) == 1
     assert status(efile)["state"] == "running"
     assert [e["text"] for e in events(efile) if e["type"] == "accepted"] == ["/sleep 30\nslow"]
