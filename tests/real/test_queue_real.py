@@ -14,7 +14,15 @@ import json
 from typing import Any, Dict, List
 
 import pytest
-from claudecode_support.mock_messages import conversation_texts, last_user_texts, reply, text, user_texts
+from claudecode_support.mock_messages import (
+    bash,
+    conversation_texts,
+    last_user_texts,
+    reply,
+    text,
+    tool_results,
+    user_texts,
+)
 from claudecode_support.session import real_session as claude_session
 from cliutil import status, wait_for
 from codex_support import mock_responses as mr
@@ -113,9 +121,14 @@ def cc(workdir):
         yield session
 
 
-def claude_busy(cc, words: str = "FIRST: take your time") -> Dict[str, Any]:
-    """A Claude session whose run waits at the mock gate "busy" after its first block; its accepted line."""
-    cc.mock.script(reply(text(BUSY), gate="busy", gate_after=1))
+def claude_busy(cc, words: str = "FIRST: take your time", tool: bool = True) -> Dict[str, Any]:
+    """A Claude session whose run waits at the mock gate "busy"; its accepted line.  With `tool` the
+    run calls one once the gate opens, so it makes a second request: where Claude folds a steer."""
+    cc.env["HARNESSCTL_CLAUDE_ARGS"] = "--allowedTools Bash"
+    if tool:
+        cc.mock.script(reply(text("Starting."), bash("echo step-done"), gate="busy", gate_after=1), reply(text(BUSY)))
+    else:
+        cc.mock.script(reply(text(BUSY), gate="busy", gate_after=1))
     accepted = cc.send(words)
     cc.mock.wait_gate("busy")
     return accepted
@@ -137,8 +150,9 @@ def test_claude_queued_text_reaches_the_model_in_the_next_run_only(cc):
     one, two = cc.wait_results(2)
     assert one["input_ids"] == [first["input_id"]] and two["input_ids"] == [queued]
     assert (one["output"], two["output"]) == (BUSY, "Did the queued one.")
-    running, following = cc.mock.bodies()[:2]
-    assert not any("QUEUED: then this" in t for t in user_texts(running))
+    *running, following = cc.mock.bodies()
+    assert len(running) == 2 and tool_results(running[1]) == ["step-done"]
+    assert not any("QUEUED: then this" in t for body in running for t in user_texts(body))
     assert last_user_texts(following)[-1] == "QUEUED: then this"
 
 
@@ -146,7 +160,7 @@ def test_claude_interrupt_cancels_once_and_the_next_request_holds_the_text_and_t
     cc.mock.script(reply(text("Noted: the word is PINEAPPLE.")))
     cc.send("Remember the word PINEAPPLE.")
     cc.wait_results(1)
-    busy = claude_busy(cc, "Write a long essay.")
+    busy = claude_busy(cc, "Write a long essay.", tool=False)
     cc.mock.script(reply(text("Short answer instead.")))
     proc = cc.run("send", cc.path, "INSTEAD: be brief", "--interrupt", "--wait")
     assert proc.returncode == 0, proc.stderr.decode()
