@@ -50,9 +50,11 @@ USAGE = {
 # -- replies ----------------------------------------------------------------
 
 
-def text(body: str, chunks: int = 1, delay: float = 0.0) -> Dict[str, Any]:
-    """An assistant message streamed as `chunks` deltas, `delay` seconds apart."""
-    return {"kind": "text", "text": body, "chunks": chunks, "delay": delay}
+def text(body: str, chunks: int = 1, delay: float = 0.0, gate: Optional[str] = None) -> Dict[str, Any]:
+    """An assistant message streamed as `chunks` deltas, `delay` seconds apart;
+    with a `gate`, the stream waits there after its first delta until the test
+    calls `mock.release(gate)` (a run that stays busy as long as the test wants)."""
+    return {"kind": "text", "text": body, "chunks": chunks, "delay": delay, "gate": gate}
 
 
 def structured(value: Any) -> Dict[str, Any]:
@@ -103,6 +105,8 @@ class MockResponses:
         self.requests: List[Dict[str, Any]] = []
         self.aux: List[Dict[str, Any]] = []  # side requests (title, guardian): not scripted
         self._lock = threading.Lock()
+        self._gates: Dict[str, threading.Event] = {}
+        self._reached: Dict[str, int] = {}
         self._server: Optional[ThreadingHTTPServer] = None
 
     # -- lifecycle
@@ -113,6 +117,9 @@ class MockResponses:
         return self
 
     def stop(self) -> None:
+        with self._lock:
+            for gate in self._gates.values():
+                gate.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -141,6 +148,30 @@ class MockResponses:
             self.aux.append(record)
         schema = ((record["body"].get("text") or {}).get("format") or {}).get("schema")
         return text(json.dumps(_fitting(schema)) if schema else "Mock title")
+
+    # -- gates
+    def _gate(self, name: str) -> threading.Event:
+        with self._lock:
+            return self._gates.setdefault(name, threading.Event())
+
+    def _arrive(self, name: str) -> threading.Event:
+        """A stream has reached gate `name`; the event it waits on."""
+        gate = self._gate(name)
+        with self._lock:
+            self._reached[name] = self._reached.get(name, 0) + 1
+        return gate
+
+    def release(self, name: str) -> None:
+        """Open a gate: a stream waiting there (now or later) goes on."""
+        self._gate(name).set()
+
+    def wait_gate(self, name: str, timeout: float = 30.0) -> None:
+        """Block until a stream waits at gate `name`."""
+        deadline = time.monotonic() + timeout
+        while not self._reached.get(name):
+            if time.monotonic() > deadline:
+                raise AssertionError("mock: gate %s never reached" % name)
+            time.sleep(0.02)
 
     # -- assertions
     def wait_for_requests(self, count: int, timeout: float = 30.0) -> List[Dict[str, Any]]:
@@ -287,6 +318,8 @@ def _make_handler(mock: MockResponses):
                                   "status": "in_progress", "content": []}})
             size = -(-len(body) // chunks) or 1
             for start in range(0, len(body), size):
+                if reply.get("gate") and start == size:
+                    mock._arrive(reply["gate"]).wait()
                 if reply["delay"] and start:
                     time.sleep(reply["delay"])
                 self._event({"type": "response.output_text.delta", "item_id": item_id,

@@ -46,7 +46,7 @@ def on_the_mock(code: str, task: str = "") -> str:
 
 def test_every_recipe_has_a_test():
     tested = (ANSWER, FILES_TO_FIX, BUDGET, SEND_AND_ACT, APPROVAL_BOT, RULES_BOT, FOLLOW, WAIT_IDLE, FLEET, DENY_ALL,
-              CRON, NIGHTLY, NOTIFY, WEBHOOK, MAIL)
+              CRON, NIGHTLY, NOTIFY, WEBHOOK, MAIL, INSTEAD)
     assert sorted(next(t for t in tested if code.startswith(t)) for _, code in RECIPES) == sorted(tested)
 
 
@@ -218,6 +218,18 @@ def test_wait_until_done_recipe_prints_idle_once_the_run_ended(shell, workdir):
     ok("send", str(workdir / "lint.jsonl"), "/sleep 1", env=shell.env)
     proc = shell(recipe(WAIT_IDLE))
     assert (proc.returncode, proc.stdout) == (0, b"idle\n"), proc.stderr
+
+
+INSTEAD = 'harnessctl send refactor.jsonl "stop; keep the public API'
+
+
+def test_stop_and_say_this_instead_recipe_cancels_the_run_and_prints_the_next_runs_result(shell, workdir):
+    proc = shell(on_the_mock(recipe(INSTEAD)))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"completed: echo: stop; keep the public API and rename only the internals\n"
+    busy, instead = of_type(str(workdir / "refactor.jsonl"), "result")
+    assert (busy["status"], instead["status"]) == ("cancelled", "completed")
+    assert busy["seq"] < instead["seq"] and busy["run_id"] != instead["run_id"]
 
 
 FLEET = "harnessctl status ~/agent/*.jsonl | jq -r"
