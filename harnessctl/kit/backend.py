@@ -294,6 +294,10 @@ class Backend:
     # is open, and starts a new one for it, resuming the conversation as after
     # an idle exit.  False: each input's schema comes with it (Input.schema).
     SCHEMA_PER_PROCESS = False
+    # The sidecar file (FILE.d/NAME) that holds the harness's handle of the
+    # conversation, or None.  `harnessctl fork` copies it to NEWFILE.d/fork-NAME,
+    # and NEWFILE's first start forks natively from the handle in it.
+    RESUME_FILE: Optional[str] = None
 
     def __init__(self, host: Host, config: Config) -> None:
         self.host = host

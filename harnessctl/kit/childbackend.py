@@ -187,6 +187,12 @@ class ChildBackend(Backend):
                 return None
         return value if isinstance(value, str) and value and not value.startswith("-") else None
 
+    def load_fork(self, name: str, key: Optional[str] = None) -> Optional[str]:
+        """The handle `harnessctl fork` left in FILE.d/fork-NAME (a copy of the
+        source file's NAME), read as `load_resume` reads NAME: the conversation
+        a first start forks from, while the file has no NAME of its own."""
+        return self.load_resume("fork-" + name, key)
+
     def save_resume(self, name: str, value: str, key: Optional[str] = None) -> None:
         """Keep a resume id in FILE.d/NAME (atomic, fsynced, 0600), with `key`
         as the JSON object {key: value}; raises OSError."""
