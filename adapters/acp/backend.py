@@ -71,8 +71,8 @@ STDERR_LINES = 3  # lines of the agent's stderr tail a no-progress warning quote
 class AcpBackend(ChildBackend):
     """harnessctl Backend over one ACP agent process."""
 
+    RESUME_FILE = SESSION_FILE  # the conversation handle `fork` copies (kit/backend.py)
     KEY = "method"
-    RESUME_FILE = SESSION_FILE
     STOP_GRACE = 5.0  # codex-acp exits 2.0 s after its stdin closes (its app-server supervisor)
 
     def __init__(self, host: Host, config: Config) -> None:

@@ -158,8 +158,8 @@ class Pending:
 class ClaudeCodeBackend(ChildBackend):
     """harnessctl Backend over `claude -p --input-format stream-json ...`."""
 
+    RESUME_FILE = SESSION_FILE  # the conversation handle `fork` copies (kit/backend.py)
     SCHEMA_PER_PROCESS = True  # --json-schema is a process flag (Backend.SCHEMA_PER_PROCESS)
-    RESUME_FILE = SESSION_FILE
 
     KEY = "type"
     HANDLERS = on_handlers("command_lifecycle", "system", "assistant", "user", "result", "stream_event",

@@ -51,8 +51,8 @@ class Run:
 class CodexBackend(ChildBackend):
     """harnessctl Backend over `$HARNESSCTL_CODEX_BIN app-server`."""
 
+    RESUME_FILE = THREAD_FILE  # the conversation handle `fork` copies (kit/backend.py)
     KEY = "method"
-    RESUME_FILE = THREAD_FILE
     STOP_GRACE = 3.0  # app-server exits about 40 ms after EOF (measured)
     HANDLERS = {  # notifications, by method
         "turn/started": "_on_turn_started",

@@ -188,9 +188,10 @@ class ChildBackend(Backend):
         return value if isinstance(value, str) and value and not value.startswith("-") else None
 
     def load_fork(self, name: str, key: Optional[str] = None) -> Optional[str]:
-        """The handle `harnessctl fork` left in FILE.d/fork-NAME (a copy of the
-        source file's NAME), read as `load_resume` reads NAME: the conversation
-        a first start forks from, while the file has no NAME of its own."""
+        """The handle `harnessctl fork` left to fork from (FILE.d/fork-NAME, a
+        copy of the source's RESUME_FILE), with the same trust rules as
+        load_resume; None when this file is no fork.  Use it only while there
+        is no resume id of this file's own: once one is saved, the fork is done."""
         return self.load_resume("fork-" + name, key)
 
     def save_resume(self, name: str, value: str, key: Optional[str] = None) -> None:
