@@ -35,8 +35,10 @@ Started with --json-schema, a plain turn answers with the user's text itself
 JSON, as Claude does once its StructuredOutput tool took a valid value; prose
 gives a result without one (as recorded when the model never calls the tool).
 
-EOF ends the process with 0.  Every argv and stdin line is appended to
-FAKE_CLAUDE_LOG as JSON.
+Every frame names the session as the real binary does: the default id, the
+one `--resume` gives, or with `--fork-session` a new one.  EOF ends the
+process with 0.  Every argv and stdin line is appended to FAKE_CLAUDE_LOG as
+JSON.
 """
 
 from __future__ import annotations
@@ -48,7 +50,17 @@ import sys
 import time
 import uuid
 
-SESSION = "11111111-2222-4333-8444-555555555555"
+
+def session_id(argv):
+    """The session this process speaks for, as recorded: `--resume X` keeps X;
+    with `--fork-session` a new id (here derived from X, so a test can name it)."""
+    if "--resume" not in argv[:-1]:
+        return "11111111-2222-4333-8444-555555555555"
+    resumed = argv[argv.index("--resume") + 1]
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, resumed)) if "--fork-session" in argv else resumed
+
+
+SESSION = session_id(sys.argv)
 
 
 def log(entry):

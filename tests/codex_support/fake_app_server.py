@@ -151,8 +151,9 @@ class Server:
             return []
 
     def _remember(self, text):
+        history = self._history(self.thread) + [text]
         with open(os.path.join(HOME, "history-%s.json" % self.thread), "w") as f:
-            json.dump(self._history(self.thread) + [text], f)
+            json.dump(history, f)
 
     def on_thread_fork(self, rid, params):
         """A new thread with the source's history, in the cwd given (as recorded:
