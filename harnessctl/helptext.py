@@ -310,7 +310,7 @@ usage: {synopsis}
 Serve the commands to an MCP client (Claude Code, Codex, an editor) over
 stdio: JSON-RPC 2.0, one message per line, MCP 2025-11-25 down to 2024-11-05.
 Tools: send (with wait: true, the result or the pending request), wait,
-status, reply, cancel, log; each does what its command does, and a failure
+status, reply, cancel, log, fork; each does what its command does, and a failure
 is a tool error with the command's message and exit code.  A waiting call
 sends progress notifications (given a progressToken) and ends, the run going
 on, when the client cancels it.
