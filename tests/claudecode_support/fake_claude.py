@@ -29,6 +29,9 @@ permission__allow and interrupt__tool transcripts):
   /tool CMD  Claude's Bash tool runs CMD (not really: `echo WORDS` prints WORDS,
              `exit N` fails with "Exit code N"): a tool_use, its tool_result,
              then the text "ran: CMD"
+  /history   "history: " and the session's earlier texts, joined by " | "
+             (kept per session in $FAKE_CLAUDE_HOME, else beside $FAKE_CLAUDE_LOG;
+             `--fork-session` copies them into the new session)
 
 Started with --json-schema, a plain turn answers with the user's text itself
 (no "echo: "), and its result carries it as `structured_output` when it is
@@ -61,6 +64,22 @@ def session_id(argv):
 
 
 SESSION = session_id(sys.argv)
+HOME = os.environ.get("FAKE_CLAUDE_HOME") or os.path.dirname(os.environ.get("FAKE_CLAUDE_LOG") or "")
+
+
+def history(session):
+    """The texts of a session's earlier turns ([] without a HOME)."""
+    try:
+        with open(os.path.join(HOME, "history-%s.json" % session)) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return []
+
+
+def remember(session, texts):
+    if HOME:
+        with open(os.path.join(HOME, "history-%s.json" % session), "w") as fh:
+            json.dump(texts, fh)
 
 
 def log(entry):
@@ -130,13 +149,16 @@ def plain_turn(frame):
     uuids = begin_turn(frame)
     if text.startswith("/crash"):
         os._exit(1)
-    if text.startswith("/approve"):
+    if text.startswith("/history"):
+        text = "history: " + " | ".join(history(SESSION))
+    elif text.startswith("/approve"):
         text = approve()
     elif text.startswith("/slow"):
         uuids, text = slow(uuids)
     elif text.startswith("/tool "):
         text = run_tool(uuids, text[len("/tool "):].strip())
     elif "--json-schema" not in sys.argv:
+        remember(SESSION, history(SESSION) + [text])
         text = "echo: " + text
     if text is None:
         return
@@ -259,6 +281,8 @@ def spawn_number():
 
 def main():
     log({"argv": sys.argv[1:]})
+    if "--fork-session" in sys.argv and SESSION != session_id([]):
+        remember(SESSION, history(sys.argv[sys.argv.index("--resume") + 1]))
     steps = []
     script = os.environ.get("FAKE_CLAUDE_SCRIPT")
     if script:
