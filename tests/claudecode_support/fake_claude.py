@@ -30,8 +30,8 @@ permission__allow and interrupt__tool transcripts):
              `exit N` fails with "Exit code N"): a tool_use, its tool_result,
              then the text "ran: CMD"
   /history   "history: " and the session's earlier texts, joined by " | "
-             (kept per session in $FAKE_CLAUDE_HOME, else beside $FAKE_CLAUDE_LOG;
-             `--fork-session` copies them into the new session)
+             (kept per session in $FAKE_CLAUDE_HOME when set; `--fork-session`
+             copies them into the new session)
 
 Started with --json-schema, a plain turn answers with the user's text itself
 (no "echo: "), and its result carries it as `structured_output` when it is
@@ -64,11 +64,13 @@ def session_id(argv):
 
 
 SESSION = session_id(sys.argv)
-HOME = os.environ.get("FAKE_CLAUDE_HOME") or os.path.dirname(os.environ.get("FAKE_CLAUDE_LOG") or "")
+HOME = os.environ.get("FAKE_CLAUDE_HOME")  # where sessions keep their texts for /history; unset: nowhere
 
 
 def history(session):
     """The texts of a session's earlier turns ([] without a HOME)."""
+    if not HOME:
+        return []
     try:
         with open(os.path.join(HOME, "history-%s.json" % session)) as fh:
             return json.load(fh)
