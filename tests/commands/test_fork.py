@@ -20,9 +20,9 @@ def sent(path: str, text: str, *flags: str, env=None) -> dict:
     return json.loads(ok("send", path, text, "--wait", *flags, env=env).stdout)
 
 
-def history(path: str) -> list:
+def history(path: str, env=None) -> list:
     """What the stand-in's conversation holds at its next run: every earlier input."""
-    output = sent(path, "/history")["output"]
+    output = sent(path, "/history", env=env)["output"]
     assert output.startswith("history: "), output
     return json.loads(output[len("history: "):])
 
@@ -60,6 +60,15 @@ def test_the_sources_next_run_does_not_hold_the_forks_turns(workdir):
     sent(new, "only in the fork")
     assert history(source) == ["first words"]
     assert history(new) == ["first words", "only in the fork"]
+
+
+def test_after_its_first_run_the_fork_resumes_its_own_conversation_not_the_fork_file(workdir):
+    env = cli_env(HARNESSCTL_IDLE_TIMEOUT="0.3")
+    source, new = session(workdir, env=env), str(workdir / "b.jsonl")
+    ok("fork", source, new, env=env)
+    sent(new, "only in the fork", env=env)
+    wait_for(lambda: not runtime_pids(new), what="the idle exit")
+    assert history(new, env) == ["first words", "only in the fork"]
 
 
 def test_fork_prints_one_line_with_the_new_file_its_source_and_the_seq(workdir):
@@ -153,6 +162,13 @@ def test_a_busy_file_exits_3(workdir):
     assert proc.returncode == 3 and b"has a run going" in proc.stderr, proc.stderr
     assert not os.path.lexists(new) and not os.path.lexists(new + ".d")
     ok("cancel", source)
+
+
+def test_a_file_whose_request_waits_for_a_reply_exits_3(workdir):
+    source = session(workdir)
+    assert run("send", source, "/permission may I?", "--wait").returncode == 9
+    proc = run("fork", source, str(workdir / "b.jsonl"))
+    assert proc.returncode == 3 and b"waiting for a reply" in proc.stderr, proc.stderr
 
 
 def test_a_file_never_sent_exits_3(workdir):
