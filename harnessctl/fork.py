@@ -173,9 +173,10 @@ def _write(new: Address, new_file: str, source: Source) -> None:
     bound).  What was made is taken back when a step fails."""
     from . import locks, private
     from .binding import write_binding
+    from .client import timeout_seconds
 
     made_sidecar = private.make_dir(new.sidecar)
-    spawn = locks.wait_lock(new.spawn_lock, time.monotonic() + 5.0)
+    spawn = locks.wait_lock(new.spawn_lock, time.monotonic() + timeout_seconds())
     fd = None
     try:
         if spawn is None:

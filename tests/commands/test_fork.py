@@ -117,6 +117,27 @@ def test_the_fork_is_bound_to_another_cwd_a_git_worktree(workdir):
     assert history(new) == ["first words"]
 
 
+def test_a_fork_inside_its_cwd_gets_the_warning_a_first_send_gets(workdir):
+    source = session(workdir)
+    proc = ok("fork", source, str(workdir / "project" / "b.jsonl"))
+    assert b"warning" in proc.stderr and b"lies inside the working directory" in proc.stderr, proc.stderr
+
+
+def test_a_hook_that_lies_inside_the_new_cwd_is_refused_with_exit_2(workdir):
+    other = workdir / "other"
+    other.mkdir()
+    hook = other / "hook.sh"
+    hook.write_text("#!/bin/sh\ncat >/dev/null\n")
+    hook.chmod(0o755)
+    source = str(workdir / "a.jsonl")
+    (workdir / "project").mkdir()
+    sent(source, "hi", "--adapter", "mock", "--cwd", str(workdir / "project"), "--on-result", str(hook))
+    new = str(workdir / "b.jsonl")
+    proc = run("fork", source, new, "--cwd", str(other))
+    assert proc.returncode == 2 and b"refusing the hook" in proc.stderr, proc.stderr
+    assert not os.path.lexists(new) and not os.path.lexists(new + ".d")
+
+
 def test_a_forked_file_is_bound_a_send_with_another_binding_exits_2(workdir):
     source = session(workdir)
     new = str(workdir / "b.jsonl")
