@@ -223,3 +223,10 @@ def test_a_file_whose_harness_never_kept_a_conversation_exits_3(workdir):
 def test_a_missing_file_exits_4(workdir):
     proc = run("fork", str(workdir / "none.jsonl"), str(workdir / "b.jsonl"))
     assert proc.returncode == 4, proc.stderr
+
+
+def test_fork_help_gives_the_synopsis_and_the_exit_codes_in_order():
+    text = ok("fork", "--help").stdout.decode()
+    assert text.startswith("usage: harnessctl fork   FILE NEWFILE [--cwd DIR]")
+    codes = [int(line.split()[0]) for line in text.split("exit codes:\n", 1)[1].splitlines()]
+    assert codes == [0, 1, 2, 3, 4, 6]
