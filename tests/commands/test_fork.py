@@ -87,6 +87,7 @@ def test_the_first_line_of_the_fork_says_from_which_file_and_seq_and_its_own_lin
     first = events(new)[0]
     assert (first["type"], first["level"], first["kind"]) == ("log", "info", "forked")
     assert first["from"] == os.path.realpath(source) and first["seq"] == last
+    assert (status(new)["state"], status(new)["runtime"]) == ("idle", "stopped")  # no runtime until its first send
     sent(new, "next")
     assert [event["seq"] for event in events(new)] == list(range(last, last + len(events(new))))
 
