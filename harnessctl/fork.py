@@ -168,19 +168,20 @@ def _state(addr: Address) -> str:
 
 
 def _write(new: Address, new_file: str, source: Source) -> None:
-    """NEWFILE's sidecar, binding and fork file, then its first line, under
+    """NEWFILE's sidecar, fork file and binding, then its first line, under
     its spawn lock (a first send to NEWFILE meanwhile waits, then finds it
-    bound).  What was made is taken back when a step fails."""
+    bound).  What this made is taken back when a step fails."""
     from . import locks, private
     from .binding import write_binding
+    from .client import timeout_seconds
 
-    made_sidecar = private.make_dir(new.sidecar)
-    spawn = locks.wait_lock(new.spawn_lock, time.monotonic() + 5.0)
+    made: List[str] = [new.sidecar] if private.make_dir(new.sidecar) else []
+    spawn = locks.wait_lock(new.spawn_lock, time.monotonic() + timeout_seconds())
     fd = None
     try:
         if spawn is None:
             raise UsageError("%s is being set up by another command: nothing was forked" % new_file)
-        if not made_sidecar:
+        if not made:
             from .spawn import clear_foreign
 
             clear_foreign(new)  # a left-over sidecar: nothing planted there reaches the fork's first run
@@ -190,15 +191,19 @@ def _write(new: Address, new_file: str, source: Source) -> None:
         except FileExistsError:
             raise UsageError("%s exists: fork makes a new event file; give a path that does not exist"
                              % new_file) from None
+        made.append(new.path)
         locks.lock_fd(fd)
-        private.write_atomic(os.path.join(new.sidecar, FORK_PREFIX + source.resume_file), source.handle, sync=True)
+        fork_file = os.path.join(new.sidecar, FORK_PREFIX + source.resume_file)
+        made.append(fork_file)
+        private.write_atomic(fork_file, source.handle, sync=True)
+        made.append(new.binding)
         write_binding(new, source.binding)
         _first_line(fd, new, source)
     except OSError as e:
-        _take_back(new, made_sidecar, fd is not None)
+        _take_back(new, made)
         raise private.cannot("create the fork", new.path, e) from None
     except BaseException:
-        _take_back(new, made_sidecar, fd is not None)
+        _take_back(new, made)
         raise
     finally:
         if fd is not None:
@@ -219,30 +224,18 @@ def _first_line(fd: int, new: Address, source: Source) -> None:
         log.close()
 
 
-def _take_back(new: Address, made_sidecar: bool, made_file: bool) -> None:
-    """Remove what a fork that failed made: nothing of it must look like a session."""
-    names = [new.path] if made_file else []
-    names += [new.binding] + [os.path.join(new.sidecar, n) for n in _listing(new.sidecar) if n.startswith(FORK_PREFIX)]
-    for name in names:
+def _take_back(new: Address, made: List[str]) -> None:
+    """Remove what a fork that failed made (`made`: the paths, in the order
+    made), so that nothing of it looks like a session; a sidecar it made
+    goes too, with its lock, when nothing else is in it."""
+    for path in reversed(made):
         try:
-            os.unlink(name)
+            if path == new.sidecar:
+                for name in os.listdir(path):
+                    if name == "spawn.lock" or name.endswith(".tmp"):
+                        os.unlink(os.path.join(path, name))
+                os.rmdir(path)
+            else:
+                os.unlink(path)
         except OSError:
             pass
-    if made_sidecar:
-        for name in _listing(new.sidecar):
-            if name in ("spawn.lock",) or name.endswith(".tmp"):
-                try:
-                    os.unlink(os.path.join(new.sidecar, name))
-                except OSError:
-                    pass
-        try:
-            os.rmdir(new.sidecar)
-        except OSError:
-            pass
-
-
-def _listing(directory: str) -> List[str]:
-    try:
-        return os.listdir(directory)
-    except OSError:
-        return []

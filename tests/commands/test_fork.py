@@ -20,9 +20,9 @@ def sent(path: str, text: str, *flags: str, env=None) -> dict:
     return json.loads(ok("send", path, text, "--wait", *flags, env=env).stdout)
 
 
-def history(path: str) -> list:
+def history(path: str, env=None) -> list:
     """What the stand-in's conversation holds at its next run: every earlier input."""
-    output = sent(path, "/history")["output"]
+    output = sent(path, "/history", env=env)["output"]
     assert output.startswith("history: "), output
     return json.loads(output[len("history: "):])
 
@@ -62,6 +62,15 @@ def test_the_sources_next_run_does_not_hold_the_forks_turns(workdir):
     assert history(new) == ["first words", "only in the fork"]
 
 
+def test_after_its_first_run_the_fork_resumes_its_own_conversation_not_the_fork_file(workdir):
+    env = cli_env(HARNESSCTL_IDLE_TIMEOUT="0.3")
+    source, new = session(workdir, env=env), str(workdir / "b.jsonl")
+    ok("fork", source, new, env=env)
+    sent(new, "only in the fork", env=env)
+    wait_for(lambda: not runtime_pids(new), what="the idle exit")
+    assert history(new, env) == ["first words", "only in the fork"]
+
+
 def test_fork_prints_one_line_with_the_new_file_its_source_and_the_seq(workdir):
     source = session(workdir)
     new = str(workdir / "b.jsonl")
@@ -78,6 +87,7 @@ def test_the_first_line_of_the_fork_says_from_which_file_and_seq_and_its_own_lin
     first = events(new)[0]
     assert (first["type"], first["level"], first["kind"]) == ("log", "info", "forked")
     assert first["from"] == os.path.realpath(source) and first["seq"] == last
+    assert (status(new)["state"], status(new)["runtime"]) == ("idle", "stopped")  # no runtime until its first send
     sent(new, "next")
     assert [event["seq"] for event in events(new)] == list(range(last, last + len(events(new))))
 
@@ -106,6 +116,27 @@ def test_the_fork_is_bound_to_another_cwd_a_git_worktree(workdir):
     ok("fork", source, new, "--cwd", str(tree))
     assert status(new)["cwd"] == os.path.realpath(str(tree)) and status(source)["cwd"] == os.path.realpath(str(repo))
     assert history(new) == ["first words"]
+
+
+def test_a_fork_inside_its_cwd_gets_the_warning_a_first_send_gets(workdir):
+    source = session(workdir)
+    proc = ok("fork", source, str(workdir / "project" / "b.jsonl"))
+    assert b"warning" in proc.stderr and b"lies inside the working directory" in proc.stderr, proc.stderr
+
+
+def test_a_hook_that_lies_inside_the_new_cwd_is_refused_with_exit_2(workdir):
+    other = workdir / "other"
+    other.mkdir()
+    hook = other / "hook.sh"
+    hook.write_text("#!/bin/sh\ncat >/dev/null\n")
+    hook.chmod(0o755)
+    source = str(workdir / "a.jsonl")
+    (workdir / "project").mkdir()
+    sent(source, "hi", "--adapter", "mock", "--cwd", str(workdir / "project"), "--on-result", str(hook))
+    new = str(workdir / "b.jsonl")
+    proc = run("fork", source, new, "--cwd", str(other))
+    assert proc.returncode == 2 and b"refusing the hook" in proc.stderr, proc.stderr
+    assert not os.path.lexists(new) and not os.path.lexists(new + ".d")
 
 
 def test_a_forked_file_is_bound_a_send_with_another_binding_exits_2(workdir):
@@ -155,6 +186,13 @@ def test_a_busy_file_exits_3(workdir):
     ok("cancel", source)
 
 
+def test_a_file_whose_request_waits_for_a_reply_exits_3(workdir):
+    source = session(workdir)
+    assert run("send", source, "/permission may I?", "--wait").returncode == 9
+    proc = run("fork", source, str(workdir / "b.jsonl"))
+    assert proc.returncode == 3 and b"waiting for a reply" in proc.stderr, proc.stderr
+
+
 def test_a_file_never_sent_exits_3(workdir):
     source = str(workdir / "a.jsonl")
     with open(source, "w") as f:  # what a first send that failed before its agent started leaves
@@ -186,3 +224,10 @@ def test_a_file_whose_harness_never_kept_a_conversation_exits_3(workdir):
 def test_a_missing_file_exits_4(workdir):
     proc = run("fork", str(workdir / "none.jsonl"), str(workdir / "b.jsonl"))
     assert proc.returncode == 4, proc.stderr
+
+
+def test_fork_help_gives_the_synopsis_and_the_exit_codes_in_order():
+    text = ok("fork", "--help").stdout.decode()
+    assert text.startswith("usage: harnessctl fork   FILE NEWFILE [--cwd DIR]")
+    codes = [int(line.split()[0]) for line in text.split("exit codes:\n", 1)[1].splitlines()]
+    assert codes == [0, 1, 2, 3, 4, 6]
