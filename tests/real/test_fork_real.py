@@ -106,12 +106,13 @@ def test_an_acp_fork_continues_the_session_and_the_original_never_sees_the_forks
     s.model.answer(NOTED, "It was PINEAPPLE.", "Still here.")
     s.send(SECRET)
     s.wait("result")
-    new, _ = fork_into(s.env, s.path, s.root)
+    new, other = fork_into(s.env, s.path, s.root)
     send(s.env, new, ASK)
     assert only(wait_matching(new, "result", timeout=90))["output"] == "It was PINEAPPLE."
     forked = s.model.wait_requests(2)[1]
     assert s.model.user_texts(forked)[-1] == ASK
     assert SECRET in s.model.history(forked) and NOTED in s.model.history(forked)
+    assert any(other in t for t in s.model.history(forked))  # the agent was told the fork's own cwd
     (session,) = [e for e in events(new) if e.get("kind") == "session"]
     assert session["session_id"] != only(s.events("log", "session"))["session_id"]  # a session of its own
     send(s.env, s.path, ORIGINAL)
