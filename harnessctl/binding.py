@@ -356,14 +356,16 @@ def write_binding(addr: Address, binding: Dict[str, Any]) -> None:
 
 HEAD = 64 * 1024  # bytes of a file never_sent() reads: failed first sends leave a few notes each
 SENT = b'"type":"accepted"'  # in every accepted line we write (compact JSON); never inside a JSON string
+FORKED = b'"kind":"forked"'  # in the first line of a file `harnessctl fork` made (fork.py)
 
 
 def never_sent(addr: Address) -> bool:
     """Whether no send to the file was ever accepted: it holds no `accepted`
     line.  A first send that failed before its agent started (a typo in
     `--agent`, an agent not installed) leaves only harnessctl's notes, and
-    the next send may bind the file anew.  Only the head is read; a longer
-    file counts as used."""
+    the next send may bind the file anew.  A forked file counts as sent: its
+    binding is its source's, and its first line says so.  Only the head is
+    read; a longer file counts as used."""
     try:
         with open(addr.path, "rb") as f:
             head = f.read(HEAD + 1)
@@ -371,7 +373,7 @@ def never_sent(addr: Address) -> bool:
         return True
     except OSError as e:
         raise UsageError("cannot read event file %s: %s" % (addr.path, e.strerror)) from None
-    return len(head) <= HEAD and SENT not in head
+    return len(head) <= HEAD and SENT not in head and FORKED not in head.split(b"\n", 1)[0]
 
 
 def require_unused(addr: Address) -> None:

@@ -166,6 +166,14 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
         emit(binding)
         say("harnessctl: %s" % said)
         return 0
+    if command == "fork":
+        from .fork import fork
+
+        line, warning = fork(args[0], args[1], options.get("--cwd"))
+        if warning is not None:
+            say("harnessctl: warning: %s" % warning)
+        emit(json_line(line))
+        return 0
     if command == "mcp":
         from .mcp.server import serve
 

@@ -40,6 +40,7 @@ SYNOPSIS = {
     "agents": "harnessctl agents [--json]",
     "mcp": "harnessctl mcp    [--root DIR]... [--allow-agent-commands] [--max-mode ask|edit|full]\n"
            "                  [--allow-rules]",
+    "fork": "harnessctl fork   FILE NEWFILE [--cwd DIR]",
 }
 
 OVERVIEW = """\
@@ -52,11 +53,12 @@ usage: {send}
        {rebind}
        {agents}
        {mcp}
+       {fork}
        harnessctl COMMAND --help | --help | --version
 
 FILE is the event file: its path is the session.  TEXT and ANSWER are read
 from stdin (all of it, UTF-8) when omitted.  send, reply and cancel print
-nothing and exit 0 on success; status prints one JSON line; --wait and wait
+nothing and exit 0 on success; status and fork print one JSON line; --wait and wait
 print the line they waited for; log prints the session for people to read.
 
 Exit codes: 0 ok, 1 internal error, 2 usage or input error, 3 refused by state,
@@ -98,6 +100,9 @@ CODES = {
               3: "unknown, already answered or expired request id", 4: None, 6: None},
     "cancel": {0: "done (or nothing was running)", 1: None, 2: None,
                3: "INPUT_ID is not queued: the harness has it already, or it is unknown or ended", 4: None, 6: None},
+    "fork": {0: "NEWFILE made: its line is printed", 1: None,
+             2: "usage or input error: NEWFILE exists, or FILE's harness cannot fork (nothing was written)",
+             3: "FILE has a run going or a request waiting, or no conversation yet", 4: None, 6: None},
 }
 
 
@@ -285,13 +290,36 @@ options:
 exit codes:
   0   listed
   2   usage error""",
+    "fork": """\
+usage: {synopsis}
+
+Make NEWFILE a new session that continues FILE's conversation as it stands,
+with the harness's own fork (codex thread/fork, Claude Code --fork-session,
+ACP session/fork, the mock's transcript), for adapters that claim `fork`.
+NEWFILE gets FILE's binding (with --cwd: another working directory, such as a
+git worktree of the same repository) and a first line that says what it was
+forked from: FILE's path and the seq of its last line.  The harness forks at
+NEWFILE's first send, so a turn FILE runs before then is in the fork too.
+FILE is never written.  Prints {{"file": NEWFILE, "forked_from": FILE, "seq": N}}.
+
+arguments:
+  FILE            the event file to fork: idle, with a conversation (a run has started)
+  NEWFILE         the new event file: must not exist
+
+options:
+  --cwd DIR       NEWFILE's working directory (default: FILE's)
+
+knobs: HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_DEBUG
+
+exit codes:
+{codes}""",
     "mcp": """\
 usage: {synopsis}
 
 Serve the commands to an MCP client (Claude Code, Codex, an editor) over
 stdio: JSON-RPC 2.0, one message per line, MCP 2025-11-25 down to 2024-11-05.
 Tools: send (with wait: true, the result or the pending request), wait,
-status, reply, cancel, log; each does what its command does, and a failure
+status, reply, cancel, log, fork; each does what its command does, and a failure
 is a tool error with the command's message and exit code.  A waiting call
 sends progress notifications (given a progressToken) and ends, the run going
 on, when the client cancels it.

@@ -34,7 +34,7 @@ else:  # a checkout, or a per-adapter package's lib/
 
 # schema/manifest.schema.json, which documents each word and key (tests/adapters/test_manifest.py keeps them equal)
 CAPABILITIES = ("steer", "cancel", "approvals", "questions", "resume", "usage", "cost", "crash-recovery",
-                "structured-output")
+                "structured-output", "fork")
 KEYS = {"name": "string", "version": "string", "description": "string", "backend": "string", "harness": "object",
         "capabilities": "array", "agents": "object"}
 HARNESS_KEYS = {"name": "string", "version": "string", "package": "string", "binary": "string or null",

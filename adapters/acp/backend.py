@@ -23,6 +23,11 @@ codex-acp 2.6.0, claude-agent-acp 0.101.0 and gemini-cli 0.61.0:
   it wins over HARNESSCTL_ACP_MODE.  An agent that does not
   offer that mode (claude-agent-acp's bypassPermissions as root, gemini's
   autoEdit/yolo in an untrusted folder) fails the start with its reason;
+* a file `harnessctl fork` made opens its first session by `session/fork`
+  of the copied session id, in its own cwd (a new session id, the history
+  of the source; both agents answer like session/new, without `models`),
+  when the agent's init offers sessionCapabilities.fork; else its start
+  fails saying so;
 * `session/cancel` is a notification; the client must itself answer every
   pending permission request `cancelled` (gemini waits for that), while
   codex-acp and claude-agent-acp withdraw theirs with `$/cancel_request`;
@@ -66,12 +71,15 @@ STDERR_LINES = 3  # lines of the agent's stderr tail a no-progress warning quote
 class AcpBackend(ChildBackend):
     """harnessctl Backend over one ACP agent process."""
 
+    RESUME_FILE = SESSION_FILE  # the conversation handle `fork` copies (kit/backend.py)
     KEY = "method"
     STOP_GRACE = 5.0  # codex-acp exits 2.0 s after its stdin closes (its app-server supervisor)
 
     def __init__(self, host: Host, config: Config) -> None:
         super().__init__(host, config)
         self.session_id: Optional[str] = self.load_resume(SESSION_FILE, "session_id")
+        # a file `harnessctl fork` made, before its first session: the session to fork
+        self.fork_from = None if self.session_id else self.load_fork(SESSION_FILE, "session_id")
         self.label = config.agent or "agent"
         self.short = self.label  # the preset's name, else the command's: where a message must be short
         self.no_resume: Optional[str] = None  # why the agent's preset does not try to resume
@@ -145,7 +153,9 @@ class AcpBackend(ChildBackend):
                                % (self.label, version, PROTOCOL_VERSION))
             return
         self.steering = wire.steering_supported(self.init)
-        if self.session_id and self.no_resume:  # the same every time, even when the agent's load works by chance
+        if self.fork_from and not self.session_id:
+            self._fork_session(self.fork_from)
+        elif self.session_id and self.no_resume:  # the same every time, even when the agent's load works by chance
             self._open_session([], ["not tried: %s" % self.no_resume])
         else:
             self._open_session(wire.resume_method(self.init) if self.session_id else [])
@@ -167,6 +177,22 @@ class AcpBackend(ChildBackend):
                                                                                       reason))
             self.session_id = None
         self.calls.call("session/new", params, self._on_session_new)
+
+    def _fork_session(self, source: str) -> None:
+        """A new session holding the source session's history, in this file's cwd."""
+        if not wire.can_fork(self.init):
+            self._start_failed("the ACP agent %s cannot fork session %s: it does not offer session/fork "
+                               "(no sessionCapabilities.fork in its initialize answer)" % (self.label, source))
+            return
+
+        def forked(result: Optional[Dict[str, Any]], error: Any) -> None:
+            if error is not None:
+                self._start_failed("the ACP agent %s cannot fork session %s: %s" % (self.label, source,
+                                                                                 wire.rpc_error_text(error)))
+            else:
+                self._on_session_new(result, None)
+
+        self.calls.call("session/fork", {"sessionId": source, "cwd": self.config.cwd, "mcpServers": []}, forked)
 
     def _on_reopened(self, methods: List[str], failures: List[str], result: Optional[Dict[str, Any]],
                      error: Any) -> None:

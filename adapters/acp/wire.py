@@ -94,6 +94,14 @@ def resume_method(init: Dict[str, Any]) -> List[str]:
     return methods
 
 
+def can_fork(init: Dict[str, Any]) -> bool:
+    """Whether the agent offers `session/fork` (`sessionCapabilities.fork`, an
+    object; null or absent: no).  codex-acp 2.6.0 and claude-agent-acp 0.101.0
+    do; gemini-cli 0.61.0 has no sessionCapabilities."""
+    agent = as_object(init.get("agentCapabilities"))
+    return isinstance(as_object(agent.get("sessionCapabilities")).get("fork"), dict)
+
+
 def mode_selector(session: Dict[str, Any]) -> Tuple[Optional[str], List[str], Optional[str]]:
     """(how to set a mode, the ids offered, the current one): config id None means
     session/set_mode over the `modes` object (codex-acp, claude-agent-acp, gemini,

@@ -15,7 +15,10 @@ Messages API mock):
   `is_error` + `terminal_reason` say how it ended (`subtype` does not);
 * an `interrupt` control request with `cancel_queued` aborts the turn and
   drops queued inputs (listed in the response's `cancelled`);
-* one malformed stdin line kills the process, so every line is validated.
+* one malformed stdin line kills the process, so every line is validated;
+* `--resume SRC --fork-session` starts a new session holding SRC's history,
+  from any cwd (a file `harnessctl fork` made, until it has its own session);
+  an unknown SRC ends Claude before it answers `initialize`.
 
 What the agent did becomes the activity vocabulary (harnessctl/kit/activity.py);
 the shapes behind each mapping (recorded the same way, transcripts activity__*):
@@ -155,6 +158,7 @@ class Pending:
 class ClaudeCodeBackend(ChildBackend):
     """harnessctl Backend over `claude -p --input-format stream-json ...`."""
 
+    RESUME_FILE = SESSION_FILE  # the conversation handle `fork` copies (kit/backend.py)
     SCHEMA_PER_PROCESS = True  # --json-schema is a process flag (Backend.SCHEMA_PER_PROCESS)
 
     KEY = "type"
@@ -644,8 +648,11 @@ class ClaudeCodeBackend(ChildBackend):
     def _arguments(self) -> List[str]:
         args = FORCED_ARGS + permission_settings(self.config.own_files, self.config.mode)
         session_id = self._stored_session()
+        fork_from = None if session_id else self.load_fork(SESSION_FILE)
         if session_id:
             args += ["--resume", session_id]
+        elif fork_from:  # its own session id is saved after its first turn, as always
+            args += ["--resume", fork_from, "--fork-session"]
         if self.config.model:
             args += ["--model", self.config.model]
         if self.config.mode:

@@ -1,8 +1,9 @@
 """The Codex adapter: drives `codex app-server` (JSON-RPC lines over stdio).
 
 One app-server process per runtime, one codex thread per event file (its id is
-kept in FILE.d/codex-thread.json so a new runtime resumes it).  A codex turn is
-a harnessctl run.  Every shape handled here was recorded from the real binary
+kept in FILE.d/codex-thread.json so a new runtime resumes it; a file
+`harnessctl fork` made starts with `thread/fork` of the thread it copied).  A
+codex turn is a harnessctl run.  Every shape handled here was recorded from the real binary
 (codex 0.171.0 against a loopback Responses API mock).
 
 Attribution is only ever what codex confirmed: `turn/start`'s response names
@@ -50,6 +51,7 @@ class Run:
 class CodexBackend(ChildBackend):
     """harnessctl Backend over `$HARNESSCTL_CODEX_BIN app-server`."""
 
+    RESUME_FILE = THREAD_FILE  # the conversation handle `fork` copies (kit/backend.py)
     KEY = "method"
     STOP_GRACE = 3.0  # app-server exits about 40 ms after EOF (measured)
     HANDLERS = {  # notifications, by method
@@ -79,6 +81,8 @@ class CodexBackend(ChildBackend):
     def __init__(self, host: Host, config: Config) -> None:
         super().__init__(host, config)
         self.thread_id: Optional[str] = self.load_resume(THREAD_FILE, "thread_id")
+        # a file `harnessctl fork` made, before its first thread: the thread to fork
+        self.fork_from = None if self.thread_id else self.load_fork(THREAD_FILE, "thread_id")
         self._reset()
 
     def _reset(self) -> None:
@@ -123,6 +127,8 @@ class CodexBackend(ChildBackend):
             if self.config.model:
                 params["model"] = self.config.model
             self.calls.call("thread/resume", params, self._on_thread_resume)
+        elif self.fork_from:
+            self._thread_fork(self.fork_from)
         else:
             self._thread_start()
 
@@ -131,6 +137,21 @@ class CodexBackend(ChildBackend):
         if self.config.model:
             params["model"] = self.config.model
         self.calls.call("thread/start", params, self._on_thread_open)
+
+    def _thread_fork(self, source: str) -> None:
+        """A new thread holding the source thread's history (codex reads its
+        rollout, whichever process ran it), in this file's cwd and mode."""
+        params = dict(wire.thread_mode(self.config.mode), threadId=source, cwd=self.config.cwd, excludeTurns=True)
+        if self.config.model:
+            params["model"] = self.config.model
+
+        def forked(result: Optional[Dict[str, Any]], error: Any) -> None:
+            if error is not None:
+                self._start_failed("codex cannot fork thread %s: %s" % (source, wire.rpc_error_text(error)))
+            else:
+                self._on_thread_open(result, None)
+
+        self.calls.call("thread/fork", params, forked)
 
     def _on_thread_resume(self, result: Optional[Dict[str, Any]], error: Any) -> None:
         if error is not None and "no rollout found" in wire.rpc_error_text(error):

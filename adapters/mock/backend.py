@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from typing import Any, Dict, Optional
 
 STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standin.py")
+TRANSCRIPT = "mock-transcript.jsonl"  # the stand-in's conversation: resumed at every start
 
 
 class MockBackend(ChildBackend):
@@ -21,14 +22,43 @@ class MockBackend(ChildBackend):
                 "message": "_on_message", "done": "_on_done", "tool": "_on_tool", "edit": "_on_edit",
                 "plan": "_on_plan", "usage": "_on_usage", "warning": "_on_warning"}
 
+    RESUME_FILE = TRANSCRIPT  # `harnessctl fork` copies it; a fork starts from the copy (_fork)
+
     def start(self) -> None:
         self.runs: Dict[int, str] = {}  # stand-in turn number -> our run id
         self.session_logged = False
-        transcript = self.config.harness_file("mock-transcript.jsonl", "transcript")  # the stand-in opens it
+        transcript = self.config.harness_file(TRANSCRIPT, "transcript")  # the stand-in opens it
+        if not self._fork(transcript):
+            return
         argv = [sys.executable, "-I", "-S", STANDIN, transcript]
         if self.config.mode:
             argv.append(self.config.mode)  # the stand-in asks as the mode says
         self.spawn_harness(argv)
+
+    def _fork(self, transcript: str) -> bool:
+        """A forked file's first start: its transcript is the copy `fork` left
+        (FILE.d/fork-TRANSCRIPT), as a real harness forks from the source's
+        handle.  Once the transcript exists the fork is done and ignored.
+        False (the start reported failed) when the copy cannot be made."""
+        if os.path.lexists(transcript):
+            return True
+        try:
+            fork = self.config.harness_file("fork-" + TRANSCRIPT, "fork transcript")
+            with open(fork, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return True  # no fork: a new conversation
+        except OSError as exc:
+            self.host.start_failed("cannot fork the stand-in conversation: %s" % exc)
+            return False
+        try:
+            fd = os.open(transcript, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        except OSError as exc:
+            self.host.start_failed("cannot fork the stand-in conversation: %s" % exc)
+            return False
+        return True
 
     def send(self, item: Input) -> None:
         message: Dict[str, Any] = {"op": "input", "id": item.input_id, "text": item.text}

@@ -66,7 +66,7 @@ def steps_of(input_id, text):
             except ValueError:
                 pass
         if name in ("/permission", "/question", "/fail", "/tool", "/edit", "/plan", "/json", "/usage",
-                    "/warning"):
+                    "/warning", "/history"):
             steps.append((name[1:], arg))
         elif line.strip() == "/crash":
             steps.append(("crash", ""))
@@ -207,6 +207,8 @@ class StandIn:
                 self.activity(turn, kind, arg)
             elif kind == "json":
                 turn.answer = arg
+            elif kind == "history":  # what the conversation holds: the inputs of every earlier turn
+                turn.lines.append("history: " + json.dumps(self.history()))
             elif kind == "usage":
                 self.spend(turn, arg)
             elif kind == "warning":  # `/warning SOURCE TEXT`: a harness warning, e.g. a retry (source api_retry)
@@ -217,6 +219,14 @@ class StandIn:
                 return
             elif kind == "crash":
                 os._exit(3)
+
+    def history(self):
+        """The texts of every finished turn's inputs, oldest first."""
+        try:
+            with private_file(self.transcript, os.O_RDONLY, "r") as f:
+                return [text for line in f for text in json.loads(line)["inputs"]]
+        except FileNotFoundError:
+            return []
 
     def spend(self, turn, arg):
         """`/usage IN OUT`: the model read IN tokens and wrote OUT more (the run's totals grow)."""

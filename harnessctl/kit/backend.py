@@ -295,6 +295,13 @@ class Backend:
     # is open, and starts a new one for it, resuming the conversation as after
     # an idle exit.  False: each input's schema comes with it (Input.schema).
     SCHEMA_PER_PROCESS = False
+    # The sidecar file (FILE.d/NAME) that holds the harness's handle of the
+    # conversation (its resume id), or None.  `harnessctl fork FILE NEWFILE`
+    # copies FILE.d/NAME, as it is, to NEWFILE.d/fork-NAME: at its first
+    # start a backend that finds no NAME of its own but a fork-NAME forks the
+    # conversation natively from it (ChildBackend.load_fork), then saves its
+    # own NAME as usual.  Required for an adapter whose manifest claims `fork`.
+    RESUME_FILE: Optional[str] = None
 
     def __init__(self, host: Host, config: Config) -> None:
         self.host = host

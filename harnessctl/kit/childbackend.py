@@ -187,6 +187,13 @@ class ChildBackend(Backend):
                 return None
         return value if isinstance(value, str) and value and not value.startswith("-") else None
 
+    def load_fork(self, name: str, key: Optional[str] = None) -> Optional[str]:
+        """The handle `harnessctl fork` left to fork from (FILE.d/fork-NAME, a
+        copy of the source's RESUME_FILE), with the same trust rules as
+        load_resume; None when this file is no fork.  Use it only while there
+        is no resume id of this file's own: once one is saved, the fork is done."""
+        return self.load_resume("fork-" + name, key)
+
     def save_resume(self, name: str, value: str, key: Optional[str] = None) -> None:
         """Keep a resume id in FILE.d/NAME (atomic, fsynced, 0600), with `key`
         as the JSON object {key: value}; raises OSError."""

@@ -144,5 +144,7 @@ def output_schemas() -> Dict[str, Dict[str, Any]]:
         "cancel": one_of(done("done"), done("revoked", input_id=ID)),
         "log": one_of(shape({"text": STRING, "entries": {"type": "array", "items": {"type": "object"}}},
                             ["text", "entries"])),
+        "fork": one_of(shape({"file": STRING, "forked_from": STRING, "seq": EVENT_TYPES["seq"]},
+                             ["file", "forked_from", "seq"])),
     }
 

@@ -43,8 +43,8 @@ MAX_LINE = 16 * 1024 * 1024  # bytes of one message: a send's text (4 MiB) and s
 MAX_CALLS = 16  # calls running at once (a thread each); one more is answered "busy" at once
 INSTRUCTIONS = ("harnessctl drives coding agents (codex, claude, ACP agents, a mock) in sessions, each an event "
                 "file. send starts or steers a run; wait/status show its result or a request that needs a reply; "
-                "reply answers it; cancel stops it; log shows the transcript. Paths must lie under the allowed "
-                "roots.")
+                "reply answers it; cancel stops it; log shows the transcript; fork branches a session. Paths must lie "
+                "under the allowed roots.")
 SERVER_INFO = {"name": "harnessctl", "version": __version__}
 
 

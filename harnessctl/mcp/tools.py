@@ -72,6 +72,14 @@ SCHEMAS = {
         {"file": FILE, "runs": {"type": "integer", "minimum": 1, "description": "the last N runs (default 20)"},
          "since": {"type": "integer", "minimum": 1, "description": "from the first line of this seq on"}},
         ["file"]),
+    "fork": _tool(
+        "Make new_file a new session that continues file's conversation with the harness's own fork, "
+        "bound as file is (cwd: another working directory, such as a git worktree); file must be idle and "
+        "is never written (harnessctl fork).",
+        {"file": FILE, "new_file": dict(FILE, description="the new event file: must not exist; under an allowed root"),
+         "cwd": {"type": "string", "description": "the new file's working directory, under an allowed root "
+                                                  "(default: file's)"}},
+        ["file", "new_file"]),
 }
 
 
@@ -170,8 +178,23 @@ def log(args: Dict[str, Any], call: Call) -> Result:
     return _json({"text": text, "entries": entries})
 
 
+def fork(args: Dict[str, Any], call: Call) -> Result:
+    file = call.inside(args["file"], "file")
+    new_file = call.inside(args["new_file"], "new_file")
+    cwd = call.inside(args["cwd"], "cwd") if "cwd" in args else None
+    if cwd is not None:  # the source's policy granted in another place: held to the cap as a new file's
+        from ..address import resolve
+
+        bound = binding.read_binding(resolve(file)) or {}
+        call.grants.check_grant(new_file, bound.get("mode"), [(verb, rule) for verb, rule in bound.get("rules") or []])
+    from ..fork import fork as fork_file
+
+    line, _ = fork_file(file, new_file, cwd)
+    return _json(json.loads(line))
+
+
 HANDLERS: Dict[str, Callable[[Dict[str, Any], Call], Result]] = {
-    "send": send, "wait": wait, "status": status, "reply": reply, "cancel": cancel, "log": log}
+    "send": send, "wait": wait, "status": status, "reply": reply, "cancel": cancel, "log": log, "fork": fork}
 
 
 def outcome(found: Tuple[str, str], input_id: Optional[str]) -> Result:
@@ -195,7 +218,7 @@ def _json(structured: Dict[str, Any]) -> Result:
 
 # -- arguments ---------------------------------------------------------------------
 
-PATHS = ("file", "files", "cwd")  # checked path by path (mcp.check_path): one bad path fails only itself
+PATHS = ("file", "files", "cwd", "new_file")  # checked path by path (mcp.check_path): one bad path fails only itself
 
 
 def check_strings(arguments: Dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ running one, and withdraws a pending permission request on cancel with
                   request waits for the client's reply after a cancel
   --no-resume     advertise neither session/resume nor loadSession
   --load-only     advertise loadSession only (session/load replays the history)
+  --no-fork       advertise no session/fork (with resume, as codex-acp and claude-agent-acp, it is offered)
   --silent-exit   exit 0 without answering initialize (codex-acp without its codex)
 
 What a prompt does is said by its text:
@@ -65,6 +66,7 @@ from typing import Any, Dict, List, Optional
 
 FLAGS = set(sys.argv[1:])
 STEERING = "--no-steering" not in FLAGS
+FORKING = not FLAGS & {"--no-fork", "--no-resume", "--load-only"}  # session/fork comes with session/resume
 HOME = os.environ.get("FAKE_ACP_HOME") or os.path.join(tempfile.gettempdir(), "fake-acp-%d" % os.getuid())
 LOG = os.environ.get("FAKE_ACP_LOG")
 MODES = [{"id": m, "name": m} for m in ("read-only", "workspace-write", "agent", "agent-full-access")]  # codex-acp's
@@ -377,6 +379,21 @@ def write(turn: Turn, path: str, text: str) -> str:
 # -- the connection ---------------------------------------------------------------------------
 
 
+def fork(rid: Any, params: Dict[str, Any]) -> None:
+    """session/fork: a new session with the source's history, answered as
+    recorded (sessionId, modes, configOptions: no `models`)."""
+    source = load_session(str(params.get("sessionId")))
+    if source is None:
+        send({"id": rid, "error": {"code": -32002, "message": "Resource not found",
+                                   "data": {"sessionId": params.get("sessionId")}}})
+        return
+    session_id = str(uuid.uuid4())
+    sessions[session_id] = {"history": list(source.get("history", [])), "cwd": params.get("cwd")}
+    save_session(session_id, sessions[session_id])
+    modes = session_result(session_id)["modes"]
+    send({"id": rid, "result": {"sessionId": session_id, "modes": modes, "configOptions": []}})
+
+
 def on_request(msg: Dict[str, Any]) -> None:
     method, params, rid = msg.get("method"), msg.get("params") or {}, msg.get("id")
     if method == "initialize":
@@ -389,6 +406,8 @@ def on_request(msg: Dict[str, Any]) -> None:
             capabilities["loadSession"] = True
             if "--load-only" not in FLAGS:
                 capabilities["sessionCapabilities"] = {"resume": {}, "list": {}}
+                if FORKING:
+                    capabilities["sessionCapabilities"]["fork"] = {}
         result: Dict[str, Any] = {"protocolVersion": 1, "agentCapabilities": capabilities, "authMethods": [],
                                   "agentInfo": {"name": "fake-acp", "title": "Fake ACP agent", "version": "0.0.1"}}
         if STEERING:
@@ -413,6 +432,8 @@ def on_request(msg: Dict[str, Any]) -> None:
                 update(session_id, {"sessionUpdate": "agent_message_chunk", "messageId": "old",
                                     "content": {"type": "text", "text": "echo: %s" % text}})
         send({"id": rid, "result": dict(session_result(session_id), sessionId=session_id)})
+    elif method == "session/fork" and FORKING:
+        fork(rid, params)
     elif method == "session/set_mode":
         mode = params.get("modeId")
         if mode not in [m["id"] for m in MODES]:

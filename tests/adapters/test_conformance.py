@@ -109,6 +109,28 @@ def test_a_schema_send_gives_output_json_where_claimed_and_exits_2_elsewhere(pro
     assert [a["schema"] for a in of_type(profile.path, "accepted")] == [N_SCHEMA]
 
 
+def test_a_fork_continues_the_conversation_where_claimed_and_exits_2_before_anything_is_written_elsewhere(profile):
+    assert profile.send("quick", 1, "--wait").returncode == 0
+    new = os.path.join(profile.directory, "fork.jsonl")
+    proc = run("fork", profile.path, new, env=profile.env())
+    if "fork" not in profile.capabilities:
+        assert proc.returncode == 2 and b"cannot fork" in proc.stderr, proc.stderr
+        assert not os.path.lexists(new) and not os.path.lexists(new + ".d")
+        return
+    assert proc.returncode == 0, proc.stderr
+    assert "history" in profile.texts, "conformance.json must give the `history` text: its answer shows the " \
+                                       "conversation, where `outputs.history` is found after a fork"
+    with open(profile.path, "rb") as f:
+        before = f.read()
+    forked = run("send", new, profile.text("history", 2), "--wait", env=profile.env())
+    assert forked.returncode == 0, forked.stderr
+    assert profile.fill(profile.outputs["history"], 1) in json.loads(forked.stdout)["output"]
+    with open(profile.path, "rb") as f:
+        assert f.read() == before
+    for event in events(new):
+        assert not schemacheck.check_event(event), event
+
+
 def test_a_send_into_a_busy_run_is_steered_or_queued_and_its_attribution_is_confirmed(profile):
     profile.needs("steer")
     ok("send", profile.path, profile.text("slow", 1), "--adapter", profile.adapter, env=profile.env())

@@ -29,14 +29,19 @@ permission__allow and interrupt__tool transcripts):
   /tool CMD  Claude's Bash tool runs CMD (not really: `echo WORDS` prints WORDS,
              `exit N` fails with "Exit code N"): a tool_use, its tool_result,
              then the text "ran: CMD"
+  /history   "history: " and the session's earlier texts, joined by " | "
+             (kept per session in $FAKE_CLAUDE_HOME when set; `--fork-session`
+             copies them into the new session)
 
 Started with --json-schema, a plain turn answers with the user's text itself
 (no "echo: "), and its result carries it as `structured_output` when it is
 JSON, as Claude does once its StructuredOutput tool took a valid value; prose
 gives a result without one (as recorded when the model never calls the tool).
 
-EOF ends the process with 0.  Every argv and stdin line is appended to
-FAKE_CLAUDE_LOG as JSON.
+Every frame names the session as the real binary does: the default id, the
+one `--resume` gives, or with `--fork-session` a new one.  EOF ends the
+process with 0.  Every argv and stdin line is appended to FAKE_CLAUDE_LOG as
+JSON.
 """
 
 from __future__ import annotations
@@ -48,7 +53,35 @@ import sys
 import time
 import uuid
 
-SESSION = "11111111-2222-4333-8444-555555555555"
+
+def session_id(argv):
+    """The session this process speaks for, as recorded: `--resume X` keeps X;
+    with `--fork-session` a new id (here derived from X, so a test can name it)."""
+    if "--resume" not in argv[:-1]:
+        return "11111111-2222-4333-8444-555555555555"
+    resumed = argv[argv.index("--resume") + 1]
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, resumed)) if "--fork-session" in argv else resumed
+
+
+SESSION = session_id(sys.argv)
+HOME = os.environ.get("FAKE_CLAUDE_HOME")  # where sessions keep their texts for /history; unset: nowhere
+
+
+def history(session):
+    """The texts of a session's earlier turns ([] without a HOME)."""
+    if not HOME:
+        return []
+    try:
+        with open(os.path.join(HOME, "history-%s.json" % session)) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return []
+
+
+def remember(session, texts):
+    if HOME:
+        with open(os.path.join(HOME, "history-%s.json" % session), "w") as fh:
+            json.dump(texts, fh)
 
 
 def log(entry):
@@ -118,13 +151,16 @@ def plain_turn(frame):
     uuids = begin_turn(frame)
     if text.startswith("/crash"):
         os._exit(1)
-    if text.startswith("/approve"):
+    if text.startswith("/history"):
+        text = "history: " + " | ".join(history(SESSION))
+    elif text.startswith("/approve"):
         text = approve()
     elif text.startswith("/slow"):
         uuids, text = slow(uuids)
     elif text.startswith("/tool "):
         text = run_tool(uuids, text[len("/tool "):].strip())
     elif "--json-schema" not in sys.argv:
+        remember(SESSION, history(SESSION) + [text])
         text = "echo: " + text
     if text is None:
         return
@@ -247,6 +283,8 @@ def spawn_number():
 
 def main():
     log({"argv": sys.argv[1:]})
+    if "--fork-session" in sys.argv and SESSION != session_id([]):
+        remember(SESSION, history(sys.argv[sys.argv.index("--resume") + 1]))
     steps = []
     script = os.environ.get("FAKE_CLAUDE_SCRIPT")
     if script:

@@ -16,6 +16,8 @@ what the first word of its text says:
                 item/started, outputDelta, item/completed with its exitCode
     /edit PATH  a fileChange item adding PATH (item/started, patchUpdated, item/completed;
                 nothing is written), a plan update, and a warning
+    /history    answer "history: " and the thread's earlier turn texts, joined by " | "
+                (what the model would be shown: thread/fork copies them to the new thread)
     anything    answer "echo: <text>" at once; with an outputSchema on turn/start, the text
                 itself (the model API would answer JSON that fits it)
 
@@ -135,12 +137,42 @@ class Server:
         self.reply(rid, self._opened())
         note("thread/started", {"thread": self._thread()})
 
-    def on_thread_resume(self, rid, params):
+    def _known(self, thread_id):
         try:
-            known = open(os.path.join(HOME, "threads")).read().split()
+            return thread_id in open(os.path.join(HOME, "threads")).read().split()
         except OSError:
-            known = []
-        if params.get("threadId") not in known:
+            return False
+
+    def _history(self, thread_id):
+        try:
+            with open(os.path.join(HOME, "history-%s.json" % thread_id)) as f:
+                return json.load(f)
+        except OSError:
+            return []
+
+    def _remember(self, text):
+        history = self._history(self.thread) + [text]
+        with open(os.path.join(HOME, "history-%s.json" % self.thread), "w") as f:
+            json.dump(history, f)
+
+    def on_thread_fork(self, rid, params):
+        """A new thread with the source's history, in the cwd given (as recorded:
+        the answer is thread/start's, its thread naming `forkedFromId`)."""
+        source = params.get("threadId")
+        if not self._known(source):
+            self.error(rid, "no rollout found for thread id %s" % source)
+            return
+        self.thread = str(uuid.uuid4())
+        with open(os.path.join(HOME, "threads"), "a") as f:
+            f.write(self.thread + "\n")
+        with open(os.path.join(HOME, "history-%s.json" % self.thread), "w") as f:
+            json.dump(self._history(source), f)
+        thread = dict(self._thread(), forkedFromId=source, cwd=params.get("cwd") or os.getcwd())
+        self.reply(rid, dict(self._opened(), thread=thread, cwd=thread["cwd"]))
+        note("thread/started", {"thread": thread})
+
+    def on_thread_resume(self, rid, params):
+        if not self._known(params.get("threadId")):
             self.error(rid, "no rollout found for thread id %s" % params.get("threadId"))
             return
         self.thread = params["threadId"]
@@ -172,6 +204,8 @@ class Server:
         note("turn/started", {"threadId": self.thread, "turn": self._turn()})
         self._user_message(params)
         mode = self.turn["mode"]
+        if mode != "/history":
+            self._remember(text)
         if mode == "/slow":
             self._agent_start("item_slow")
             self._tick()
@@ -191,6 +225,8 @@ class Server:
             self._tool(text[len("/tool"):].strip())
         elif mode == "/edit":
             self._edit(text[len("/edit"):].strip())
+        elif mode == "/history":
+            self._answer("history: " + " | ".join(self._history(self.thread)))
         elif "outputSchema" in params:
             self._answer(text)
         else:

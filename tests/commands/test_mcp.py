@@ -54,7 +54,7 @@ def test_ping_answers_an_empty_result(mcp):
 
 def test_tools_list_gives_every_tool_an_input_schema(mcp):
     tools = {tool["name"]: tool for tool in mcp.request("tools/list", {})["result"]["tools"]}
-    assert set(tools) == {"send", "wait", "status", "reply", "cancel", "log"}
+    assert set(tools) == {"send", "wait", "status", "reply", "cancel", "log", "fork"}
     for tool in tools.values():
         assert tool["inputSchema"]["type"] == "object" and tool["description"]
     assert tools["send"]["inputSchema"]["required"] == ["file", "text"]

@@ -46,7 +46,7 @@ def on_the_mock(code: str, task: str = "") -> str:
 
 def test_every_recipe_has_a_test():
     tested = (ANSWER, FILES_TO_FIX, BUDGET, SEND_AND_ACT, APPROVAL_BOT, RULES_BOT, FOLLOW, WAIT_IDLE, FLEET, DENY_ALL,
-              CRON, NIGHTLY, NOTIFY, WEBHOOK, MAIL, INSTEAD)
+              CRON, NIGHTLY, NOTIFY, WEBHOOK, MAIL, INSTEAD, THREE_WAYS)
     assert sorted(next(t for t in tested if code.startswith(t)) for _, code in RECIPES) == sorted(tested)
 
 
@@ -246,6 +246,31 @@ def test_fleet_recipe_names_the_sessions_that_await_a_reply_or_failed(shell, wor
     proc = shell(recipe(FLEET))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode().splitlines() == [str(agent / "asks.jsonl"), str(agent / "broke.jsonl")]
+
+
+THREE_WAYS = "for i in 1 2 3; do\n  git -C ~/repo worktree add"
+
+
+def test_three_approaches_recipe_forks_into_worktrees_and_keeps_the_first_whose_tests_pass(shell, workdir):
+    home = workdir / "home"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(home / "repo")]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", "start"], check=True)
+    ok("send", str(workdir / "plan.jsonl"), "the plan", "--cwd", str(home / "repo"), "--wait", env=shell.env)
+    # The mock changes no file: only the second worktree's tests pass.
+    proc = shell(recipe(THREE_WAYS), replace=[("make test", '[ "$(basename "$PWD")" = try-2 ]')])
+    assert (proc.returncode, proc.stdout) == (0, b"keep ~/try-2\n"), proc.stderr
+    for n, text in ((1, "fix it with a lock"), (2, "fix it without shared state"),
+                    (3, "fix it by retrying the failed call")):
+        path = str(workdir / ("try-%d.jsonl" % n))
+        first, result = events(path)[0], of_type(path, "result")[-1]
+        assert (first["kind"], first["from"]) == ("forked", str(workdir / "plan.jsonl"))
+        assert result["output"] == "echo: " + text
+        message = of_type(path, "message")[-1]
+        assert message["message_id"].endswith("-msg-2")  # the plan's turn was the first of its conversation
+        tree = str(home / ("try-%d" % n))
+        assert json.loads(ok("status", path, env=shell.env).stdout)["cwd"] == tree
+        assert os.path.isfile(os.path.join(tree, ".git"))  # a worktree of the repository
 
 
 DENY_ALL = "# mock: first, harnessctl send lint.jsonl '/permission"

@@ -1,9 +1,9 @@
 """Every capability an ACP preset claims in adapters/acp/manifest.json (and
 every `degraded` one) names a test of the module the preset's `tests` key
-names (tests/real/test_acp_real.py for codex, claude and gemini;
-tests/real/test_acp_reach_real.py for the reach agents, test_acp_pypi_real.py for
-the PyPI ones) that proves it against
-that real agent: a claim with no such test, or a test that does not run for
+names (tests/real/test_acp_real.py for codex, claude and gemini, with their
+fork in tests/real/test_fork_real.py; tests/real/test_acp_reach_real.py for
+the reach agents, test_acp_pypi_real.py for the PyPI ones) that proves it
+against that real agent: a claim with no such test, or a test that does not run for
 that agent, fails here (no agent needed to check that).  docs/ACP.md's
 presets table is the manifest's."""
 
@@ -15,6 +15,7 @@ import readme
 import test_acp_pypi_real as pypi
 import test_acp_reach_real as reach
 import test_acp_real as real
+import test_fork_real as fork
 from acp_support.recipes import PYPI, trait, written
 from cliutil import ROOT
 
@@ -33,6 +34,7 @@ PROOFS = {
         "usage": [real.test_a_run_reports_the_tokens_the_model_counted],
         "cost": [real.test_a_run_reports_the_tokens_the_model_counted],  # asserts cost_usd for claude only
         "crash-recovery": [real.test_an_agent_killed_mid_run_fails_the_run_and_the_next_send_goes_on],
+        "fork": [fork.test_an_acp_fork_continues_the_session_and_the_original_never_sees_the_forks_turns],
     },
     "tests/real/test_acp_reach_real.py": reach.PROOFS,
     "tests/real/test_acp_pypi_real.py": pypi.PROOFS,
@@ -40,6 +42,7 @@ PROOFS = {
 DEGRADED = {  # (test module, capability) -> the test that shows the weaker form
     ("tests/real/test_acp_real.py", "steer"): real.test_a_send_mid_turn_on_gemini_waits_for_its_own_next_run,
     ("tests/real/test_acp_real.py", "resume"): real.test_gemini_after_idle_exit_starts_a_new_session_and_says_so,
+    ("tests/real/test_acp_real.py", "fork"): fork.test_a_gemini_file_cannot_be_forked_and_fork_says_why,
     ("tests/real/test_acp_reach_real.py", "steer"): reach.DEGRADED["steer"],
     ("tests/real/test_acp_reach_real.py", "approvals"): reach.DEGRADED["approvals"],
     ("tests/real/test_acp_pypi_real.py", "steer"): pypi.DEGRADED["steer"],

@@ -850,6 +850,59 @@ def test_a_preset_that_records_a_broken_resume_starts_a_new_session_without_tryi
     assert host.reports() == [("ready",)]
 
 
+# -- fork -------------------------------------------------------------------------------------------------
+
+FORKING = {"protocolVersion": 1, "agentCapabilities": {"loadSession": True,
+                                                       "sessionCapabilities": {"resume": {}, "fork": {}}}}
+
+
+def forked(tmp_path, own: Optional[str] = None, **kwargs: Any):
+    """A backend over a sidecar as `harnessctl fork` leaves it (the source's
+    session in fork-acp-session.json), with a session of its own since if `own`."""
+    host, backend = make(tmp_path, **kwargs)
+    backend.save_resume("fork-acp-session.json", json.dumps({"session_id": "src"}))
+    if own:
+        backend.save_resume("acp-session.json", json.dumps({"session_id": own}))
+    backend = AcpBackend(host, backend.config)
+    backend.start()
+    return host, backend
+
+
+def test_a_forked_file_opens_its_session_by_session_fork_of_the_source_in_its_own_cwd(tmp_path):
+    host, backend = forked(tmp_path)
+    respond(backend, host, "initialize", FORKING)
+    (fork,) = frames(host, "session/fork")
+    assert fork["params"] == {"sessionId": "src", "cwd": CWD, "mcpServers": []}
+    respond(backend, host, "session/fork", {"sessionId": "new", "modes": None, "configOptions": []})
+    assert frames(host, "session/new") == [] and frames(host, "session/resume") == []
+    assert host.reports() == [("ready",)]
+    assert json.loads(backend.load_resume("acp-session.json") or "")["session_id"] == "new"
+
+
+def test_a_forked_file_with_a_session_of_its_own_resumes_it_and_forks_no_more(tmp_path):
+    host, backend = forked(tmp_path, own="mine")
+    respond(backend, host, "initialize", FORKING)
+    assert frames(host, "session/fork") == []
+    assert frames(host, "session/resume")[0]["params"]["sessionId"] == "mine"
+
+
+def test_a_forked_file_of_an_agent_that_offers_no_fork_fails_the_start_saying_why(tmp_path):
+    host, backend = forked(tmp_path, agent="gemini")
+    respond(backend, host, "initialize", {"protocolVersion": 1, "agentCapabilities": {"loadSession": True}})
+    assert frames(host, "session/fork") == [] and frames(host, "session/new") == []
+    (failed,) = host.named("start_failed")
+    assert "cannot fork session src: it does not offer session/fork" in failed[1]
+
+
+def test_a_fork_the_agent_refuses_fails_the_start_with_its_words(tmp_path):
+    host, backend = forked(tmp_path)
+    respond(backend, host, "initialize", FORKING)
+    respond(backend, host, "session/fork", error={"code": -32002, "message": "Resource not found"})
+    (failed,) = host.named("start_failed")
+    assert "cannot fork session src: Resource not found" in failed[1]
+    assert backend.load_resume("acp-session.json") is None
+
+
 def test_stop_cancels_a_running_turn_before_closing_stdin(tmp_path):
     host, backend = ready_agent(tmp_path)
     backend.send(Input("in-1", "go"))

@@ -196,6 +196,38 @@ def test_an_agent_that_cannot_resume_starts_a_new_session_with_a_diagnostic(work
     assert len(agent.received("session/new")) == 2
 
 
+def fork_and_send(agent: Agent, new: str, *texts: str, cwd: Optional[str] = None):
+    """`harnessctl fork` of the agent's file into `new` (with `cwd`: --cwd),
+    then each text sent to `new` with --wait; the last send."""
+    ok("fork", agent.path, new, *(["--cwd", cwd] if cwd else []), env=agent.env)
+    proc = None
+    for text in texts:
+        proc = run("send", new, text, "--wait", env=agent.env)
+    return proc
+
+
+def test_a_fork_continues_the_session_by_session_fork_and_the_source_goes_on_alone(workdir):
+    agent = Agent(workdir, preset="codex")
+    assert agent.send("remember PINEAPPLE", "--wait").returncode == 0
+    new, other = os.path.join(str(workdir), "forked.jsonl"), workdir / "other"
+    other.mkdir()
+    proc = fork_and_send(agent, new, "FORKTEXT", "/history", cwd=str(other))
+    assert proc.returncode == 0 and json.loads(proc.stdout)["output"] == "history: remember PINEAPPLE | FORKTEXT"
+    (forked,) = agent.received("session/fork")
+    assert forked["params"]["cwd"] == os.path.realpath(str(other))
+    proc = agent.send("/history", "--wait")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["output"] == "history: remember PINEAPPLE"
+
+
+def test_a_fork_whose_agent_offers_no_session_fork_fails_its_first_send_saying_why(workdir):
+    agent = Agent(workdir, "--no-fork", preset="codex")  # the preset claims fork; this agent does not offer it
+    assert agent.send("hello", "--wait").returncode == 0
+    proc = fork_and_send(agent, os.path.join(str(workdir), "forked.jsonl"), "hello again")
+    assert proc.returncode == 5
+    assert "cannot fork session" in proc.stderr.decode() and "does not offer session/fork" in proc.stderr.decode()
+    assert agent.received("session/fork") == []
+
+
 def test_a_missing_agent_binary_exits_5_with_a_clear_message(workdir):
     agent = Agent(workdir)
     proc = run("send", agent.path, "hi", "--adapter", "acp", "--agent", "codex", "--wait",

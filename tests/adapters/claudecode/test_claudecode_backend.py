@@ -97,6 +97,41 @@ def test_a_stored_session_id_that_would_be_an_option_is_not_resumed(tmp_path):
     assert "--dangerously-skip-permissions" not in host.children[-1].argv
 
 
+def fork_file(backend, source="5f0c2d8e-1111-4222-8333-444455556666"):
+    """What `harnessctl fork` leaves in the sidecar: the source's session id."""
+    with open(os.path.join(backend.config.sidecar, "fork-claude-session-id"), "w") as fh:
+        fh.write(source + "\n")
+
+
+def test_a_forked_file_starts_claude_with_resume_of_the_source_and_fork_session(tmp_path):
+    backend, host = make_backend(tmp_path)
+    fork_file(backend)
+    backend.start()
+    argv = host.children[-1].argv
+    assert argv[argv.index("--resume"):argv.index("--resume") + 3] == [
+        "--resume", "5f0c2d8e-1111-4222-8333-444455556666", "--fork-session"]
+
+
+def test_a_forked_file_keeps_the_new_session_id_and_resumes_it_without_forking_again(tmp_path):
+    backend, host = make_backend(tmp_path)
+    fork_file(backend)
+    initialize(backend)
+    assert "--fork-session" in host.children[-1].argv
+    replay(backend, "simple__plain")  # the fork's first turn: Claude names the new session
+    backend.start()
+    argv = host.children[-1].argv
+    assert argv[argv.index("--resume") + 1] == "b008af47-9a3e-4a67-8da5-89cad43d99e5"
+    assert "--fork-session" not in argv
+
+
+def test_a_fork_source_that_would_be_an_option_is_not_passed(tmp_path):
+    backend, host = make_backend(tmp_path)
+    fork_file(backend, "--dangerously-skip-permissions")
+    backend.start()
+    argv = host.children[-1].argv
+    assert "--dangerously-skip-permissions" not in argv and "--fork-session" not in argv
+
+
 # -- sends and attribution -----------------------------------------------------------------
 
 

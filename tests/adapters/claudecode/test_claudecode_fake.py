@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import uuid
 
 import pytest
-from claudecode_support.fixtures import FAKE_CLAUDE, wait_for
+from claudecode_support.fixtures import FAKE_CLAUDE, read_events, wait_for
 from claudecode_support.session import Session
+from cliutil import runtime_pids
 
 SESSION = "11111111-2222-4333-8444-555555555555"
 
@@ -206,3 +208,22 @@ def test_the_users_claude_args_cannot_set_a_schema_for_every_run(fake):
     fake.wait_results(1)
     (argv,) = argvs(fake)
     assert "--json-schema" not in argv and argv[-2:] == ["--append-system-prompt", "brief"]
+
+
+def test_a_fork_starts_claude_with_fork_session_of_the_source_and_then_resumes_its_own(fake):
+    fake.env["HARNESSCTL_IDLE_TIMEOUT"] = "1"  # each send below starts a new claude
+    fake.send("hello")
+    fake.wait_results(1)
+    new = os.path.join(fake.root, "forked.jsonl")
+    assert fake.run("fork", fake.path, new).returncode == 0
+    assert fake.run("send", new, "one").returncode == 0
+    wait_for(lambda: len([e for e in read_events(new) if e["type"] == "result"]) == 1, 30, "the fork's result")
+    forked = str(uuid.uuid5(uuid.NAMESPACE_URL, SESSION))  # the fake's new session for a fork of SESSION
+    with open(new + ".d/claude-session-id") as fh:
+        assert fh.read().strip() == forked
+    cut = argvs(fake)[-1]
+    assert cut[cut.index("--resume"):cut.index("--resume") + 3] == ["--resume", SESSION, "--fork-session"]
+    wait_for(lambda: not runtime_pids(new), 30, "the fork's runtime to exit")
+    assert fake.run("send", new, "two").returncode == 0
+    again = argvs(fake)[-1]
+    assert again[again.index("--resume") + 1] == forked and "--fork-session" not in again

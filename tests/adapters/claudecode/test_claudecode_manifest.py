@@ -1,5 +1,6 @@
 """The claudecode manifest: well formed, and every capability it lists is
-backed by a real-binary test that exists."""
+backed by a real-binary test that exists (in test_claudecode_real.py, or
+test_fork_real.py for fork)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import os
 
 import test_claudecode_real as real
+import test_fork_real as fork_real
 from cliutil import ROOT
 
 from adapters.claudecode.backend import ClaudeCodeBackend
@@ -36,6 +38,7 @@ BACKED_BY = {
                           "test_schema_answer_in_prose_fails_the_run_with_exit_7",
                           "test_schema_answers_that_never_fit_fail_the_run_after_claudes_retries_with_exit_7",
                           "test_two_sends_with_different_schemas_on_one_file_are_both_honoured"],
+    "fork": ["test_a_claude_code_fork_continues_the_session_and_the_original_never_sees_the_forks_turns"],
 }
 
 
@@ -57,4 +60,4 @@ def test_every_capability_is_backed_by_a_real_binary_test():
     for capability in capabilities:
         assert BACKED_BY[capability], capability
         for name in BACKED_BY[capability]:
-            assert callable(getattr(real, name, None)), (capability, name)
+            assert callable(getattr(real, name, None) or getattr(fork_real, name, None)), (capability, name)

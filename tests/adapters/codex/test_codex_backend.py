@@ -119,6 +119,51 @@ def test_other_resume_errors_fail_the_start(tmp_path, host):
     assert wire.child.killed
 
 
+def forked_file(tmp_path, own=None):
+    """A sidecar as `harnessctl fork` leaves it: the source's thread in
+    fork-codex-thread.json, and (own) a thread of the file's own since."""
+    sidecar = tmp_path / "events.jsonl.d"
+    sidecar.mkdir()
+    (sidecar / "fork-codex-thread.json").write_text('{"thread_id": "thr-src"}')
+    if own:
+        (sidecar / "codex-thread.json").write_text('{"thread_id": "%s"}' % own)
+
+
+def test_a_forked_file_starts_with_thread_fork_of_the_source_in_its_own_cwd_and_mode(tmp_path, host):
+    forked_file(tmp_path)
+    backend, wire = make(tmp_path, host, model="gpt-5.5", mode="full")
+    backend.start()
+    wire.respond("initialize", {})
+    assert not wire.requests("thread/start") and not wire.requests("thread/resume")
+    params = wire.last("thread/fork")["params"]
+    assert params == {"threadId": "thr-src", "cwd": backend.config.cwd, "excludeTurns": True, "model": "gpt-5.5",
+                      "approvalPolicy": "never", "sandbox": "danger-full-access", "approvalsReviewer": "user"}
+    wire.respond("thread/fork", {"thread": {"id": "thr-fork", "forkedFromId": "thr-src"}})
+    assert host.named("ready")
+    saved = json.loads((tmp_path / "events.jsonl.d" / "codex-thread.json").read_text())
+    assert saved == {"thread_id": "thr-fork"} and backend.thread_id == "thr-fork"
+
+
+def test_a_forked_file_with_a_thread_of_its_own_resumes_it_and_forks_no_more(tmp_path, host):
+    forked_file(tmp_path, own="thr-fork")
+    backend, wire = make(tmp_path, host)
+    backend.start()
+    wire.respond("initialize", {})
+    assert wire.last("thread/resume")["params"]["threadId"] == "thr-fork"
+    assert not wire.requests("thread/fork")
+
+
+def test_a_fork_codex_refuses_fails_the_start_with_its_words(tmp_path, host):
+    forked_file(tmp_path)
+    backend, wire = make(tmp_path, host)
+    backend.start()
+    wire.respond("initialize", {})
+    wire.fail("thread/fork", "no rollout found for thread id thr-src")
+    assert host.named("start_failed") == [
+        ("start_failed", "codex cannot fork thread thr-src: no rollout found for thread id thr-src")]
+    assert wire.child.killed and not (tmp_path / "events.jsonl.d" / "codex-thread.json").exists()
+
+
 def test_a_binary_variable_naming_nothing_fails_the_start_blaming_the_variable(tmp_path, host):
     host.spawn_error = FileNotFoundError(2, "No such file or directory")
     backend, wire = make(tmp_path, host)

@@ -8,7 +8,7 @@ against the real codex are in test_codex_real.py.
 from __future__ import annotations
 
 import pytest
-from cliutil import cli_env, run, status, wait_for
+from cliutil import cli_env, run, status, wait_for, wait_matching
 from codex_support.fixtures import fake_factory, fake_requests, recent, schema_errors
 
 
@@ -202,3 +202,40 @@ def test_a_codex_missing_from_path_makes_send_exit_5_saying_how_to_get_it(workdi
     proc = run("send", str(workdir / "events.jsonl"), "hello", "--adapter", "codex", env=cli_env(PATH=str(empty)))
     assert proc.returncode == 5
     assert proc.stderr.decode() == "harnessctl: codex not found (codex): install Codex or set HARNESSCTL_CODEX_BIN\n"
+
+
+def fork(s, new, *flags):
+    """`harnessctl fork` of the session's file into `new`; must succeed."""
+    proc = s.cmd("fork", s.path, new, *flags)
+    assert proc.returncode == 0, proc.stderr.decode()
+
+
+def test_a_fork_continues_the_thread_in_its_own_cwd_and_the_original_goes_on_without_it(fake_codex, workdir):
+    s = fake_codex()
+    s.send("remember PINEAPPLE", first=True)
+    s.wait("result")
+    other, new = workdir / "other", str(workdir / "new.jsonl")
+    other.mkdir()
+    fork(s, new, "--cwd", str(other))
+    assert s.cmd("send", new, "FORKTEXT").returncode == 0
+    assert s.cmd("send", new, "/history").returncode == 0
+    assert wait_matching(new, "result", 2)[1]["output"] == "history: remember PINEAPPLE | FORKTEXT"
+    sent = fake_requests(fake_codex.home)
+    source = next(m for m in sent if m.get("method") == "turn/start")["params"]["threadId"]
+    (forked,) = [m for m in sent if m.get("method") == "thread/fork"]
+    assert forked["params"]["threadId"] == source and forked["params"]["cwd"] == str(other.resolve())
+    s.send("/history")
+    assert s.wait("result", 2)[1]["output"] == "history: remember PINEAPPLE"
+
+
+def test_a_fork_codex_cannot_make_fails_the_first_send_with_its_words(fake_codex, workdir):
+    s = fake_codex()
+    s.send("hello", first=True)
+    s.wait("result")
+    new = str(workdir / "new.jsonl")
+    fork(s, new)
+    elsewhere = workdir / "other_home"  # a CODEX_HOME that never saw the thread
+    elsewhere.mkdir()
+    proc = run("send", new, "hello", env=dict(s.env, FAKE_CODEX_HOME=str(elsewhere)))
+    assert proc.returncode == 5
+    assert "codex cannot fork thread" in proc.stderr.decode() and "no rollout found" in proc.stderr.decode()

@@ -9,6 +9,7 @@ import os
 import test_codex_backend
 import test_codex_fake
 import test_codex_real
+import test_fork_real
 from cliutil import ROOT
 
 from adapters.codex.backend import CodexBackend
@@ -35,6 +36,8 @@ BACKED_BY = {
     "structured-output": [test_codex_real.test_schema_send_prints_a_result_whose_output_json_is_the_answer,
                           test_codex_real.test_schema_send_reaches_the_model_as_the_responses_json_schema_format,
                           test_codex_real.test_schema_answer_that_is_not_json_fails_the_run_with_exit_7],
+    "fork": [test_fork_real.test_a_codex_fork_continues_the_thread_and_the_original_never_sees_the_forks_turns,
+             test_codex_fake.test_a_fork_continues_the_thread_in_its_own_cwd_and_the_original_goes_on_without_it],
 }
 
 
