@@ -220,7 +220,7 @@ def test_wait_until_done_recipe_prints_idle_once_the_run_ended(shell, workdir):
     assert (proc.returncode, proc.stdout) == (0, b"idle\n"), proc.stderr
 
 
-FLEET = "harnessctl status ~/agent/*.jsonl | jq -r"
+FLEET = "harnessctl status ~/agent/ | jq -r"
 
 
 def test_fleet_recipe_names_the_sessions_that_await_a_reply_or_failed(shell, workdir):
