@@ -5,7 +5,8 @@ a tool never behaves otherwise than its command.
 Here are a send as data (`Send`, built by either face and handed to
 client.py), the checks of what a send carries (its text, the adapter and
 agent a package fixes, its policy, hooks and limits), the exit code of each
-outcome a wait can have, and the status line of one file among several.
+outcome a wait can have, the status line of one file among several, and
+the files a directory stands for in `status DIR`.
 What a face alone knows stays with it: the CLI reads files and stdin, the
 MCP server holds paths to its roots.
 """
@@ -143,10 +144,11 @@ def listed(path: str) -> Optional[List[str]]:
     (or symlinks to one: resolve() still refuses one another user planted),
     not dot files, not recursive, sorted by their bytes, each joined to `path`
     as given, as the shell's `DIR/*.jsonl` would be.  Chosen by name, as
-    run-parts and conf.d folders choose, so no file is read twice: a `.jsonl`
-    that is no session gets its error line from its status.  None when `path`
-    is not a directory: it is a FILE, and its status says what is wrong with
-    it; but a path ending in `/` names a directory, so that is its error."""
+    run-parts and conf.d folders choose: no file is opened to choose (its
+    status opens it anyway), so a `.jsonl` that is no session gets its error
+    line from its status.  None when `path` is not a directory: it is a FILE,
+    and its status says what is wrong with it; but a path ending in `/` names
+    a directory, so its absence is that path's error."""
     try:
         is_dir = os.stat(path).st_mode & S_IFMT == S_IFDIR
     except (OSError, ValueError) as e:  # ValueError: a NUL, which resolve() names
