@@ -92,7 +92,8 @@ CODES = {
              6: "timed out waiting for the runtime (HARNESSCTL_TIMEOUT), or FILE was replaced or removed "
                 "while waiting", **{code: None for code in WAITED}},
     "status": {0: "the status line is printed (several files or a DIR: the highest code of theirs)", 1: None,
-               2: None, 4: "FILE (or DIR/, with its slash) does not exist", 6: None},
+               2: None, 4: "FILE does not exist (no send created it), or DIR/ (named with its slash) does not",
+               6: None},
     "reply": {0: "answered", 1: None, 2: "usage or input error, or an answer the request does not allow",
               3: "unknown, already answered or expired request id", 4: None, 6: None},
     "cancel": {0: "done (or nothing was running)", 1: None, 2: None, 4: None, 6: None},
