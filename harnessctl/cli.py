@@ -18,8 +18,10 @@ from .commands import (
     OUTCOME_CODES,
     Send,
     check_text,
+    error_line,
     file_status,
     fixed,
+    listed,
     policy,
     unattended,
     waited_line,
@@ -255,17 +257,35 @@ def hooks(options: Dict[str, str]) -> Dict[str, str]:
     return {field.name: options[field.flag] for field in HOOKS if field.flag in options}
 
 
-def statuses(files: List[str]) -> int:
-    """`status FILE...`: one line per file, in the order given.  One file that
-    is not a session is an error as any command's; among several it is a line
-    of its own ({"file", "error", "exit_code"}) so that it hides no other, and
-    the command exits with the highest code seen."""
+def statuses(args: List[str]) -> int:
+    """`status FILE|DIR...`: one line per file, in the order given, a DIR's
+    event files in its place (commands.listed).  One argument that is no
+    session (or a DIR that cannot be read) is an error as any command's;
+    otherwise each file's error is a line of its own ({"file", "error",
+    "exit_code"}) so that it hides no other, and the command exits with the
+    highest code seen."""
     from . import client
 
-    if len(files) == 1:
-        emit(json_line(with_file(files[0], client.status(files[0]))))
-        return 0
+    if len(args) == 1:
+        files = listed(args[0])
+        if files is None:
+            emit(json_line(with_file(args[0], client.status(args[0]))))
+            return 0
+        return _each_status(files, 0)
     worst = 0
+    for arg in args:
+        try:
+            files = listed(arg)
+        except HarnessctlError as e:
+            worst = max(worst, e.exit_code)
+            emit(error_line(arg, str(e), e.exit_code))
+            continue
+        worst = _each_status([arg] if files is None else files, worst)
+    return worst
+
+
+def _each_status(files: List[str], worst: int) -> int:
+    """Print each file's status line or error line; the highest exit code seen."""
     for file in files:
         line, code = file_status(file)
         worst = max(worst, code)

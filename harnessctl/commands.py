@@ -5,7 +5,8 @@ a tool never behaves otherwise than its command.
 Here are a send as data (`Send`, built by either face and handed to
 client.py), the checks of what a send carries (its text, the adapter and
 agent a package fixes, its policy, hooks and limits), the exit code of each
-outcome a wait can have, and the status line of one file among several.
+outcome a wait can have, the status line of one file among several, and
+the files a directory stands for in `status DIR`.
 What a face alone knows stays with it: the CLI reads files and stdin, the
 MCP server holds paths to its roots.
 """
@@ -14,13 +15,14 @@ from __future__ import annotations
 
 import os
 
-from .errors import HarnessctlError, UsageError
+from .errors import HarnessctlError, NotFoundError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 
 MAX_TEXT = 4 * 1024 * 1024
+S_IFMT, S_IFDIR = 0o170000, 0o040000  # stat's, without importing stat (start-up cost)
 
 # What `--wait`, `wait` and the MCP wait exit with, by what they waited for (the status line: 0).
 OUTCOME_CODES = {"completed": 0, "status": 0, "failed": 7, "cancelled": 8, "request": 9, "timeout": 10}
@@ -142,6 +144,44 @@ def waited_line(file: str, found: Tuple[str, str]) -> Tuple[str, str]:
     input id ends with (FILE as the caller gave it)."""
     kind, line = found
     return kind, with_file(file, line) if kind == "status" and line else line
+
+
+def listed(path: str) -> Optional[List[str]]:
+    """The event files a `status` argument stands for when it is a directory
+    (or a symlink to one): its entries named `*.jsonl` that are regular files
+    (or symlinks to one: resolve() still refuses one another user planted),
+    not dot files, not recursive, sorted by their bytes, each joined to `path`
+    as given, as the shell's `DIR/*.jsonl` would be.  Chosen by name, as
+    run-parts and conf.d folders choose: no file is opened to choose (its
+    status opens it anyway), so a `.jsonl` that is no session gets its error
+    line from its status.  None when `path` is not a directory: it is a FILE,
+    and its status says what is wrong with it; but a path ending in `/` names
+    a directory, so its absence is that path's error."""
+    try:
+        is_dir = os.stat(path).st_mode & S_IFMT == S_IFDIR
+    except (OSError, ValueError) as e:  # ValueError: a NUL, which resolve() names
+        if not path.endswith("/") or isinstance(e, ValueError):
+            return None
+        if isinstance(e, FileNotFoundError):
+            raise NotFoundError("no such directory: %s" % path) from None
+        raise UsageError("cannot access directory %s: %s" % (path, e.strerror)) from None
+    if not is_dir:
+        return None
+    try:
+        with os.scandir(path) as entries:
+            names = [entry.name for entry in entries
+                     if entry.name.endswith(".jsonl") and not entry.name.startswith(".") and _is_file(entry)]
+    except OSError as e:
+        raise UsageError("cannot read directory %s: %s" % (path, e.strerror)) from None
+    return [os.path.join(path, name) for name in sorted(names, key=os.fsencode)]
+
+
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    """A regular file, or a symlink to one (a dangling one is not)."""
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def file_status(file: str) -> Tuple[str, int]:

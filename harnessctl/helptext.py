@@ -32,7 +32,7 @@ SYNOPSIS = {
                         "[--wait [--timeout S]]"]),
     "wait": "harnessctl wait   FILE [INPUT_ID] [--timeout S]\n"
             "       harnessctl wait   --any FILE... [--timeout S]",
-    "status": "harnessctl status FILE...",
+    "status": "harnessctl status FILE|DIR...",
     "reply": "harnessctl reply  FILE REQUEST_ID [ANSWER]",
     "cancel": "harnessctl cancel FILE [INPUT_ID]",
     "log": "harnessctl log    FILE [--follow] [--since SEQ | --runs N] [--json] [--diff]",
@@ -94,8 +94,9 @@ CODES = {
              3: "FILE never accepted INPUT_ID", 4: None,
              6: "timed out waiting for the runtime (HARNESSCTL_TIMEOUT), or FILE was replaced or removed "
                 "while waiting", **{code: None for code in WAITED}},
-    "status": {0: "the status line is printed (several files: the highest code of theirs)", 1: None, 2: None,
-               4: None, 6: None},
+    "status": {0: "the status line is printed (several files or a DIR: the highest code of theirs)", 1: None,
+               2: None, 4: "FILE does not exist (no send created it), or DIR/ (named with its slash) does not",
+               6: None},
     "reply": {0: "answered", 1: None, 2: "usage or input error, or an answer the request does not allow",
               3: "unknown, already answered or expired request id", 4: None, 6: None},
     "cancel": {0: "done (or nothing was running)", 1: None, 2: None,
@@ -182,6 +183,9 @@ line {{"file", "error", "exit_code"}} and the others are still printed.
 
 arguments:
   FILE            the event file; any number of them (a shell glob)
+  DIR             a directory: each *.jsonl file directly in it (not dot files,
+                  not sidecars, not subdirectories), sorted by name, a line each
+                  (none for an empty one)
 
 knobs: HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_DEBUG
 

@@ -15,7 +15,18 @@ import json
 import os
 
 from .. import binding, client, commands
-from ..commands import OUTCOME_CODES, Send, check_text, error_line, file_status, fixed, policy, unattended, waited_line
+from ..commands import (
+    OUTCOME_CODES,
+    Send,
+    check_text,
+    error_line,
+    file_status,
+    fixed,
+    listed,
+    policy,
+    unattended,
+    waited_line,
+)
 from ..errors import HarnessctlError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -55,7 +66,9 @@ SCHEMAS = {
         {"file": FILE, "input_id": {"type": "string", "minLength": 1}, "timeout": TIMEOUT}, ["file"]),
     "status": _tool(
         "The status of each session: state, run, pending requests, binding (harnessctl status).",
-        {"files": {"type": "array", "items": FILE, "minItems": 1}}, ["files"]),
+        {"files": {"type": "array", "minItems": 1, "items": dict(
+            FILE, description="an event file, or a directory: each *.jsonl file directly in it, sorted by name; "
+                              "it must lie under an allowed root")}}, ["files"]),
     "reply": _tool(
         "Answer a pending request: a permission or a mode switch takes one of its options (allow, deny ...), "
         "a question an object keyed by question id, for one question text, or one of its options (an "
@@ -139,15 +152,30 @@ def wait(args: Dict[str, Any], call: Call) -> Result:
 
 
 def status(args: Dict[str, Any], call: Call) -> Result:
+    """Each file's line; a directory's event files in its place (commands.listed),
+    each held to the roots too (a symlink in it may lead out)."""
     lines = []
-    for file in args["files"]:
+    for path in args["files"]:
         try:
-            call.inside(file, "file")
+            call.inside(path, "file")
+            files = listed(path)
         except HarnessctlError as e:
-            lines.append(error_line(file, str(e), e.exit_code))
+            lines.append(error_line(path, str(e), e.exit_code))
             continue
-        lines.append(file_status(file)[0])
+        if files is None:
+            lines.append(file_status(path)[0])
+        else:
+            lines.extend(_status_inside(file, call) for file in files)
     return _json({"statuses": [json.loads(line) for line in lines]})
+
+
+def _status_inside(file: str, call: Call) -> str:
+    """A directory's file: its line, or its error line when it leads out of the roots."""
+    try:
+        call.inside(file, "file")
+    except HarnessctlError as e:
+        return error_line(file, str(e), e.exit_code)
+    return file_status(file)[0]
 
 
 def reply(args: Dict[str, Any], call: Call) -> Result:

@@ -71,6 +71,10 @@ def missing_dir(workdir):
     return str(workdir / "nope" / "events.jsonl")
 
 
+def missing_folder(workdir):
+    return str(workdir / "nope") + "/"
+
+
 def symlink_to_dir(workdir):
     link = str(workdir / "dirlink.jsonl")
     os.symlink(str(workdir), link)
@@ -122,7 +126,7 @@ CASES = {
     "cancel_missing_file": (new_path, ("cancel", "{f}"), None, None, 4, "no such event file"),
     "reply_missing_file": (new_path, ("reply", "{f}", "req-1", "allow"), None, None, 4, "no such event file"),
     "status_on_a_text_file": (foreign_text, ("status", "{f}"), None, None, 2, "not a harnessctl event file"),
-    "status_on_a_directory": (a_directory, ("status", "{f}"), None, None, 2, "is a directory"),
+    "status_on_a_missing_directory": (missing_folder, ("status", "{f}"), None, None, 4, "no such directory"),
     "wait_any_without_file": (existing, ("wait", "--any"), None, None, 2, "wait --any: missing FILE"),
     "status_with_send_flag": (existing, ("status", "{f}", "--cwd", "/"), None, None, 2, "unknown option"),
     "reply_unknown_request": (existing, ("reply", "{f}", "req-7", "allow"), None, None, 3, "unknown request id"),

@@ -232,7 +232,7 @@ def test_stop_and_say_this_instead_recipe_cancels_the_run_and_prints_the_next_ru
     assert busy["seq"] < instead["seq"] and busy["run_id"] != instead["run_id"]
 
 
-FLEET = "harnessctl status ~/agent/*.jsonl | jq -r"
+FLEET = "harnessctl status ~/agent/ | jq -r"
 
 
 def test_fleet_recipe_names_the_sessions_that_await_a_reply_or_failed(shell, workdir):
