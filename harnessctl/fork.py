@@ -16,7 +16,7 @@ import os
 import time
 
 from .address import check_event_file, require_exists, resolve
-from .errors import StateError, UsageError
+from .errors import HarnessctlError, StateError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -31,13 +31,15 @@ BUSY = {"running": "has a run going: wait for it, then fork",
 
 
 class Source:
-    """What is forked: FILE's binding, its handle's name and text, and the
-    seq of its last line when it was read."""
+    """What is forked: FILE's binding, its handle's name and text, the seq of
+    its last line and the count of its inputs when it was read."""
 
-    __slots__ = ("addr", "binding", "resume_file", "handle", "seq")
+    __slots__ = ("addr", "binding", "resume_file", "handle", "seq", "inputs")
 
-    def __init__(self, addr: Address, binding: Dict[str, Any], resume_file: str, handle: str, seq: int) -> None:
-        self.addr, self.binding, self.resume_file, self.handle, self.seq = addr, binding, resume_file, handle, seq
+    def __init__(self, addr: Address, binding: Dict[str, Any], resume_file: str, handle: str, seq: int,
+                 inputs: int) -> None:
+        self.addr, self.binding, self.resume_file, self.handle = addr, binding, resume_file, handle
+        self.seq, self.inputs = seq, inputs
 
 
 def fork(file: str, new_file: str, cwd: Optional[str] = None) -> Tuple[str, Optional[str]]:
@@ -134,7 +136,8 @@ def _read_source(addr: Address, file: str, binding: Dict[str, Any], resume_file:
         raise StateError("%s has no conversation to fork yet (no run ever started: %s is missing)" % (file, path))
     from .eventfile import snapshot
 
-    return Source(addr, binding, resume_file, handle, snapshot.load(addr)[0].seq)
+    conv = snapshot.load(addr)[0]
+    return Source(addr, binding, resume_file, handle, conv.seq, conv.inputs_seen)
 
 
 def _state(addr: Address) -> str:
@@ -212,16 +215,52 @@ def _write(new: Address, new_file: str, source: Source) -> None:
 
 
 def _first_line(fd: int, new: Address, source: Source) -> None:
-    """`{"type":"log",...,"seq":N,"level":"info","kind":"forked","from":PATH}`,
-    fsynced: N is the seq of FILE's last line, and NEWFILE's own lines count
-    on from there."""
+    """`{"type":"log",...,"seq":1,"level":"info","kind":"forked","from":PATH,
+    "from_seq":N,"inputs":K}`, fsynced: N is the seq of FILE's last line, K
+    the inputs FILE had taken (moved_on compares it)."""
     from .eventfile.eventlog import EventLog
 
-    log = EventLog(os.dup(fd), new.path, max(source.seq, 1) - 1)
+    log = EventLog(os.dup(fd), new.path, 0)
     try:
-        log.append({"type": "log", "level": "info", "kind": "forked", "from": source.addr.path})
+        log.append({"type": "log", "level": "info", "kind": "forked", "from": source.addr.path,
+                    "from_seq": source.seq, "inputs": source.inputs})
     finally:
         log.close()
+
+
+# -- NEWFILE's first start ---------------------------------------------------------
+
+
+def moved_on(addr: Address, resume_file: Optional[str]) -> Optional[str]:
+    """Why a forked file's harness must not fork now, or None.  The harness
+    forks at its first start, from the source as it is then: a source that
+    took inputs since `fork` would give the fork turns it was not forked
+    with, so that start is refused instead.  Once the backend keeps its own
+    handle (`resume_file`) the fork is made, and nothing is checked."""
+    import json
+
+    if resume_file is None or os.path.exists(os.path.join(addr.sidecar, resume_file)):
+        return None
+    try:
+        with open(addr.path, "rb") as f:
+            first = json.loads(f.readline(64 * 1024))
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(first, dict) and first.get("kind") == "forked" and isinstance(first.get("from"), str)
+            and isinstance(first.get("inputs"), int)):
+        return None
+    from .eventfile import snapshot
+
+    source = resolve(first["from"])
+    try:
+        taken = snapshot.load(source)[0].inputs_seen - first["inputs"]
+    except (OSError, HarnessctlError):
+        return None
+    if taken <= 0:
+        return None
+    return ("%s took %d input(s) since %s was forked from it, and its harness forks the conversation only now: "
+            "the fork would hold them; fork again (harnessctl fork), and send to a fork before its source"
+            % (source.path, taken, addr.path))
 
 
 def _take_back(new: Address, made: List[str]) -> None:

@@ -236,6 +236,14 @@ class Runtime:
     # -- the harness ----------------------------------------------------------
 
     def start_harness(self) -> None:
+        """Start the harness, once a forked file's source has not moved on (fork.moved_on)."""
+        if self.conv.inputs_seen == 0:
+            from ..fork import moved_on
+
+            why = moved_on(self.addr, registry.backend_class(self.binding["adapter"]).RESUME_FILE)
+            if why is not None:
+                self.harness_refused(UnavailableError(why))
+                return
         self.supervisor.start(self.host, self.binding, self.env, self.debug_enabled, self.timeout * 0.8,
                               self.sends.next_schema())
 

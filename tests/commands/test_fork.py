@@ -79,17 +79,34 @@ def test_fork_prints_one_line_with_the_new_file_its_source_and_the_seq(workdir):
     assert proc.stdout.count(b"\n") == 1 and proc.stderr == b""
 
 
-def test_the_first_line_of_the_fork_says_from_which_file_and_seq_and_its_own_lines_count_on(workdir):
+def test_the_first_line_of_the_fork_says_from_which_file_and_seq(workdir):
     source = session(workdir)
     new = str(workdir / "b.jsonl")
     last = events(source)[-1]["seq"]
     ok("fork", source, new)
     first = events(new)[0]
-    assert (first["type"], first["level"], first["kind"]) == ("log", "info", "forked")
-    assert first["from"] == os.path.realpath(source) and first["seq"] == last
+    assert (first["type"], first["seq"], first["level"], first["kind"]) == ("log", 1, "info", "forked")
+    assert (first["from"], first["from_seq"], first["inputs"]) == (os.path.realpath(source), last, 1)
     assert (status(new)["state"], status(new)["runtime"]) == ("idle", "stopped")  # no runtime until its first send
-    sent(new, "next")
-    assert [event["seq"] for event in events(new)] == list(range(last, last + len(events(new))))
+
+
+def test_a_fork_whose_source_took_an_input_before_the_forks_first_send_is_refused_not_widened(workdir):
+    source = session(workdir)
+    new = str(workdir / "b.jsonl")
+    ok("fork", source, new)
+    sent(source, "after the fork")
+    proc = run("send", new, "too late")
+    assert proc.returncode == 5 and b"took 1 input(s) since" in proc.stderr
+    assert history(source) == ["first words", "after the fork"]
+
+
+def test_a_fork_that_ran_once_goes_on_whatever_its_source_does(workdir):
+    source = session(workdir)
+    new = str(workdir / "b.jsonl")
+    ok("fork", source, new)
+    sent(new, "in the fork")
+    sent(source, "in the source")
+    assert history(new) == ["first words", "in the fork"]
 
 
 def test_the_source_and_its_sidecar_are_not_written(workdir):
