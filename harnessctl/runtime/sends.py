@@ -83,7 +83,8 @@ class Sends:
 
     def next_schema(self) -> Optional[Dict[str, Any]]:
         """The schema of the send the harness will be given next."""
-        return self.waiting[0][0].schema if self.waiting else None
+        following = self._next()
+        return following[0].schema if following else None
 
     def schema(self, field: str, binding: Dict[str, Any], hold: bool = False) -> Optional[Dict[str, Any]]:
         """A send's schema (structured.py), refused where the harness cannot

@@ -154,12 +154,12 @@ def schema_flag(argv):
     return json.loads(argv[argv.index("--json-schema") + 1]) if "--json-schema" in argv else None
 
 
-def send_schema(session, text, schema):
+def send_schema(session, text, schema, *flags):
     path = os.path.join(session.root, "schema.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(schema, f)
     return session.run("send", session.path, text, "--adapter", "claudecode", "--cwd", session.work,
-                       "--schema", path, "--wait")
+                       "--schema", path, "--wait", *flags)
 
 
 OK = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
@@ -187,6 +187,14 @@ def test_a_plain_send_after_a_schema_send_restarts_claude_without_one(fake):
     proc = fake.run("send", fake.path, "in words", "--wait")
     assert json.loads(proc.stdout)["output"] == "echo: in words"
     assert [schema_flag(argv) for argv in argvs(fake)] == [OK, None]
+
+
+def test_an_interrupt_with_a_schema_restarts_claude_with_it_for_its_own_run(fake):
+    fake.send("/slow")
+    wait_for(lambda: fake.status()["state"] == "running", 30, "the slow run")
+    proc = send_schema(fake, '{"ok": true}', OK, "--interrupt")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["output_json"] == {"ok": True}
+    assert [schema_flag(argv) for argv in argvs(fake)] == [None, OK]
 
 
 def test_sends_with_the_same_schema_share_one_claude(fake):
