@@ -271,8 +271,9 @@ def core_files() -> List[str]:
 
 def adapter_files() -> List[str]:
     """Every sidecar file adapters/*/backend.py names: `os.path.join(self.config.sidecar,
-    NAME)` or a resume id `self.load_resume(NAME)` / `self.save_resume(NAME, ...)`,
-    NAME a string literal or a module-level constant."""
+    NAME)`, a resume id `self.load_resume(NAME)` / `self.save_resume(NAME, ...)` or a
+    fork's `self.load_fork(NAME)` (FILE.d/fork-NAME), NAME a string literal, a
+    module-level constant or `"fork-" + ` one."""
     names = []
     adapters = os.path.join(ROOT, "adapters")
     for adapter in sorted(os.listdir(adapters)):
@@ -295,14 +296,17 @@ def _sidecar_joins(module: ast.Module) -> List[str]:
         if function == "os.path.join" and len(node.args) == 2 and ast.unparse(node.args[0]) == "self.config.sidecar":
             arg = node.args[1]
         elif function in ("self.load_resume", "self.save_resume", "self.config.sidecar_file",
-                          "self.config.harness_file") and node.args:
+                          "self.config.harness_file", "self.load_fork") and node.args:
             arg = node.args[0]
         else:
             continue
+        prefix = "fork-" if function == "self.load_fork" else ""
+        if isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Add) and isinstance(arg.left, ast.Constant):
+            prefix, arg = prefix + str(arg.left.value), arg.right
         if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-            names.append(arg.value)
+            names.append(prefix + arg.value)
         elif isinstance(arg, ast.Name) and arg.id in constants:
-            names.append(constants[arg.id])
+            names.append(prefix + constants[arg.id])
         else:
             raise AssertionError("cannot tell which sidecar file %s names" % ast.unparse(arg))
     return names
