@@ -92,7 +92,8 @@ CASES = {
     "send_option_twice_conflicting": (
         existing, ("send", "{f}", "hi", "--model", "m1", "--model", "m2"), None, None, 2, "model is bound"),
     "cancel_extra_argument": (
-        existing, ("cancel", "{f}", "now"), None, None, 2, "takes 1 argument (FILE), got 2; extra: 'now'"),
+        existing, ("cancel", "{f}", "now", "later"), None, None, 2,
+        "takes 2 arguments (FILE INPUT_ID), got 3; extra: 'later'"),
     "reply_too_many_arguments": (
         with_pending_request, ("reply", "{f}", "req-1", "allow", "extra"), None, None, 2, "quote it"),
     "reply_invalid_utf8_stdin": (

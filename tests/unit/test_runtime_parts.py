@@ -49,7 +49,7 @@ STOPPED = type("Supervisor", (), {"state": "stopped", "backend": None})()
 
 def test_a_cancel_the_harness_ignores_tells_the_runtime_once_its_grace_is_over():
     conv, timers, overdue = Conv(), Timers(), []
-    cancel = Cancel(conv, STOPPED, timers, 15.0, overdue.append)
+    cancel = Cancel(conv.is_busy, STOPPED, timers, 15.0, overdue.append)
     cancel.request(sending=False)
     cancel.request(sending=False)  # a second cancel does not put the deadline off
     assert cancel.cancelling and [s for s, _ in timers.jobs] == [15.0]
@@ -59,7 +59,7 @@ def test_a_cancel_the_harness_ignores_tells_the_runtime_once_its_grace_is_over()
 
 def test_a_cancel_the_run_ended_in_time_is_not_overdue():
     conv, timers, overdue = Conv(), Timers(), []
-    cancel = Cancel(conv, STOPPED, timers, 15.0, overdue.append)
+    cancel = Cancel(conv.is_busy, STOPPED, timers, 15.0, overdue.append)
     cancel.request(sending=False)
     conv.busy = False
     cancel.settled()
