@@ -8,7 +8,8 @@ The scenarios are those of test_acp_reach_real.py, but a Python agent takes 2
 to 8 s to start: so that the whole module stays near a minute, each agent
 gets ONE event file for the module (one runtime, one agent process, one mock),
 and each test below is one scenario on it, finding its own run by the input
-id its send printed.  The file is bound with `--mode ask` where the preset's
+id its send printed (the fork test adds the fork's file, with a second agent
+process).  The file is bound with `--mode ask` where the preset's
 table has that entry; the other entries get files of their own.  The
 crash test restarts the agent, and the restarted agent must have loaded the
 conversation (that is the resume proof); the 401 test comes after it, as vibe
