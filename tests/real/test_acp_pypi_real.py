@@ -28,9 +28,9 @@ from typing import Any, Callable, Dict, Iterator, List
 
 import pytest
 from acp_support import mock_chat as mc
-from acp_support.agents import PERMISSION_FILE, Session, real_agent, sessions
+from acp_support.agents import PERMISSION_FILE, Session, kill_tree, real_agent, sessions
 from acp_support.recipes import PYPI, trait, written
-from cliutil import wait_for, wait_matching
+from cliutil import runtime_pids, wait_for, wait_matching
 
 from harnessctl import registry
 
@@ -122,6 +122,17 @@ def ask(s: Session) -> Dict[str, Any]:
     return request
 
 
+@contextlib.contextmanager
+def reaped(path: str) -> Iterator[None]:
+    """The runtime of a second file of the module (and its agent) is killed
+    when the block ends: only the shared files' are killed at the module's end."""
+    try:
+        yield
+    finally:
+        for pid in runtime_pids(path):
+            kill_tree(pid)
+
+
 def no_permission_file(s: Session) -> str:
     path = os.path.join(s.cwd, PERMISSION_FILE)
     if os.path.exists(path):
@@ -155,9 +166,10 @@ def test_a_fork_continues_the_session_and_the_original_never_sees_the_forks_turn
     os.makedirs(other)
     proc = s.cmd("fork", s.path, new, "--cwd", other)
     assert proc.returncode == 0, proc.stderr.decode()
-    proc = s.cmd("send", new, "FORKTEXT: what was the secret word?")
-    assert proc.returncode == 0, proc.stderr.decode()
-    assert wait_matching(new, "result", 1, 90)[0]["output"] == "It was PINEAPPLE."
+    with reaped(new):
+        proc = s.cmd("send", new, "FORKTEXT: what was the secret word?")
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert wait_matching(new, "result", 1, 90)[0]["output"] == "It was PINEAPPLE."
     forked = s.model.wait_requests(before + 1)[-1]
     assert "FORKTEXT: what was the secret word?" in s.model.user_texts(forked)[-1]
     history = "\n".join(s.model.history(forked))
