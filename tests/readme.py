@@ -47,10 +47,10 @@ def presets_table() -> str:
         if p["version"] and p.get("registry") == "pypi":
             tested += " (PyPI)"
         proved = ", ".join(p["capabilities"]) or "nothing"
-        if p.get("degraded"):
-            proved += "; degraded: " + "; ".join("%s: %s" % item for item in p["degraded"].items())
         if p.get("unproven"):
             proved += ": " + p["unproven"]
+        if p.get("degraded"):
+            proved += "; degraded: " + "; ".join("%s: %s" % item for item in p["degraded"].items())
         modes = p.get("modes") or {}
         table = " / ".join("`%s`" % modes[m].rsplit("#", 1)[-1] if m in modes else "–" for m in ("ask", "edit", "full"))
         rows.append("| `%s` | `%s` | %s | %s | %s |" % (name, p["command"], tested, proved, table if modes else "–"))

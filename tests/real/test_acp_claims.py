@@ -45,9 +45,11 @@ DEGRADED = {  # (test module, capability) -> the test that shows the weaker form
     ("tests/real/test_acp_real.py", "fork"): fork.test_a_gemini_file_cannot_be_forked_and_fork_says_why,
     ("tests/real/test_acp_reach_real.py", "steer"): reach.DEGRADED["steer"],
     ("tests/real/test_acp_reach_real.py", "approvals"): reach.DEGRADED["approvals"],
+    ("tests/real/test_acp_reach_real.py", "fork"): reach.DEGRADED["fork"],
     ("tests/real/test_acp_pypi_real.py", "steer"): pypi.DEGRADED["steer"],
     ("tests/real/test_acp_pypi_real.py", "approvals"): pypi.DEGRADED["approvals"],
     ("tests/real/test_acp_pypi_real.py", "cancel"): pypi.DEGRADED["cancel"],
+    ("tests/real/test_acp_pypi_real.py", "fork"): pypi.DEGRADED["fork"],
 }
 
 
@@ -77,7 +79,7 @@ def test_every_capability_a_preset_claims_is_proved_against_that_agent():
 
 def test_every_degraded_capability_names_a_test_that_runs_for_that_agent():
     for agent, preset in PRESETS.items():
-        for word in preset.get("degraded", {}):
+        for word in preset.get("degraded", {}) if "tests" in preset else ():
             test = DEGRADED.get((preset.get("tests", ""), word))
             assert test is not None and agent in agents_of(test), (agent, word)
 
@@ -101,6 +103,17 @@ def test_presets_not_tested_here_claim_nothing_and_say_why():
         if "tests" not in preset:
             assert (preset["capabilities"], preset["version"], "modes" in preset) == ([], None, False), agent
             assert preset.get("unproven"), agent
+            assert list(preset["degraded"]) == ["fork"] and preset["degraded"]["fork"].startswith("not proven: ")
+
+
+def test_every_preset_claims_fork_or_says_in_one_phrase_why_not():
+    """`harnessctl fork` quotes degraded.fork when it refuses a preset's file:
+    one short phrase naming the agent and its version (or "not proven")."""
+    for agent, preset in PRESETS.items():
+        why = preset.get("degraded", {}).get("fork")
+        assert ("fork" in preset["capabilities"]) != bool(why), agent
+        if why and "tests" in preset:
+            assert preset["version"].split()[0] in why and len(why) <= 120, (agent, why)
 
 
 def test_the_acp_pages_presets_table_is_the_manifests():

@@ -8,7 +8,8 @@ The scenarios are those of test_acp_reach_real.py, but a Python agent takes 2
 to 8 s to start: so that the whole module stays near a minute, each agent
 gets ONE event file for the module (one runtime, one agent process, one mock),
 and each test below is one scenario on it, finding its own run by the input
-id its send printed.  The file is bound with `--mode ask` where the preset's
+id its send printed (the fork test adds the fork's file, with a second agent
+process).  The file is bound with `--mode ask` where the preset's
 table has that entry; the other entries get files of their own.  The
 crash test restarts the agent, and the restarted agent must have loaded the
 conversation (that is the resume proof); the 401 test comes after it, as vibe
@@ -27,9 +28,9 @@ from typing import Any, Callable, Dict, Iterator, List
 
 import pytest
 from acp_support import mock_chat as mc
-from acp_support.agents import PERMISSION_FILE, Session, real_agent, sessions
+from acp_support.agents import PERMISSION_FILE, Session, kill_tree, real_agent, sessions
 from acp_support.recipes import PYPI, trait, written
-from cliutil import wait_for, wait_matching
+from cliutil import runtime_pids, wait_for, wait_matching
 
 from harnessctl import registry
 
@@ -121,6 +122,17 @@ def ask(s: Session) -> Dict[str, Any]:
     return request
 
 
+@contextlib.contextmanager
+def reaped(path: str) -> Iterator[None]:
+    """The runtime of a second file of the module (and its agent) is killed
+    when the block ends: only the shared files' are killed at the module's end."""
+    try:
+        yield
+    finally:
+        for pid in runtime_pids(path):
+            kill_tree(pid)
+
+
 def no_permission_file(s: Session) -> str:
     path = os.path.join(s.cwd, PERMISSION_FILE)
     if os.path.exists(path):
@@ -138,6 +150,57 @@ def test_plain_run_completes_with_the_agents_answer(shared, agent):
     assert (done["status"], done["error"], done["output"]) == ("completed", None, "Hello from the mock.")
     assert accepted(s, input_id)["run_id"] == done["run_id"]
     assert "Say hello." in s.model.user_texts(s.model.wait_requests(before + 1)[-1])[-1]
+
+
+@pytest.mark.parametrize("agent", agents(forks=True))
+def test_a_fork_continues_the_session_and_the_original_never_sees_the_forks_turns(shared, agent):
+    """`harnessctl fork FILE NEW --cwd OTHER`; NEW's first send opens its
+    session by session/fork of FILE's (in a second agent process): its
+    request holds FILE's turn and names OTHER, and FILE's next request holds
+    nothing of NEW's."""
+    s = shared(agent)
+    s.model.answer("Noted: the secret word is PINEAPPLE.", "It was PINEAPPLE.", "Still here.")
+    result(s, send(s, "Remember the secret word PINEAPPLE."))
+    before = s.model.count()
+    new, other = os.path.join(s.root, "forked.jsonl"), os.path.join(s.root, "other")
+    os.makedirs(other)
+    proc = s.cmd("fork", s.path, new, "--cwd", other)
+    assert proc.returncode == 0, proc.stderr.decode()
+    with reaped(new):
+        proc = s.cmd("send", new, "FORKTEXT: what was the secret word?")
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert wait_matching(new, "result", 1, 90)[0]["output"] == "It was PINEAPPLE."
+    forked = s.model.wait_requests(before + 1)[-1]
+    assert "FORKTEXT: what was the secret word?" in s.model.user_texts(forked)[-1]
+    history = "\n".join(s.model.history(forked))
+    assert "Remember the secret word PINEAPPLE." in history and "Noted: the secret word is PINEAPPLE." in history
+    assert os.path.realpath(other) in json.dumps(forked)  # the model is told the fork's own cwd
+    done = result(s, send(s, "ORIGTEXT: and now?"))
+    assert done["output"] == "Still here."
+    original = s.model.wait_requests(before + 2)[-1]
+    assert "ORIGTEXT: and now?" in s.model.user_texts(original)[-1]
+    assert "Remember the secret word PINEAPPLE." in "\n".join(s.model.history(original))
+    assert not any("FORKTEXT" in t or "It was PINEAPPLE." in t for t in s.model.history(original))
+
+
+@pytest.mark.parametrize("agent", agents(forks=False))
+def test_fork_refuses_the_file_of_an_agent_that_cannot_fork_and_says_why(shared, agent):
+    """The preset does not claim fork, and `harnessctl fork` quotes its
+    degraded.fork: the agent's initialize offers no sessionCapabilities.fork,
+    or (vibe) its session/fork finds no session its own process did not open,
+    and a fork's first send starts a new process."""
+    s = shared(agent)
+    if not os.path.exists(s.path):
+        s.model.answer("Bound.")
+        result(s, send(s, "Bind."))
+    why = registry.manifest("acp")["agents"][agent]["degraded"]["fork"]
+    offered = "fork" in (s.events("log", "session")[0]["capabilities"].get("sessionCapabilities") or {})
+    assert offered == ("does not offer session/fork" not in why), why
+    new = os.path.join(s.root, "refused.jsonl")
+    proc = s.cmd("fork", s.path, new)
+    assert (proc.returncode, proc.stderr.decode()) == (
+        2, "harnessctl: the acp agent %s cannot fork: %s\n" % (agent, why))
+    assert not os.path.lexists(new) and not os.path.lexists(new + ".d")
 
 
 @pytest.mark.parametrize("agent", [a for a in agents() if "ask" in trait(a, "modes")])
@@ -332,9 +395,11 @@ PROOFS = {
                   test_permission_allowed_by_a_later_reply_runs_the_command],
     "resume": [test_an_agent_killed_mid_run_fails_the_run_and_the_restarted_agent_has_the_conversation],
     "crash-recovery": [test_an_agent_killed_mid_run_fails_the_run_and_the_restarted_agent_has_the_conversation],
+    "fork": [test_a_fork_continues_the_session_and_the_original_never_sees_the_forks_turns],
 }
 DEGRADED = {  # capability -> the test showing the weaker form, for the agents it runs for
     "steer": test_a_send_mid_turn_is_queued_for_its_own_next_run,
     "cancel": test_cancel_ends_the_running_run_cancelled,
     "approvals": test_a_command_runs_without_asking,
+    "fork": test_fork_refuses_the_file_of_an_agent_that_cannot_fork_and_says_why,
 }

@@ -22,7 +22,7 @@ import pytest
 from acp_support import mock_chat as mc
 from acp_support.agents import PERMISSION_FILE, sessions
 from acp_support.recipes import trait, written
-from cliutil import only, status
+from cliutil import matching, only, status, wait_matching
 
 from harnessctl import registry
 
@@ -243,6 +243,55 @@ def test_send_after_idle_exit_resumes_the_conversation(start, agent):
     assert "Remember the secret word PINEAPPLE." in history and "Noted: the secret word is PINEAPPLE." in history
 
 
+@pytest.mark.parametrize("agent", agents(forks=True))
+def test_a_fork_continues_the_session_and_the_original_never_sees_the_forks_turns(start, agent):
+    """`harnessctl fork FILE NEW --cwd OTHER`; NEW's first send opens its
+    session by session/fork of FILE's: its request holds FILE's turn, and
+    FILE's next request holds nothing of NEW's."""
+    s = start(agent)
+    s.model.answer("Noted: the secret word is PINEAPPLE.", "It was PINEAPPLE.", "Still here.")
+    s.send("Remember the secret word PINEAPPLE.")
+    s.wait("result")
+    new, other = os.path.join(s.root, "forked.jsonl"), os.path.join(s.root, "other")
+    os.makedirs(other)
+    proc = s.cmd("fork", s.path, new, "--cwd", other)
+    assert proc.returncode == 0, proc.stderr.decode()
+    proc = s.cmd("send", new, "FORKTEXT: what was the secret word?")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert only(wait_matching(new, "result", timeout=90))["output"] == "It was PINEAPPLE."
+    forked = s.model.wait_requests(2)[1]
+    assert "FORKTEXT: what was the secret word?" in s.model.user_texts(forked)[-1]
+    history = "\n".join(s.model.history(forked))
+    assert "Remember the secret word PINEAPPLE." in history and "Noted: the secret word is PINEAPPLE." in history
+    assert os.path.realpath(other) in json.dumps(forked)  # the model is told the fork's own cwd
+    assert only(matching(new, "log", "session"))["session_id"] != only(s.events("log", "session"))["session_id"]
+    s.send("ORIGTEXT: and now?")
+    assert s.wait("result", 2)[1]["output"] == "Still here."
+    original = s.model.wait_requests(3)[2]
+    assert "ORIGTEXT: and now?" in s.model.user_texts(original)[-1]
+    assert "Remember the secret word PINEAPPLE." in "\n".join(s.model.history(original))
+    assert not any("FORKTEXT" in t or "It was PINEAPPLE." in t for t in s.model.history(original))
+
+
+@pytest.mark.parametrize("agent", agents(forks=False))
+def test_fork_refuses_the_file_of_an_agent_that_cannot_fork_and_says_why(start, agent):
+    """The preset does not claim fork, and `harnessctl fork` quotes its
+    degraded.fork: the agent's initialize offers no sessionCapabilities.fork,
+    or (opencode) its fork keeps the source session's directory."""
+    s = start(agent)
+    s.model.answer("Hello from the mock.")
+    s.send("Say hello.")
+    s.wait("result")
+    why = preset(agent)["degraded"]["fork"]
+    offered = "fork" in (only(s.events("log", "session"))["capabilities"].get("sessionCapabilities") or {})
+    assert offered == ("does not offer session/fork" not in why), why  # opencode offers it: see its phrase
+    new = os.path.join(s.root, "forked.jsonl")
+    proc = s.cmd("fork", s.path, new)
+    assert (proc.returncode, proc.stderr.decode()) == (
+        2, "harnessctl: the acp agent %s cannot fork: %s\n" % (agent, why))
+    assert not os.path.lexists(new) and not os.path.lexists(new + ".d")
+
+
 @pytest.mark.parametrize("agent", agents_with("usage"))
 def test_a_run_reports_the_tokens_the_model_counted(start, agent):
     s = start(agent)
@@ -305,9 +354,14 @@ def test_a_401_on_an_agent_that_reports_it_as_text_completes_with_the_error_as_o
 MODE_CASES = [(agent, level) for agent in agents_with("modes") for level in sorted(trait(agent, "modes"))]
 
 
+def preset(agent: str) -> Dict[str, Any]:
+    """The agent's preset in adapters/acp/manifest.json."""
+    return registry.manifest("acp")["agents"].get(agent, {})
+
+
 def manifest_modes(agent: str) -> Dict[str, str]:
     """The preset's --mode table in adapters/acp/manifest.json (empty when it has none)."""
-    return registry.manifest("acp")["agents"].get(agent, {}).get("modes") or {}
+    return preset(agent).get("modes") or {}
 
 
 @pytest.mark.parametrize("agent,level", MODE_CASES)
@@ -403,8 +457,10 @@ PROOFS = {
     "usage": [test_a_run_reports_the_tokens_the_model_counted],
     "cost": [test_a_run_reports_the_tokens_the_model_counted],  # asserts the recipe's cost trait
     "crash-recovery": [test_an_agent_killed_mid_run_fails_the_run_and_the_next_send_goes_on],
+    "fork": [test_a_fork_continues_the_session_and_the_original_never_sees_the_forks_turns],
 }
 DEGRADED = {  # capability -> the test showing the weaker form, for the agents it runs for
     "steer": test_a_send_mid_turn_is_queued_for_its_own_next_run,
     "approvals": test_a_command_runs_without_asking,
+    "fork": test_fork_refuses_the_file_of_an_agent_that_cannot_fork_and_says_why,
 }

@@ -6,7 +6,9 @@ SRC --fork-session`), and the ACP presets codex (codex-acp 2.6.0) and claude
 Each test: FILE's run tells the model a secret word; FILE is forked into
 NEWFILE with another cwd; NEWFILE's first send reaches the model with FILE's
 conversation; then FILE's next request holds nothing of NEWFILE's.  gemini
-(gemini-cli 0.61.0) offers no `session/fork`: fork refuses its file.
+(gemini-cli 0.61.0) offers no `session/fork`: fork refuses its file.  The
+other ACP presets' fork (kilocode, hermes) and refusals are tested in
+test_acp_reach_real.py and test_acp_pypi_real.py.
 
 Skipped when the binaries are missing, failed instead under
 HARNESSCTL_REQUIRE_REAL=1 (as .ci/run sets).

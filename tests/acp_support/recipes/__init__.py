@@ -58,6 +58,9 @@ TRAIT_KEYS: Dict[str, Any] = {
     "runs_in_cwd": True,
     # HARNESSCTL_ACP_MODE values (the agent's own mode ids) for the --mode table: {"ask": id, "edit": id, "full": id}
     "modes": {},
+    # offers session/fork (sessionCapabilities.fork) and forks: a file `harnessctl fork` made continues the
+    # conversation (False: the preset's degraded.fork says why not)
+    "forks": False,
     # a mode offered only as a config option of category mode (no `modes` object): (its id, a text the
     # model is shown in it), for HARNESSCTL_ACP_MODE's fallback to session/set_config_option
     "config_mode": None,

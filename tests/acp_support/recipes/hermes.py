@@ -23,6 +23,7 @@ TRAITS: Dict[str, Any] = {
     "asks": False,
     # a model error ends the turn end_turn with "HTTP 401: mock says 401" as the agent's text
     "error_as_text": True,
+    "forks": True,
 }
 CONFIG = """\
 model:

@@ -18,8 +18,9 @@ PREFIX = "kilocode"
 BIN = "kilo"
 NODE = None
 MOCK = "chat"
-TRAITS = dict(opencode.TRAITS,  # kilo behaves as opencode does in every scenario
-              config_mode=("plan", "# Native Plan Mode"))  # with its own plan prompt
+TRAITS = dict(opencode.TRAITS,  # kilo behaves as opencode does in every scenario but fork
+              config_mode=("plan", "# Native Plan Mode"),  # with its own plan prompt
+              forks=True)  # its fork runs in the fork's cwd (opencode's keeps the source session's)
 
 
 def env(root: str, base_url: str) -> Dict[str, str]:
