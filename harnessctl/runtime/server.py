@@ -77,6 +77,9 @@ class CommandServer:
         self.sock = sock
         self.path = path
         self.identity = identity(path)
+        # Its directory, held: a sidecar renamed with the event file takes our
+        # socket along, and stop() still finds it there to remove it.
+        self._directory = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         self.timeout = timeout
         self.submit = submit
         self.debug = debug
@@ -106,11 +109,17 @@ class CommandServer:
         with self.intake:
             self.stopping = True
         self.sock.close()
-        if self.is_ours():  # never a successor's socket
-            try:
-                os.unlink(self.path)
-            except OSError:
-                pass
+        name, directory, self._directory = os.path.basename(self.path), self._directory, -1
+        if directory < 0:  # stopped already
+            return
+        try:
+            st = os.stat(name, dir_fd=directory, follow_symlinks=False)
+            if (st.st_dev, st.st_ino) == self.identity:  # never a successor's socket
+                os.unlink(name, dir_fd=directory)
+        except OSError:
+            pass
+        finally:
+            os.close(directory)
 
     def join(self, seconds: float) -> None:
         """Let the handler threads send their replies (at most `seconds`)."""

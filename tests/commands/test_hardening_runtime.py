@@ -251,3 +251,13 @@ def test_waits_beyond_the_descriptor_limit_are_refused_and_status_and_cancel_sti
     assert refused and all("descriptor limit" in r for r in refused)
     assert all(r.startswith("0 cancelled ") for r in replies if not r.startswith("5 "))
     assert len(refused) < 1100 - 800  # the others were held until the result
+
+
+def test_a_runtime_whose_sidecar_moved_with_its_file_takes_its_socket_along_when_it_stops(workdir):
+    old, new = str(workdir / "a.jsonl"), str(workdir / "b.jsonl")
+    assert cli("send", old, "/sleep 30").returncode == 0
+    [pid] = runtime_pids(old)
+    os.rename(old, new)
+    os.rename(old + ".d", new + ".d")
+    wait_for(lambda: not os.path.exists("/proc/%d" % pid), 30, "the runtime to notice and stop")
+    assert not os.path.exists(os.path.join(new + ".d", "runtime.sock"))

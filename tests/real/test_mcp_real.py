@@ -187,7 +187,7 @@ def test_codex_drives_a_sub_agent_through_harnessctl_mcp(workdir):
         assert proc.returncode == 0, proc.stderr.decode()[-2000:]
         assert "The sub-agent is done." in proc.stdout.decode()
         tools = [t for t in mock.requests[0]["body"]["tools"] if t.get("name") == "mcp__harnessctl"]
-        assert {t["name"] for t in tools[0]["tools"]} == {"send", "wait", "status", "reply", "cancel", "log"}
+        assert {t["name"] for t in tools[0]["tools"]} == {"send", "wait", "status", "reply", "cancel", "log", "fork"}
         results = codex_results(mock.requests[-1])
     finally:
         mock.stop()
