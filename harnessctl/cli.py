@@ -31,7 +31,7 @@ from .errors import HarnessctlError, OutcomeUnknownError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Dict, List, Optional, Tuple
+    from typing import Any, Dict, List, Optional, Tuple
 
 
 def main(argv: Optional[List[str]] = None, adapter: Optional[str] = None, agent: Optional[str] = None) -> int:
@@ -157,6 +157,8 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
         emit("harnessctl %s" % __version__ + (" (%s adapter)" % fixed_adapter if fixed_adapter else ""))
         return 0
     command, args, options, rules = parse(argv)
+    if any(name.startswith("ssh://") for name in files(command, args, options)):
+        return remote(command, args, options, rules, fixed_adapter, fixed_agent)
     if command == "log":
         return log(args, options)
     if command == "agents":
@@ -215,12 +217,7 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
     if "--timeout" in options and "--wait" not in options:
         raise UsageError("--timeout applies to --wait: add --wait, or leave --timeout out")
     wait_timeout = timeout(options)
-    text = check_text(args[1] if len(args) > 1 else read_stdin("TEXT"))
-    schema = None
-    if "--schema" in options:
-        from .checks.structured import read_file
-
-        schema = read_file(options["--schema"])
+    schema, text = schema_and_text(args, options)
     request = Send(args[0], text, options.get("--cwd"), options.get("--model"), adapter, agent,
                    policy(options.get("--mode"), rules, options.get("--policy")), schema,
                    unattended(hooks(options), options.get("--max-tokens"), options.get("--max-cost-usd")),
@@ -248,6 +245,59 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
         raise OutcomeUnknownError("the input %s was accepted, but waiting for its result failed: %s; "
                                   "harnessctl wait %s %s" % (input_id, e, quote(args[0]), input_id)) from None
     return outcome(waited)
+
+
+def schema_and_text(args: List[str], options: Dict[str, str]) -> Tuple[Optional[Dict[str, Any]], str]:
+    """A send's schema (--schema FILE, or `-`: the first JSON document on
+    stdin, TEXT after it when TEXT is not given) and its checked TEXT."""
+    given = args[1] if len(args) > 1 else None
+    if options.get("--schema") == "-":
+        from .checks.structured import split
+
+        leading, rest = split(read_stdin("--schema - and TEXT"))
+        if given is not None and rest.strip():
+            raise UsageError("--schema -: stdin holds more than the schema, and TEXT is given too: give one")
+        return leading, check_text(rest if given is None else given)
+    schema: Optional[Dict[str, Any]] = None
+    if "--schema" in options:
+        from .checks.structured import read_file
+
+        schema = read_file(options["--schema"])
+    return schema, check_text(given if given is not None else read_stdin("TEXT"))
+
+
+def files(command: str, args: List[str], options: Dict[str, str]) -> List[str]:
+    """The arguments of a command that are session addresses."""
+    if command == "status" or (command == "wait" and "--any" in options):
+        return args
+    return args[:2] if command == "fork" else args[:1] if command in ("send", "wait", "cancel", "reply", "log",
+                                                                        "rebind") else []
+
+
+def remote(command: str, args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
+           fixed_adapter: Optional[str], fixed_agent: Optional[str]) -> int:
+    """A command on sessions of other machines (harnessctl/remote/): the same
+    command run there over ssh, TEXT and ANSWER on its stdin."""
+    from .remote import fleet, forward
+
+    if command == "status" and len(args) > 1:
+        worst = 0
+        for lines in fleet.statuses(args):
+            for line, code in lines:
+                worst = max(worst, code)
+                emit(json_line(line))
+        return worst
+    if command == "wait" and "--any" in options:
+        return outcome(fleet.wait_any(args, timeout(options), lambda text: say("harnessctl: " + text)))
+    stdin = None
+    if command == "send":
+        adapter, agent = fixed(options.get("--adapter"), options.get("--agent"), fixed_adapter, fixed_agent)
+        schema, text = schema_and_text(args, options)
+        options, rules = forward.send_options(options, rules, adapter, agent, schema)
+        stdin, args = forward.send_stdin(schema, text), args[:1]
+    elif command == "reply":
+        stdin, args = (args[2] if len(args) > 2 else read_stdin("ANSWER")).encode("utf-8"), args[:2]
+    return forward.run(command, args, options, rules, stdin)
 
 
 def hooks(options: Dict[str, str]) -> Dict[str, str]:

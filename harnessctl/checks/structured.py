@@ -35,6 +35,20 @@ def read_file(path: str) -> Dict[str, Any]:
     return schema
 
 
+def split(data: str) -> Tuple[Dict[str, Any], str]:
+    """`--schema -`: the schema document that leads stdin, and what follows it
+    (after one newline): a remote send's stdin is the schema's line, then TEXT."""
+    try:
+        schema, end = json.JSONDecoder().raw_decode(data.lstrip())
+    except ValueError as e:
+        raise UsageError("--schema -: stdin does not start with a JSON document (%s)" % e) from None
+    if not isinstance(schema, dict):
+        raise UsageError("--schema -: a schema document is a JSON object")
+    check_size(schema)
+    rest = data.lstrip()[end:]
+    return schema, rest[1:] if rest.startswith("\n") else rest
+
+
 def check_size(schema: Dict[str, Any]) -> None:
     """A schema given as a value (harnessctl mcp) is held to the file's bound."""
     if len(to_field(schema).encode("utf-8", "surrogatepass")) > MAX_SCHEMA:

@@ -1,0 +1,204 @@
+"""`status` and `wait --any` over sessions on many machines: one ssh per
+machine, all at once, the lines in the order the files were given.
+
+A machine that cannot be reached is one error line per file of it (exit
+code 5), as a file that is no session is: it hides no other machine."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from ..commands import error_line, file_status, listed
+from ..errors import HarnessctlError, UnavailableError
+from .address import Remote, is_remote, parse
+from .forward import renamed, words
+from .ssh import failure, start
+
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Tuple
+
+    Machine = Tuple[Optional[str], str, Optional[str]]
+    Lines = List[Tuple[str, int]]  # (line, its exit code)
+
+MACHINE_ERRORS = ("cannot reach ", "cannot run ")  # ssh.failure's: the machine's, not a file's
+
+
+def machines(args: List[str]) -> Dict[Machine, List[int]]:
+    """The positions of the remote arguments, by machine, in order."""
+    found: Dict[Machine, List[int]] = {}
+    for index, arg in enumerate(args):
+        if is_remote(arg):
+            found.setdefault(parse(arg).machine, []).append(index)
+    return found
+
+
+def statuses(args: List[str]) -> List[Lines]:
+    """Per argument, its lines: a local file's or folder's as `status` gives
+    them, a remote one's from its machine's one `status` command."""
+    remotes = {index: parse(args[index]) for indexes in machines(args).values() for index in indexes}
+    running = [(indexes, _start_status([remotes[i] for i in indexes])) for indexes in machines(args).values()]
+    found: List[Lines] = [[] if index in remotes else _local(arg) for index, arg in enumerate(args)]
+    for indexes, proc in running:
+        for index, lines in zip(indexes, _collect([remotes[i] for i in indexes], proc)):
+            found[index] = lines
+    return found
+
+
+def _local(arg: str) -> Lines:
+    try:
+        files = listed(arg)
+    except HarnessctlError as e:
+        return [(error_line(arg, str(e), e.exit_code), e.exit_code)]
+    return [file_status(file) for file in ([arg] if files is None else files)]
+
+
+def _start_status(remotes: List[Remote]) -> subprocess.Popen[bytes]:
+    return start(remotes[0].machine, words("status", [r.path for r in remotes], {}, []), False,
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _collect(remotes: List[Remote], proc: subprocess.Popen[bytes]) -> List[Lines]:
+    """Each remote argument's lines from its machine's answer."""
+    out, err = proc.communicate()
+    said = err.decode("utf-8", "replace")
+    error = failure(remotes[0].machine, proc.returncode, _not_ours(said))
+    if error is not None:
+        return [[(error_line(r.given, str(error), error.exit_code), error.exit_code)] for r in remotes]
+    lines = [line for line in out.decode("utf-8", "surrogateescape").split("\n") if line]
+    if not lines and proc.returncode:  # one argument: its error is the command's (stderr), as `status FILE` alone
+        message = said.strip().splitlines()[-1] if said.strip() else "exit %d" % proc.returncode
+        return [[(error_line(remotes[0].given, message.replace("harnessctl: ", "", 1), proc.returncode),
+                  proc.returncode)]]
+    return _attributed(remotes, [(renamed(line, remotes[0]), _code(line)) for line in lines])
+
+
+def _not_ours(said: str) -> str:
+    return "\n".join(line for line in said.splitlines() if not line.startswith("harnessctl: "))
+
+
+def _code(line: str) -> int:
+    if '"error":' not in line:
+        return 0
+    try:
+        code = json.loads(line).get("exit_code")
+    except ValueError:
+        return 1
+    return code if isinstance(code, int) else 1
+
+
+def _attributed(remotes: List[Remote], lines: Lines) -> List[Lines]:
+    """Split a machine's lines among its arguments, in order: a file's is
+    one line, a folder's are its files' lines (in increasing order)."""
+    found: List[Lines] = [[] for _ in remotes]
+    at = 0
+    for line, code in lines:
+        name = _file(line)
+        while at < len(remotes) - 1 and not _takes(remotes[at].given, name, found[at]):
+            at += 1
+        found[at].append((line, code))
+    return found
+
+
+def _takes(given: str, name: str, taken: Lines) -> bool:
+    if not taken:
+        return name == given or name.startswith(given.rstrip("/") + "/")
+    return name != given and name.startswith(given.rstrip("/") + "/") and name > _file(taken[-1][0])
+
+
+def _file(line: str) -> str:
+    try:
+        name = json.JSONDecoder().raw_decode(line, 8)[0] if line.startswith('{"file":') else ""
+    except ValueError:
+        return ""
+    return name if isinstance(name, str) else ""
+
+
+def wait_any(args: List[str], timeout: Optional[float], warn: Callable[[str], None]) -> Tuple[str, str]:
+    """`wait --any` over machines: (kind, line) as waiting.wait_any's.
+
+    First every file is looked at (one `status` per machine, at once): a file
+    that is no session fails the command as it does locally; the first in the
+    order given that is neither running nor cancelling is the answer.  Else
+    each machine (and this one) waits on its own files and the first to answer
+    wins; the others are stopped.  An unreachable machine is left out with a
+    warning; none reachable is exit 5."""
+    from ..waiting import _busy
+
+    reachable: List[int] = []
+    for index, lines in enumerate(statuses(args)):
+        line, code = lines[0]
+        if code and is_remote(args[index]) and json.loads(line)["error"].startswith(MACHINE_ERRORS):
+            warn("warning: %s" % json.loads(line)["error"])
+            continue
+        if code:
+            raise _error(json.loads(line))
+        if not _busy(line):
+            return "status", line
+        reachable.append(index)
+    if not reachable:
+        raise UnavailableError("wait --any: no machine of the files can be reached")
+    return _race([args[i] for i in reachable], timeout)
+
+
+def _error(value: Dict[str, Any]) -> HarnessctlError:
+    from ..errors import from_code
+
+    return from_code(value.get("exit_code", 1), "%s: %s" % (value.get("file"), value.get("error")))
+
+
+def _race(args: List[str], timeout: Optional[float]) -> Tuple[str, str]:
+    """Wait on every machine at once: the first status line that comes wins."""
+    import queue
+    import threading
+
+    answers: queue.Queue[Tuple[str, str, Optional[HarnessctlError]]] = queue.Queue()
+    groups = machines(args)
+    local = [arg for arg in args if not is_remote(arg)]
+    procs = []
+    for indexes in groups.values():
+        remotes = [parse(args[i]) for i in indexes]
+        options = {} if timeout is None else {"--timeout": repr(timeout)}
+        proc = start(remotes[0].machine, words("wait", [r.path for r in remotes], dict(options, **{"--any": ""}), []),
+                     False, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        procs.append(proc)
+        threading.Thread(target=_remote_answer, args=(remotes[0], proc, answers), daemon=True).start()
+    if local:
+        threading.Thread(target=_local_answer, args=(local, timeout, answers), daemon=True).start()
+    try:
+        for _ in range(len(groups) + bool(local)):
+            kind, line, error = answers.get()
+            if error is not None:
+                raise error
+            if kind != "timeout":
+                return kind, line
+        return "timeout", ""
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+
+
+def _remote_answer(remote: Remote, proc: subprocess.Popen[bytes], answers: Any) -> None:
+    out, err = proc.communicate()
+    said = err.decode("utf-8", "replace")
+    error: Optional[HarnessctlError] = failure(remote.machine, proc.returncode, _not_ours(said))
+    if error is None and proc.returncode not in (0, 10):
+        from ..errors import from_code
+
+        message = said.strip().splitlines()[-1] if said.strip() else "exit %d" % proc.returncode
+        error = from_code(proc.returncode, message.replace("harnessctl: ", "", 1))
+    line = out.decode("utf-8", "surrogateescape").strip()
+    answers.put(("status" if line else "timeout", renamed(line, remote) if line else "", error))
+
+
+def _local_answer(files: List[str], timeout: Optional[float], answers: Any) -> None:
+    from ..commands import with_file
+    from ..waiting import wait_any
+
+    try:
+        kind, index, line = wait_any(files, timeout)
+        answers.put((kind, with_file(files[index], line) if line else "", None))
+    except HarnessctlError as e:
+        answers.put(("error", "", e))
