@@ -217,3 +217,21 @@ class SshBed:
 def address(host: str, path: str) -> str:
     """The ssh:// address of an absolute path on a host of the bed."""
     return "ssh://%s%s" % (host, path)
+
+
+def commands_on(path: str, *words: str) -> List[int]:
+    """Processes of this machine (the remote ends of the bed's commands are here too) whose command
+    line holds `path` and each of `words`: a remote `log --follow` or `wait` still running."""
+    needles = [os.fsencode(path)] + [w.encode() for w in words]
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if all(needle in argv for needle in needles):
+            found.append(int(entry))
+    return found

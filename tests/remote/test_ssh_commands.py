@@ -10,7 +10,7 @@ import signal
 import threading
 
 from cliutil import interruptible, of_type, run, start, wait_for, wait_results
-from ssh_support import address
+from ssh_support import address, commands_on
 
 M = ("--adapter", "mock")
 
@@ -130,20 +130,6 @@ class Follower:
         return code, self.proc.stderr.read()
 
 
-def followers_of(path):
-    """Processes on this machine (the remote end included) following `path`."""
-    found = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open("/proc/%s/cmdline" % entry, "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if b"--follow" in argv and os.fsencode(path) in argv and int(entry) != os.getpid():
-            found.append(int(entry))
-    return found
-
-
 def test_log_follow_over_ssh_prints_a_run_that_ends_after_it_started(efile, ssh_env):
     addr = address("h2", efile)
     ok("send", addr, "first", "--wait", *M, env=ssh_env)
@@ -161,7 +147,7 @@ def test_ctrl_c_of_log_follow_over_ssh_exits_130_quietly_and_leaves_no_remote_fo
     follower = Follower(addr, ssh_env)
     follower.has("echo: first")
     assert follower.interrupt() == (130, b"")
-    wait_for(lambda: not followers_of(efile), 30, "the remote `log --follow` gone")
+    wait_for(lambda: not commands_on(efile, "log", "--follow"), 30, "the remote `log --follow` gone")
 
 
 def test_a_local_schema_file_is_read_locally_and_sent(efile, ssh_env):

@@ -9,8 +9,8 @@ import os
 import shlex
 import stat
 
-from cliutil import of_type, run, start
-from ssh_support import DOWN, address
+from cliutil import of_type, run, start, wait_for
+from ssh_support import DOWN, address, commands_on
 
 M = ("--adapter", "mock")
 
@@ -71,6 +71,18 @@ def test_wait_any_across_two_hosts_returns_the_session_that_finished(workdir, ss
     ok("cancel", a, env=ssh_env)
 
 
+def test_wait_any_leaves_no_remote_waiter_once_it_returned(workdir, ssh_env):
+    a, b = str(workdir / "a.jsonl"), str(workdir / "b.jsonl")
+    for path, host in ((a, "h1"), (b, "h2")):
+        ok("send", address(host, path), "/sleep 60", *M, env=ssh_env)
+    waiting = start("wait", "--any", address("h1", a), address("h2", b), env=ssh_env)
+    wait_for(lambda: commands_on(a, "wait") and commands_on(b, "wait"), 30, "a remote waiter on each host")
+    ok("cancel", address("h2", b), env=ssh_env)
+    assert waiting.wait(timeout=60) == 0
+    wait_for(lambda: not commands_on(a, "wait"), 30, "the remote `wait --any` on h1 gone")
+    ok("cancel", address("h1", a), env=ssh_env)
+
+
 def test_wait_any_over_a_host_and_a_local_file_returns_the_local_one_that_finished(workdir, ssh_env):
     a, b = address("h1", str(workdir / "a.jsonl")), str(workdir / "b.jsonl")
     for path in (a, b):
@@ -107,6 +119,16 @@ def test_a_command_to_an_unreachable_host_exits_5_with_one_line_on_stderr(workdi
         assert (proc.returncode, proc.stdout) == (5, b""), (args, proc.returncode, proc.stderr)
         assert proc.stderr.startswith(b"harnessctl: cannot reach %s over ssh" % DOWN.encode()), (args, proc.stderr)
         assert proc.stderr.count(b"\n") == 1, (args, proc.stderr)
+
+
+def test_wait_any_leaves_out_an_unreachable_host_with_a_warning(workdir, ssh_env):
+    a = address("h1", str(workdir / "a.jsonl"))
+    ok("send", a, "hello", "--wait", *M, env=ssh_env)
+    proc = run("wait", "--any", address(DOWN, str(workdir / "x.jsonl")), a, env=ssh_env)
+    assert proc.returncode == 0, proc.stderr
+    (line,) = lines(proc)
+    assert (line["file"], line["state"]) == (a, "idle")
+    assert b"cannot reach %s over ssh" % DOWN.encode() in proc.stderr
 
 
 def test_a_remote_command_that_is_not_there_exits_5(workdir, ssh_bed, ssh_env):
