@@ -183,8 +183,9 @@ class SshBed:
             f.write(SSH_CONFIG_ALL.format(folder=self.folder))
 
     def ssh(self) -> List[str]:
-        """The ssh command line of this bed (HARNESSCTL_SSH, split)."""
-        return ["ssh", "-F", self.config]
+        """The ssh command line of this bed (HARNESSCTL_SSH, split): the ssh found on PATH now, by its
+        full path, so that a test may put a recording `ssh` of its own first on PATH."""
+        return [shutil.which("ssh") or "ssh", "-F", self.config]
 
     def env(self, local: Dict[str, str], remote: Sequence[str], **remote_env: str) -> Dict[str, str]:
         """`local` (a command's environment) with HARNESSCTL_SSH naming this bed and
