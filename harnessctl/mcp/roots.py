@@ -13,6 +13,7 @@ import json
 import os
 import threading
 
+from ..address import under
 from ..errors import UsageError
 from .call import check_path
 
@@ -88,6 +89,6 @@ class Roots:
         check_path(path, what)
         real = os.path.realpath(path)
         roots = self.roots(ask)
-        if not any(real == root or real.startswith(root.rstrip("/") + "/") for root in roots):
+        if not under(real, roots):
             raise UsageError("refusing %s %s: it is not under the allowed roots (%s)" % (what, real, ", ".join(roots)))
         return real

@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 
-NAMING = ("status", "wait", "send")  # the commands whose lines carry "file"
+NAMING = ("status", "wait", "send", "fork")  # the commands whose lines carry "file"
 CHUNK = 65536
 
 
@@ -182,7 +182,12 @@ def renamed(line: str, remote: Remote) -> str:
         return line
     if not isinstance(path, str) or not path.startswith("/"):
         return line
-    return '{"file":' + json_string(remote.with_path(path)) + line[end:]
+    line = '{"file":' + json_string(remote.with_path(path)) + line[end:]
+    if ',"forked_from":' in line:  # fork's line names its source too
+        value = json.loads(line)
+        value["forked_from"] = remote.with_path(value["forked_from"])
+        line = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return line
 
 
 def _write(stream: Any, data: bytes) -> None:

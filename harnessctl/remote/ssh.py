@@ -16,7 +16,7 @@ from ..errors import UnavailableError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import List, Optional, Tuple
+    from typing import Dict, List, Optional, Tuple
 
     Machine = Tuple[Optional[str], str, Optional[str]]
 
@@ -26,8 +26,9 @@ PERSIST = "60"  # seconds a shared connection outlives its last command (when ha
 CONFIGS = ("~/.ssh/config", "/etc/ssh/ssh_config", "/etc/ssh/ssh_config.d")
 
 
-def command_line(machine: Machine, words: List[str]) -> List[str]:
-    """The argv that runs `harnessctl WORDS…` on `machine`; never a local shell."""
+def command_line(machine: Machine, words: List[str], settings: Optional[Dict[str, str]] = None) -> List[str]:
+    """The argv that runs `harnessctl WORDS…` on `machine` (with `settings` in
+    its environment); never a local shell."""
     import shlex
 
     user, host, port = machine
@@ -43,7 +44,8 @@ def command_line(machine: Machine, words: List[str]) -> List[str]:
     if user is not None:
         argv += ["-l", user]
     program = os.environ.get("HARNESSCTL_REMOTE_COMMAND") or "harnessctl"
-    return argv + ["--", host, " ".join([program] + [shlex.quote(word) for word in words])]
+    assignments = ["%s=%s" % (name, shlex.quote(value)) for name, value in (settings or {}).items()]
+    return argv + ["--", host, " ".join(assignments + [program] + [shlex.quote(word) for word in words])]
 
 
 def sharing() -> List[str]:
@@ -83,11 +85,12 @@ def _mentions_sharing(path: str) -> bool:
     return any(line.strip().startswith((b"controlmaster", b"controlpath")) for line in text.splitlines())
 
 
-def start(machine: Machine, words: List[str], stdin: bool, **popen: object) -> subprocess.Popen[bytes]:
+def start(machine: Machine, words: List[str], stdin: bool, settings: Optional[Dict[str, str]] = None,
+          **popen: object) -> subprocess.Popen[bytes]:
     """The ssh process running WORDS on `machine`: stdin a pipe when `stdin`, else
     /dev/null (ssh would otherwise forward a terminal's keys); stdout and stderr
     as `popen` says."""
-    argv = command_line(machine, words)
+    argv = command_line(machine, words, settings)
     try:
         return subprocess.Popen(argv, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, **popen)  # type: ignore[call-overload]
     except OSError as e:
@@ -97,6 +100,7 @@ def start(machine: Machine, words: List[str], stdin: bool, **popen: object) -> s
 def failure(machine: Machine, code: int, said: str) -> Optional[UnavailableError]:
     """The error an exit code means when it is not the remote harnessctl's own;
     `said`: what ssh printed that was not harnessctl's (its last line names the cause)."""
+    said = "\n".join(line for line in said.splitlines() if not line.startswith("harnessctl: "))
     user, host, port = machine
     where = host + (":" + port if port else "")
     last = said.strip().splitlines()[-1] if said.strip() else ""
