@@ -14,7 +14,7 @@ from ..errors import HarnessctlError, UnavailableError
 from .address import Remote, is_remote, parse
 from .calls import error_of
 from .forward import renamed, words
-from .ssh import start
+from .ssh import end_with_signals, start
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -152,6 +152,7 @@ def _race(args: List[str], timeout: Optional[float]) -> Tuple[str, str]:
     import queue
     import threading
 
+    end_with_signals()
     answers: queue.Queue[Tuple[str, str, Optional[HarnessctlError]]] = queue.Queue()
     groups = machines(args)
     local = [arg for arg in args if not is_remote(arg)]

@@ -12,7 +12,7 @@ import sys
 
 from ..errors import UsageError
 from .address import Remote, is_remote, parse
-from .ssh import failure, start
+from .ssh import end_with_signals, failure, start
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -93,6 +93,7 @@ def relay(remote: Remote, remote_words: List[str], stdin: Optional[bytes], emit:
     import selectors
     import subprocess
 
+    end_with_signals()
     proc = start(remote.machine, remote_words, stdin is not None,
                  stdout=subprocess.PIPE if emit else None, stderr=subprocess.PIPE)
     held: List[bytes] = []

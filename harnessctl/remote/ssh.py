@@ -97,6 +97,20 @@ def start(machine: Machine, words: List[str], stdin: bool, settings: Optional[Di
         raise UnavailableError("cannot run %s: %s (HARNESSCTL_SSH)" % (argv[0], e.strerror)) from None
 
 
+def end_with_signals() -> None:
+    """SIGTERM and SIGHUP end this command as an exception would, so that
+    the ssh it started is killed on the way out (the command's own cleanup):
+    an ssh left behind would keep the remote command waiting, unseen.  The
+    remote command ends once its ssh is gone (cli.end_with_reader)."""
+    import signal
+
+    def leave(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, leave)
+
+
 def failure(machine: Machine, code: int, said: str) -> Optional[UnavailableError]:
     """The error an exit code means when it is not the remote harnessctl's own;
     `said`: what ssh printed that was not harnessctl's (its last line names the cause)."""
