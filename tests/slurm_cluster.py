@@ -18,7 +18,7 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Dict, List, Optional
+    from typing import Dict, List, Optional, Tuple
 
 PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "srun", "scontrol", "sinfo")
 NODES = ("n1", "n2")
@@ -83,7 +83,7 @@ class Cluster:
     def __init__(self, root: str) -> None:
         self.root = root
         self.env = dict(os.environ, SLURM_CONF=os.path.join(root, "slurm.conf"))
-        self.daemons: List[subprocess.Popen] = []
+        self.daemons: List[Tuple[str, subprocess.Popen[bytes]]] = []
 
     def start(self, timeout: float = 60) -> None:
         """Start everything and return once every node is idle."""
@@ -107,13 +107,13 @@ class Cluster:
     def _daemon(self, *argv: str) -> None:
         log = open(os.path.join(self.root, "log", argv[0] + ".out"), "ab")
         with log:
-            self.daemons.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                                 env=self.env))
+            self.daemons.append((argv[0], subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                                           env=self.env)))
 
     def _wait_idle(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while self.states() != ["idle"] * len(NODES):
-            dead = [p.args[0] for p in self.daemons if p.poll() is not None]
+            dead = [name for name, proc in self.daemons if proc.poll() is not None]
             if dead or time.monotonic() > deadline:
                 raise RuntimeError("the Slurm cluster did not come up (%s; nodes: %s): see %s/log"
                                    % ("exited: " + ", ".join(dead) if dead else "timed out", self.states(),
@@ -130,7 +130,7 @@ class Cluster:
         """Cancel what still runs, then terminate the daemons (slurmd first, munged last) and reap them."""
         subprocess.run(["scancel", "--full", "--partition=debug"], env=self.env, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, timeout=30)
-        for proc in reversed(self.daemons):
+        for _, proc in reversed(self.daemons):
             proc.terminate()
             try:
                 proc.wait(10)

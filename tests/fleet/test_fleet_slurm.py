@@ -17,7 +17,7 @@ import tempfile
 import pytest
 import readme
 import slurm_cluster
-from cliutil import command, cli_env, events, of_type, runtime_pids
+from cliutil import cli_env, command, events, of_type, runtime_pids
 
 FLEET_MD = os.path.join(os.path.dirname(readme.README), "docs", "FLEET.md")
 
