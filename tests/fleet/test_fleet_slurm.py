@@ -30,7 +30,8 @@ def recipe() -> str:
 
 @pytest.fixture(scope="module")
 def cluster():
-    why = slurm_cluster.missing() or (shutil.which("jq") is None and "the recipe uses jq, which is not installed")
+    why = slurm_cluster.missing() or next(("the recipe uses %s, which is not installed" % name
+                                           for name in ("jq", "flock") if shutil.which(name) is None), None)
     if why:
         if os.environ.get("HARNESSCTL_REQUIRE_REAL") == "1":
             pytest.fail(why)
