@@ -5,7 +5,7 @@ loopback interface and all in one scratch folder, in the foreground as our child
 them is terminating them, and nothing outlives the test session.  Debian's slurm-wlm 22.05 runs
 several slurmd on one host (`slurmd -N NAME`, each node its own port); no cgroups, no systemd,
 no accounting database.  `python3 tests/slurm_cluster.py DIR` starts one by hand and prints the
-SLURM_CONF to export; Ctrl-C stops it.
+SLURM_CONF to export; Ctrl-C (or SIGTERM) stops it.
 """
 
 from __future__ import annotations
@@ -148,8 +148,10 @@ def job_nodes(env: Dict[str, str], job_id: str) -> str:
 
 
 if __name__ == "__main__":
+    import signal
     import sys
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # kill PID stops it as Ctrl-C does
     cluster = Cluster(os.path.abspath(sys.argv[1]))
     try:
         cluster.start()
