@@ -16,7 +16,7 @@ from ..errors import UnavailableError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Dict, List, Optional, Tuple
+    from typing import Dict, List, Optional, Set, Tuple
 
     Machine = Tuple[Optional[str], str, Optional[str]]
 
@@ -34,7 +34,7 @@ def command_line(machine: Machine, words: List[str], settings: Optional[Dict[str
     user, host, port = machine
     configured = os.environ.get("HARNESSCTL_SSH")
     try:
-        argv = shlex.split(configured) if configured else ["ssh"] + sharing()
+        argv = shlex.split(configured) if configured else ["ssh"] + defaults()
     except ValueError as e:
         raise UsageError("HARNESSCTL_SSH is not a command line: %s" % e) from None
     if not argv:
@@ -48,18 +48,40 @@ def command_line(machine: Machine, words: List[str], settings: Optional[Dict[str
     return argv + ["--", host, " ".join(assignments + [program] + [shlex.quote(word) for word in words])]
 
 
-def sharing() -> List[str]:
-    """ssh options that share one connection between commands (a warm command
-    then costs one round trip, no handshake): none when the user's ssh config
-    speaks of ControlMaster or ControlPath, whose choice it then is."""
-    if any(_mentions_sharing(path) for path in _config_files()):
-        return []
-    from ..address import fallback_socket_dir
-    from ..private import make_dir
+def defaults() -> List[str]:
+    """The ssh options harnessctl adds when HARNESSCTL_SSH is unset, each one
+    only where the user's ssh config says nothing of it: connection sharing
+    (a warm command then costs one round trip, no handshake) and a connect
+    timeout of HARNESSCTL_TIMEOUT (a machine that drops packets would hold a
+    fleet's `status` for the kernel's two minutes)."""
+    said = _config_words()
+    options = []
+    if not said & {b"controlmaster", b"controlpath"}:
+        from ..address import fallback_socket_dir
+        from ..private import make_dir
 
-    directory = fallback_socket_dir()
-    make_dir(directory)
-    return ["-o", "ControlMaster=auto", "-o", "ControlPath=%s/ssh-%%C" % directory, "-o", "ControlPersist=" + PERSIST]
+        directory = fallback_socket_dir()
+        make_dir(directory)
+        options += ["-o", "ControlMaster=auto", "-o", "ControlPath=%s/ssh-%%C" % directory,
+                    "-o", "ControlPersist=" + PERSIST]
+    if b"connecttimeout" not in said:
+        from ..knobs import seconds
+
+        options += ["-o", "ConnectTimeout=%d" % max(1, round(seconds(os.environ, "HARNESSCTL_TIMEOUT", 30)))]
+    return options
+
+
+def _config_words() -> Set[bytes]:
+    """The first word of every line of the user's ssh config files, lower case."""
+    words: Set[bytes] = set()
+    for path in _config_files():
+        try:
+            with open(path, "rb") as f:
+                text = f.read(1 << 20).lower()
+        except OSError:
+            continue
+        words.update(line.split(None, 1)[0].split(b"=")[0] for line in text.splitlines() if line.strip())
+    return words
 
 
 def _config_files() -> List[str]:
@@ -74,15 +96,6 @@ def _config_files() -> List[str]:
         else:
             found.append(path)
     return found
-
-
-def _mentions_sharing(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            text = f.read(1 << 20).lower()
-    except OSError:
-        return False
-    return any(line.strip().startswith((b"controlmaster", b"controlpath")) for line in text.splitlines())
 
 
 def start(machine: Machine, words: List[str], stdin: bool, settings: Optional[Dict[str, str]] = None,

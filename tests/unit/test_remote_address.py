@@ -83,7 +83,16 @@ def test_connection_sharing_is_the_users_when_their_config_speaks_of_it(monkeypa
     monkeypatch.delenv("HARNESSCTL_SSH", raising=False)
     (tmp_path / "config").write_text("Host *\n  ControlMaster auto\n  ControlPath ~/.ssh/cm-%C\n")
     monkeypatch.setattr(ssh, "CONFIGS", (str(tmp_path / "config"),))
-    assert ssh.command_line((None, "box", None), ["status"])[:2] == ["ssh", "--"]
+    assert not any(word.startswith("Control") for word in ssh.command_line((None, "box", None), ["status"]))
+
+
+def test_a_connect_timeout_of_harnessctl_timeout_is_added_unless_the_config_has_one(monkeypatch, tmp_path):
+    monkeypatch.delenv("HARNESSCTL_SSH", raising=False)
+    monkeypatch.setenv("HARNESSCTL_TIMEOUT", "7")
+    monkeypatch.setattr(ssh, "CONFIGS", (str(tmp_path / "config"),))
+    assert "ConnectTimeout=7" in ssh.command_line((None, "box", None), ["status"])
+    (tmp_path / "config").write_text("Host *\n  ConnectTimeout=3\n")
+    assert not any(word.startswith("ConnectTimeout") for word in ssh.command_line((None, "box", None), ["status"]))
 
 
 def test_a_commented_control_master_is_no_setting(monkeypatch, tmp_path):
