@@ -10,7 +10,7 @@ import json
 import subprocess
 
 from ..commands import error_line, file_status, listed
-from ..errors import HarnessctlError, UnavailableError
+from ..errors import HarnessctlError, UnavailableError, UsageError
 from .address import Remote, is_remote, parse
 from .calls import error_of
 from .forward import renamed, words
@@ -123,10 +123,15 @@ def wait_any(args: List[str], timeout: Optional[float], warn: Callable[[str], No
     each machine (and this one) waits on its own files and the first to answer
     wins; the others are stopped.  An unreachable machine is left out with a
     warning; none reachable is exit 5."""
+    import time
+
     from ..waiting import _busy
 
+    started = time.monotonic()
     reachable: List[int] = []
     for index, lines in enumerate(statuses(args)):
+        if len(lines) != 1:  # a folder: `wait --any` takes files, as it does here
+            raise UsageError("wait --any takes event files, and %s is a directory" % args[index])
         line, code = lines[0]
         if code and is_remote(args[index]) and json.loads(line)["error"].startswith(MACHINE_ERRORS):
             warn("warning: %s" % json.loads(line)["error"])
@@ -138,7 +143,8 @@ def wait_any(args: List[str], timeout: Optional[float], warn: Callable[[str], No
         reachable.append(index)
     if not reachable:
         raise UnavailableError("wait --any: no machine of the files can be reached")
-    return _race([args[i] for i in reachable], timeout)
+    left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+    return _race([args[i] for i in reachable], left)
 
 
 def _error(value: Dict[str, Any]) -> HarnessctlError:
