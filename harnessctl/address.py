@@ -12,7 +12,7 @@ from .errors import NotFoundError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Optional, Tuple
+    from typing import List, Optional, Tuple
 
 # AF_UNIX sun_path is 108 bytes including the terminating NUL.
 MAX_SOCKET_PATH = 107
@@ -88,7 +88,26 @@ def resolve(file: str) -> Address:
     path = _realpath(absolute)
     if os.path.isdir(path):
         raise UsageError("event path is a directory, not an event file: %s" % path)
+    check_root(path, "event file")
     return Address(path)
+
+
+def check_root(real: str, what: str) -> None:
+    """HARNESSCTL_ROOT (folders, one per line): when set, a command takes no
+    event file and no working directory whose real path lies outside them.
+    `harnessctl mcp` sets it on the commands it runs on another machine, so
+    that its ssh:// roots hold there on real paths, symlinks and all."""
+    text = os.environ.get("HARNESSCTL_ROOT")
+    if not text:
+        return
+    roots = [os.path.realpath(root) for root in text.split("\n") if root]
+    if not under(real, roots):
+        raise UsageError("refusing %s %s: it is not under HARNESSCTL_ROOT (%s)" % (what, real, ", ".join(roots)))
+
+
+def under(real: str, roots: List[str]) -> bool:
+    """Whether the resolved path `real` is one of `roots` or lies inside one."""
+    return any(real == root or real.startswith(root.rstrip("/") + "/") for root in roots)
 
 
 def _realpath(path: str) -> str:

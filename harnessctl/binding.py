@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 from . import ipc
+from .address import check_root
 from .errors import HarnessctlError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -262,6 +263,7 @@ def real_dir(path: str) -> str:
         raise UsageError("cannot resolve the working directory %s: %s" % (path, e.strerror)) from None
     if not os.path.isdir(real):
         raise UsageError("cwd is not a directory: %s" % real)
+    check_root(real, "working directory")
     try:
         real.encode("utf-8")
     except UnicodeEncodeError:

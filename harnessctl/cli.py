@@ -71,6 +71,37 @@ def entry(adapter: Optional[str] = None, agent: Optional[str] = None) -> None:
     os._exit(code)
 
 
+def end_with_reader() -> None:
+    """A command that blocks (a wait, `log --follow`) ends as Ctrl-C ends it
+    (exit 130, the run goes on) once nobody reads its stdout: the pipe's
+    reader exited (`| head -1`), or the ssh that ran it on this machine is
+    gone (sshd closes the pipe; ssh passes no signal without a terminal, and
+    the command would wait on, unseen, until its outcome).  A thread sleeps
+    in poll() on fd 1, which says POLLERR or POLLHUP then; it runs only when
+    stdout is a pipe or a socket, and nothing else ever ends it: the process
+    leaves by os._exit."""
+    import stat
+
+    try:
+        mode = os.fstat(1).st_mode
+    except OSError:
+        return
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return
+    import signal
+    import threading
+
+    def watch() -> None:
+        import select
+
+        poller = select.poll()
+        poller.register(1, 0)  # no event asked: POLLERR and POLLHUP come all the same
+        if poller.poll():
+            os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=watch, name="stdout-reader", daemon=True).start()
+
+
 def hold_std_fds() -> None:
     """A caller may start us with fd 0, 1 or 2 closed (cron, `<&-`, `2>&-`).
     Such a slot is filled with /dev/null opened the other way round (a closed
@@ -190,6 +221,7 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
     if command == "wait" and "--any" in options:
         from .waiting import wait_any
 
+        end_with_reader()
         kind, index, line = wait_any(args, timeout(options))
         return outcome((kind, with_file(args[index], line) if line else ""))
     if command == "wait":
@@ -197,6 +229,7 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
         from .waiting import wait
 
         notes = Notes(args[0], offset_now(args[0]), say)
+        end_with_reader()
         found = wait(args[0], args[1] if len(args) > 1 else None, timeout(options), notes)
         return outcome(waited_line(args[0], found))
     if command == "status":
@@ -234,6 +267,7 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
         return 0
     from .waiting import wait  # only a send that waits pays for it
 
+    end_with_reader()
     try:
         waited = wait(args[0], input_id, wait_timeout, notes)
     except HarnessctlError as e:
@@ -297,7 +331,7 @@ def remote(command: str, args: List[str], options: Dict[str, str], rules: List[T
         stdin, args = forward.send_stdin(schema, text), args[:1]
     elif command == "reply":
         stdin, args = (args[2] if len(args) > 2 else read_stdin("ANSWER")).encode("utf-8"), args[:2]
-    return forward.run(command, args, options, rules, stdin)
+    return forward.run(command, args, options, rules, stdin, lambda line: emit(json_line(line)))
 
 
 def hooks(options: Dict[str, str]) -> Dict[str, str]:
@@ -365,6 +399,8 @@ def log(args: List[str], options: Dict[str, str]) -> int:
         raise UsageError("--since and --runs both say where to start: give one")
     from .log.show import show
 
+    if "--follow" in options:
+        end_with_reader()
     return show(args[0], "--follow" in options, since, runs, "--json" in options, "--diff" in options)
 
 

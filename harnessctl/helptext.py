@@ -56,8 +56,9 @@ usage: {send}
        {fork}
        harnessctl COMMAND --help | --help | --version
 
-FILE is the event file: its path is the session.  TEXT and ANSWER are read
-from stdin (all of it, UTF-8) when omitted.  send, reply and cancel print
+FILE is the event file: its path is the session; ssh://[user@]host[:port]/PATH
+names one on another machine (the command runs there over ssh).  TEXT and
+ANSWER are read from stdin (all of it, UTF-8) when omitted.  send, reply and cancel print
 nothing and exit 0 on success; status and fork print one JSON line; --wait and wait
 print the line they waited for; log prints the session for people to read.
 
@@ -127,7 +128,8 @@ arguments:
 options:
 {bound}  --schema FILE   a JSON Schema the run's final answer must fit (this send only, starting a run):
                   the result carries it parsed as output_json; an answer that does not fit
-                  fails the run (error_class schema).  codex, claudecode and mock; exit 2 elsewhere
+                  fails the run (error_class schema).  codex, claudecode and mock; exit 2 elsewhere.
+                  `-`: the schema leads stdin, TEXT (when omitted) follows it
   --queue         never steer: while a run is going the input is accepted `queued` and starts
                   the next run of its own (`cancel FILE INPUT_ID` takes it back until then)
   --interrupt     cancel the running run (and drop what is queued); this input starts the next
@@ -337,7 +339,8 @@ that binds a new file gets at most --max-mode and no allow rule unless
   claude mcp add harnessctl -- harnessctl mcp --root ~/agent
 
 options:
-  --root DIR      a directory the tools may use, its subdirectories too (repeatable)
+  --root DIR      a directory the tools may use, its subdirectories too (repeatable);
+                  ssh://host/DIR: a directory of another machine
   --allow-agent-commands
                   let a send name an agent command line, not only a preset
   --max-mode MODE the most a send may bind a new file to: ask, edit or full (default: ask)

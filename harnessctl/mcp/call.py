@@ -13,7 +13,9 @@ import os
 import time
 
 from ..errors import UsageError
+from ..remote.address import is_remote
 from ..vocabulary import MODES
+from .sessions import Sessions
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -58,19 +60,14 @@ class Grants:
                              % (agent, " of the %s adapter (%s)" % (name, ", ".join(sorted(presets)))
                                 if presets else ""))
 
-    def check_grant(self, file: str, mode: Optional[str], rules: List[Tuple[str, str]]) -> None:
+    def check_grant(self, bound: Optional[Dict[str, Any]], mode: Optional[str], rules: List[Tuple[str, str]]) -> None:
         """A call that binds a new file may grant its agent no more than the
         operator let this server grant: a mode up to --max-mode, allow rules
         only with --allow-rules.  A bound file keeps its policy (a different
         one is refused as from the command line), so a call on one is not
-        held to the cap."""
+        held to the cap.  `bound`: the file's binding (Sessions.binding), None for a new file."""
         allows = any(verb == "allow" for verb, _ in rules)
-        if mode is None and not allows:
-            return
-        from ..address import resolve
-        from ..binding import read_binding
-
-        if read_binding(resolve(file)) is not None:
+        if mode is None and not allows or bound is not None:
             return
         if mode is not None and MODES.index(mode) > MODES.index(self.max_mode):
             raise UsageError("mode %s is more than this server may grant (--max-mode %s): its operator starts it "
@@ -89,8 +86,9 @@ class Deferred(Exception):
     `finish`, which turns what the wait found into the call's result."""
 
     def __init__(self, file: str, input_id: Optional[str], timeout: Optional[float],
-                 finish: Callable[[Found], Result]) -> None:
+                 finish: Callable[[Found], Result], sessions: Optional[Sessions] = None) -> None:
         super().__init__(file)
+        self.sessions = sessions or Sessions([])
         self.file = file
         self.input_id = input_id
         self.timeout = timeout
@@ -102,10 +100,13 @@ class Call:
     resolves a path under the allowed roots (Server.inside), `notify` sends
     the client one message (Server.send); `closing` is set when stdin ends,
     `cancelled` when the client cancels this call; `as_task` when the call
-    declared the Tasks extension, so that a wait becomes a task."""
+    declared the Tasks extension, so that a wait becomes a task; `sessions`
+    reaches a session on this machine or another."""
 
     def __init__(self, grants: Grants, inside: Callable[[str, str], str], notify: Callable[[Dict[str, Any]], None],
-                 closing: threading.Event, cancelled: threading.Event, token: Any, as_task: bool = False) -> None:
+                 closing: threading.Event, cancelled: threading.Event, token: Any, as_task: bool = False,
+                 sessions: Optional[Sessions] = None) -> None:
+        self.sessions = sessions or Sessions([])
         self.grants = grants
         self.inside = inside
         self.notify = notify
@@ -120,7 +121,7 @@ class Call:
         Deferred for a task call (nothing waits: the task is looked at when
         asked), Cancelled when the client cancelled the call."""
         if self.as_task:
-            raise Deferred(file, input_id, timeout, finish)
+            raise Deferred(file, input_id, timeout, finish, self.sessions)
         found = self._wait(file, input_id, timeout)
         if found is None:
             raise Cancelled()
@@ -133,16 +134,17 @@ class Call:
         notes of harness warnings and retries (notes.py) ride in the progress
         messages: the server's stdout is the protocol, and has no stderr line."""
         from ..notes import Notes, offset_now
-        from ..waiting import wait
 
         started = time.monotonic()
         until = None if timeout is None else started + min(timeout, YEAR)
         next_progress = started + PROGRESS_EVERY
         said: List[str] = []
-        notes = Notes(file, offset_now(file), said.append) if self.token is not None else None
+        local = not is_remote(file)  # a remote wait's notes stay there (its stderr)
+        notes = Notes(file, offset_now(file), said.append) if self.token is not None and local else None
+        piece = self.sessions.slice(file, SLICE)
         while not (self.cancelled.is_set() or self.closing.is_set()):
-            step = SLICE if until is None else max(0.0, min(SLICE, until - time.monotonic()))
-            kind, line = wait(file, input_id, step, notes)
+            step = piece if until is None else max(0.0, min(piece, until - time.monotonic()))
+            kind, line = self.sessions.wait(file, input_id, step, notes)
             if kind != "timeout" or (until is not None and time.monotonic() >= until):
                 return kind, line
             if self.token is not None and time.monotonic() >= next_progress:

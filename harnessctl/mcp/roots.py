@@ -13,7 +13,9 @@ import json
 import os
 import threading
 
+from ..address import under
 from ..errors import UsageError
+from ..remote.address import is_remote, parse
 from .call import check_path
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -86,8 +88,24 @@ class Roots:
         if not path:
             raise UsageError("%s must not be empty" % what)
         check_path(path, what)
+        if is_remote(path):
+            return self.inside_remote(path, what)
         real = os.path.realpath(path)
-        roots = self.roots(ask)
-        if not any(real == root or real.startswith(root.rstrip("/") + "/") for root in roots):
+        roots = [root for root in self.roots(ask) if not is_remote(root)]
+        if not under(real, roots):
             raise UsageError("refusing %s %s: it is not under the allowed roots (%s)" % (what, real, ", ".join(roots)))
         return real
+
+    def inside_remote(self, address: str, what: str) -> str:
+        """An ssh:// address, its path made plain (no `.`, `..` or `//`), if it
+        lies under an ssh:// --root of the same machine.  Its real path is held
+        to the roots there: Sessions runs each command with HARNESSCTL_ROOT."""
+        import posixpath
+
+        remote = parse(address)
+        plain = posixpath.normpath(remote.path).replace("//", "/")
+        roots = [parse(root) for root in self.fixed if is_remote(root)]
+        if not any(root.machine == remote.machine and under(plain, [posixpath.normpath(root.path)]) for root in roots):
+            raise UsageError("refusing %s %s: it is not under the allowed ssh:// roots (%s)"
+                             % (what, address, ", ".join(root.given for root in roots) or "none: give --root ssh://…"))
+        return remote.with_path(plain)

@@ -22,6 +22,7 @@ import threading
 
 from .. import __version__, jsonfile
 from ..errors import HarnessctlError, UsageError
+from ..remote.address import is_remote, parse
 from ..visible import shown
 from ..vocabulary import MODES
 from . import protocol
@@ -29,6 +30,7 @@ from .call import Call, Cancelled, Deferred, Grants
 from .outcomes import INVALID_PARAMS, RpcError, busy, rpc_error, tool_error, tool_result
 from .protocol import TASKS, Revision
 from .roots import Roots
+from .sessions import Sessions
 from .tasks import Task, Tasks, listen, task_method, too_many
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -54,14 +56,16 @@ def serve(roots: List[str], allow_agent_commands: bool, fixed_adapter: Optional[
     adapter (and agent) of its sends, as its `send` does.  `max_mode` and
     `allow_rules` are what the operator lets a call grant a new file."""
     for root in roots:
-        if not os.path.isdir(root):
+        if is_remote(root):
+            parse(root)  # a malformed address fails here; the folder is looked at there, by each command
+        elif not os.path.isdir(root):
             raise UsageError("mcp: --root %s: %s" % (root, not_a_root(root)))
     if max_mode not in MODES:
         raise UsageError("--max-mode must be one of %s (got %r)" % (", ".join(MODES), max_mode))
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever prints by mistake lands on stderr, never amid the JSON-RPC lines
     sys.stdout = sys.stderr
-    server = Server([os.path.realpath(root) for root in roots], allow_agent_commands, out,
+    server = Server([root if is_remote(root) else os.path.realpath(root) for root in roots], allow_agent_commands, out,
                     (fixed_adapter, fixed_agent), max_mode, allow_rules)
     server.run(sys.stdin.buffer)
     return 0
@@ -88,6 +92,7 @@ class Server:
         self.out = out
         self.write_lock = threading.Lock()
         self.roots = Roots(roots, self.send)
+        self.sessions = Sessions(roots)
         self.tasks = Tasks()
         self.revision = protocol.NEWEST_LEGACY  # the legacy connection's, until `initialize` says
         self.state = threading.Lock()  # guards what follows
@@ -267,7 +272,7 @@ class Server:
             return too_many()
         ask = not revision.modern
         call = Call(self.grants, lambda path, what: self.roots.inside(path, what, ask), self.send, self.closing,
-                    cancelled, meta.get("progressToken") if isinstance(meta, dict) else None, as_task)
+                    cancelled, meta.get("progressToken") if isinstance(meta, dict) else None, as_task, self.sessions)
         task: Optional[Task] = None
         try:
             structured, text = run_tool(name, arguments, call)

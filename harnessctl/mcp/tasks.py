@@ -69,16 +69,14 @@ class Task:
         """Bring the task up to what its event file holds now."""
         if self.status in TERMINAL:
             return
-        from ..waiting import wait
-
         deferred = self.deferred
         try:
-            kind, line = wait(deferred.file, deferred.input_id, 0.0)
+            kind, line = deferred.sessions.wait(deferred.file, deferred.input_id, 0.0)
             if kind == "timeout" and deferred.timeout is not None and \
                     time.monotonic() - self.started >= deferred.timeout:
                 self.end("completed", tool_result(*deferred.finish(("timeout", ""))))
             elif kind == "timeout":
-                self.move("working", latest_activity(deferred.file), None)
+                self.move("working", deferred.sessions.latest_activity(deferred.file), None)
             elif kind == "request":
                 request = json.loads(line)
                 self.move("input_required", "waiting for a reply: %s" % shown(str(request.get("message", ""))),
@@ -194,8 +192,6 @@ def task_method(tasks: Tasks, method: str, params: Dict[str, Any]) -> Dict[str, 
     """tasks/get, tasks/update, tasks/cancel on one of this connection's
     tasks; any other id (guessed, another connection's, forgotten) is
     the same error, which says nothing of what exists."""
-    from .. import client
-
     task = tasks.find(params.get("taskId"))
     if task is None:
         raise RpcError(rpc_error(INVALID_PARAMS, "no such task (a task is forgotten %d s after its result "
@@ -205,13 +201,13 @@ def task_method(tasks: Tasks, method: str, params: Dict[str, Any]) -> Dict[str, 
         if not isinstance(responses, dict):
             raise RpcError(rpc_error(INVALID_PARAMS, "invalid params: inputResponses must be an object"))
         try:
-            update(task, responses, client.reply)
+            update(task, responses, task.deferred.sessions.reply)
         except HarnessctlError as e:
             raise RpcError(rpc_error(INVALID_PARAMS, "the answer was refused: %s" % e)) from None
         return {}
     if method == "tasks/cancel":
         try:
-            cancel(task, client.cancel)
+            cancel(task, task.deferred.sessions.cancel)
         except HarnessctlError as e:
             raise RpcError(rpc_error(INTERNAL_ERROR, "the run could not be cancelled: %s" % e)) from None
         return {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 
-from .. import binding, client, commands
+from .. import binding, commands
 from ..commands import (
     OUTCOME_CODES,
     Send,
@@ -28,6 +28,7 @@ from ..commands import (
     waited_line,
 )
 from ..errors import HarnessctlError, UsageError
+from ..remote.address import is_remote, parse
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -120,16 +121,16 @@ def send(args: Dict[str, Any], call: Call) -> Result:
     if agent is not None:
         call.grants.check_agent(adapter, agent)
     cwd = args.get("cwd")
-    if cwd is None and not os.path.exists(file):  # a new file's cwd is the server's: it too must be allowed
-        cwd = os.getcwd()
+    if cwd is None and not is_remote(file) and not os.path.exists(file):  # a new file's cwd is the server's:
+        cwd = os.getcwd()  # it too must be allowed
     if cwd is not None:
-        cwd = call.inside(cwd, "cwd")
+        cwd = _inside_dir(file, cwd, call)
     if "timeout" in args and not args.get("wait"):
         raise UsageError("timeout applies to wait: add \"wait\": true, or leave timeout out")
     rules = [(verb, rule) for verb, rule in args.get("rules", [])]
     if any(verb not in ("allow", "deny") for verb, _ in rules):
         raise UsageError('a rule is ["allow" or "deny", "KIND[:GLOB]"]')
-    call.grants.check_grant(file, args.get("mode"), rules)
+    call.grants.check_grant(call.sessions.binding(file), args.get("mode"), rules)
     text = check_text(args["text"])
     if "schema" in args:
         from ..checks.structured import check_size
@@ -137,9 +138,10 @@ def send(args: Dict[str, Any], call: Call) -> Result:
         check_size(args["schema"])
     tokens = str(args["max_tokens"]) if "max_tokens" in args else None  # read as the flag's value is
     cost = repr(float(args["max_cost_usd"])) if "max_cost_usd" in args else None
-    input_id = commands.send(Send(file, text, cwd, args.get("model"), adapter, agent, policy(args.get("mode"), rules),
-                                  args.get("schema"), unattended({}, tokens, cost),
-                                  commands.deliver(bool(args.get("queue")), bool(args.get("interrupt")))))
+    request = Send(file, text, cwd, args.get("model"), adapter, agent, policy(args.get("mode"), rules),
+                   args.get("schema"), unattended({}, tokens, cost),
+                   commands.deliver(bool(args.get("queue")), bool(args.get("interrupt"))))
+    input_id = call.sessions.send(request)
     if not args.get("wait"):
         return _json({"outcome": "accepted", "exit_code": 0, "input_id": input_id})
     return call.wait(file, input_id, args.get("timeout"), lambda found: outcome(found, input_id))
@@ -157,6 +159,9 @@ def status(args: Dict[str, Any], call: Call) -> Result:
     lines = []
     for path in args["files"]:
         try:
+            if is_remote(path):  # held to its roots there (HARNESSCTL_ROOT), a folder's files too
+                lines.extend(call.sessions.statuses([call.inside(path, "file")])[0])
+                continue
             call.inside(path, "file")
             files = listed(path)
         except HarnessctlError as e:
@@ -183,13 +188,13 @@ def reply(args: Dict[str, Any], call: Call) -> Result:
     answer = args["answer"]
     if not isinstance(answer, str):
         answer = json.dumps(answer, ensure_ascii=False)
-    client.reply(file, args["request_id"], answer)
+    call.sessions.reply(file, args["request_id"], answer)
     return _json({"outcome": "replied", "exit_code": 0, "request_id": args["request_id"]})
 
 
 def cancel(args: Dict[str, Any], call: Call) -> Result:
     input_id = args.get("input_id")
-    client.cancel(call.inside(args["file"], "file"), input_id)
+    call.sessions.cancel(call.inside(args["file"], "file"), input_id)
     if input_id is not None:
         return _json({"outcome": "revoked", "exit_code": 0, "input_id": input_id})
     return _json({"outcome": "done", "exit_code": 0})
@@ -199,8 +204,7 @@ def log(args: Dict[str, Any], call: Call) -> Result:
     file = call.inside(args["file"], "file")
     if "runs" in args and "since" in args:
         raise UsageError("since and runs both say where to start: give one")
-    from ..log.show import pieces
-
+    pieces = call.sessions.pieces
     text = "\n".join(pieces(file, args.get("since"), args.get("runs"), False))
     entries = [json.loads(piece) for piece in pieces(file, args.get("since"), args.get("runs"), True)]
     return _json({"text": text, "entries": entries})
@@ -209,20 +213,23 @@ def log(args: Dict[str, Any], call: Call) -> Result:
 def fork(args: Dict[str, Any], call: Call) -> Result:
     file = call.inside(args["file"], "file")
     new_file = call.inside(args["new_file"], "new_file")
-    cwd = call.inside(args["cwd"], "cwd") if "cwd" in args else None
+    cwd = _inside_dir(file, args["cwd"], call) if "cwd" in args else None
     if cwd is not None:  # the source's policy granted in another place: held to the cap as a new file's
-        from ..address import resolve
-
-        bound = binding.read_binding(resolve(file)) or {}
-        call.grants.check_grant(new_file, bound.get("mode"), [(verb, rule) for verb, rule in bound.get("rules") or []])
-    from ..fork import fork as fork_file
-
-    line, _ = fork_file(file, new_file, cwd)
-    return _json(json.loads(line))
+        bound = call.sessions.binding(file) or {}
+        call.grants.check_grant(None, bound.get("mode"), [(verb, rule) for verb, rule in bound.get("rules") or []])
+    return _json(json.loads(call.sessions.fork(file, new_file, cwd)))
 
 
 HANDLERS: Dict[str, Callable[[Dict[str, Any], Call], Result]] = {
     "send": send, "wait": wait, "status": status, "reply": reply, "cancel": cancel, "log": log, "fork": fork}
+
+
+def _inside_dir(file: str, cwd: str, call: Call) -> str:
+    """A working directory held to the roots: on the machine of `file`."""
+    if not is_remote(file):
+        return call.inside(cwd, "cwd")
+    remote = parse(file)
+    return parse(call.inside(remote.with_path(cwd), "cwd")).path if cwd.startswith("/") else cwd
 
 
 def outcome(found: Tuple[str, str], input_id: Optional[str]) -> Result:

@@ -10,10 +10,11 @@ import json
 import subprocess
 
 from ..commands import error_line, file_status, listed
-from ..errors import HarnessctlError, UnavailableError
+from ..errors import HarnessctlError, UnavailableError, UsageError
 from .address import Remote, is_remote, parse
+from .calls import error_of
 from .forward import renamed, words
-from .ssh import failure, start
+from .ssh import end_with_signals, start
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -34,11 +35,13 @@ def machines(args: List[str]) -> Dict[Machine, List[int]]:
     return found
 
 
-def statuses(args: List[str]) -> List[Lines]:
+def statuses(args: List[str], settings: Optional[Callable[[Machine], Dict[str, str]]] = None) -> List[Lines]:
     """Per argument, its lines: a local file's or folder's as `status` gives
-    them, a remote one's from its machine's one `status` command."""
+    them, a remote one's from its machine's one `status` command (run with
+    `settings(machine)` in its environment)."""
     remotes = {index: parse(args[index]) for indexes in machines(args).values() for index in indexes}
-    running = [(indexes, _start_status([remotes[i] for i in indexes])) for indexes in machines(args).values()]
+    running = [(indexes, _start_status([remotes[i] for i in indexes], settings))
+               for indexes in machines(args).values()]
     found: List[Lines] = [[] if index in remotes else _local(arg) for index, arg in enumerate(args)]
     for indexes, proc in running:
         for index, lines in zip(indexes, _collect([remotes[i] for i in indexes], proc)):
@@ -54,28 +57,24 @@ def _local(arg: str) -> Lines:
     return [file_status(file) for file in ([arg] if files is None else files)]
 
 
-def _start_status(remotes: List[Remote]) -> subprocess.Popen[bytes]:
-    return start(remotes[0].machine, words("status", [r.path for r in remotes], {}, []), False,
-                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def _start_status(remotes: List[Remote], settings: Optional[Callable[[Machine], Dict[str, str]]]
+                  ) -> subprocess.Popen[bytes]:
+    machine = remotes[0].machine
+    return start(machine, words("status", [r.path for r in remotes], {}, []), False,
+                 settings(machine) if settings else None, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _collect(remotes: List[Remote], proc: subprocess.Popen[bytes]) -> List[Lines]:
     """Each remote argument's lines from its machine's answer."""
     out, err = proc.communicate()
-    said = err.decode("utf-8", "replace")
-    error = failure(remotes[0].machine, proc.returncode, _not_ours(said))
+    error = error_of(remotes[0], proc.returncode, err, range(256))  # the machine's failure only
     if error is not None:
         return [[(error_line(r.given, str(error), error.exit_code), error.exit_code)] for r in remotes]
     lines = [line for line in out.decode("utf-8", "surrogateescape").split("\n") if line]
-    if not lines and proc.returncode:  # one argument: its error is the command's (stderr), as `status FILE` alone
-        message = said.strip().splitlines()[-1] if said.strip() else "exit %d" % proc.returncode
-        return [[(error_line(remotes[0].given, message.replace("harnessctl: ", "", 1), proc.returncode),
-                  proc.returncode)]]
+    error = error_of(remotes[0], proc.returncode, err)
+    if not lines and error is not None:  # one argument: its error is the command's (stderr), as `status FILE` alone
+        return [[(error_line(remotes[0].given, str(error), error.exit_code), error.exit_code)]]
     return _attributed(remotes, [(renamed(line, remotes[0]), _code(line)) for line in lines])
-
-
-def _not_ours(said: str) -> str:
-    return "\n".join(line for line in said.splitlines() if not line.startswith("harnessctl: "))
 
 
 def _code(line: str) -> int:
@@ -124,10 +123,15 @@ def wait_any(args: List[str], timeout: Optional[float], warn: Callable[[str], No
     each machine (and this one) waits on its own files and the first to answer
     wins; the others are stopped.  An unreachable machine is left out with a
     warning; none reachable is exit 5."""
+    import time
+
     from ..waiting import _busy
 
+    started = time.monotonic()
     reachable: List[int] = []
     for index, lines in enumerate(statuses(args)):
+        if len(lines) != 1:  # a folder: `wait --any` takes files, as it does here
+            raise UsageError("wait --any takes event files, and %s is a directory" % args[index])
         line, code = lines[0]
         if code and is_remote(args[index]) and json.loads(line)["error"].startswith(MACHINE_ERRORS):
             warn("warning: %s" % json.loads(line)["error"])
@@ -139,13 +143,14 @@ def wait_any(args: List[str], timeout: Optional[float], warn: Callable[[str], No
         reachable.append(index)
     if not reachable:
         raise UnavailableError("wait --any: no machine of the files can be reached")
-    return _race([args[i] for i in reachable], timeout)
+    left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+    return _race([args[i] for i in reachable], left)
 
 
 def _error(value: Dict[str, Any]) -> HarnessctlError:
     from ..errors import from_code
 
-    return from_code(value.get("exit_code", 1), "%s: %s" % (value.get("file"), value.get("error")))
+    return from_code(value.get("exit_code", 1), str(value.get("error")))
 
 
 def _race(args: List[str], timeout: Optional[float]) -> Tuple[str, str]:
@@ -153,6 +158,7 @@ def _race(args: List[str], timeout: Optional[float]) -> Tuple[str, str]:
     import queue
     import threading
 
+    end_with_signals()
     answers: queue.Queue[Tuple[str, str, Optional[HarnessctlError]]] = queue.Queue()
     groups = machines(args)
     local = [arg for arg in args if not is_remote(arg)]
@@ -182,15 +188,9 @@ def _race(args: List[str], timeout: Optional[float]) -> Tuple[str, str]:
 
 def _remote_answer(remote: Remote, proc: subprocess.Popen[bytes], answers: Any) -> None:
     out, err = proc.communicate()
-    said = err.decode("utf-8", "replace")
-    error: Optional[HarnessctlError] = failure(remote.machine, proc.returncode, _not_ours(said))
-    if error is None and proc.returncode not in (0, 10):
-        from ..errors import from_code
-
-        message = said.strip().splitlines()[-1] if said.strip() else "exit %d" % proc.returncode
-        error = from_code(proc.returncode, message.replace("harnessctl: ", "", 1))
     line = out.decode("utf-8", "surrogateescape").strip()
-    answers.put(("status" if line else "timeout", renamed(line, remote) if line else "", error))
+    answers.put(("status" if line else "timeout", renamed(line, remote) if line else "",
+                 error_of(remote, proc.returncode, err, (0, 10))))
 
 
 def _local_answer(files: List[str], timeout: Optional[float], answers: Any) -> None:

@@ -12,13 +12,13 @@ import sys
 
 from ..errors import UsageError
 from .address import Remote, is_remote, parse
-from .ssh import failure, start
+from .ssh import end_with_signals, failure, start
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Tuple
 
-NAMING = ("status", "wait", "send")  # the commands whose lines carry "file"
+NAMING = ("status", "wait", "send", "fork")  # the commands whose lines carry "file"
 CHUNK = 65536
 
 
@@ -66,14 +66,15 @@ def send_stdin(schema: Optional[Dict[str, Any]], text: str) -> bytes:
 
 
 def run(command: str, args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
-        stdin: Optional[bytes]) -> int:
+        stdin: Optional[bytes], emit: Callable[[str], None]) -> int:
     """Run `command` on the session args[0] names (ssh://…); for fork, args[1]
-    must be on the same machine.  Returns the remote exit code."""
+    must be on the same machine.  Returns the remote exit code; `emit` prints
+    a line of the commands whose lines name their file."""
     remote = parse(args[0])
     paths = [remote.path] + args[1:]
     if command == "fork":
         paths[1] = same_machine(remote, args[1]).path
-    return relay(remote, words(command, paths, options, rules), stdin, command in NAMING)
+    return relay(remote, words(command, paths, options, rules), stdin, emit if command in NAMING else None)
 
 
 def same_machine(remote: Remote, other: str) -> Remote:
@@ -82,20 +83,22 @@ def same_machine(remote: Remote, other: str) -> Remote:
     return parse(other)
 
 
-def relay(remote: Remote, remote_words: List[str], stdin: Optional[bytes], naming: bool) -> int:
+def relay(remote: Remote, remote_words: List[str], stdin: Optional[bytes], emit: Optional[Callable[[str], None]]
+          ) -> int:
     """Run the remote command: `stdin` written to it, its stdout passed on
-    (line by line with "file" renamed when `naming`, else straight to our
-    stdout), its stderr passed on as it comes.  What ssh itself says (lines
+    (line by line to `emit` with "file" renamed, or without `emit` straight
+    to our stdout), its stderr passed on as it comes.  What ssh itself says (lines
     that are not `harnessctl: …`) is held to the end: when ssh fails it is the
     cause in our one-line error, else it follows the output."""
     import selectors
     import subprocess
 
+    end_with_signals()
     proc = start(remote.machine, remote_words, stdin is not None,
-                 stdout=subprocess.PIPE if naming else None, stderr=subprocess.PIPE)
+                 stdout=subprocess.PIPE if emit else None, stderr=subprocess.PIPE)
     held: List[bytes] = []
     pending = {proc.stderr.fileno(): b""}  # type: ignore[union-attr]
-    if naming:
+    if emit:
         pending[proc.stdout.fileno()] = b""  # type: ignore[union-attr]
     selector = selectors.DefaultSelector()
     for fd in pending:
@@ -121,8 +124,8 @@ def relay(remote: Remote, remote_words: List[str], stdin: Optional[bytes], namin
                 for line in lines:
                     if fd == proc.stderr.fileno():  # type: ignore[union-attr]
                         _stderr_line(line, held)
-                    else:
-                        _stdout_line(line, remote)
+                    elif emit is not None:
+                        emit(renamed(line.decode("utf-8", "surrogateescape"), remote))
         code = proc.wait()
     except BaseException:
         proc.kill()
@@ -162,12 +165,6 @@ def _stderr_line(line: bytes, held: List[bytes]) -> None:
         held.append(line)
 
 
-def _stdout_line(line: bytes, remote: Remote) -> None:
-    from ..cli import emit, json_line
-
-    emit(json_line(renamed(line.decode("utf-8", "surrogateescape"), remote)))
-
-
 def renamed(line: str, remote: Remote) -> str:
     """A JSON line whose "file" is a path on `remote`, with that file's address instead."""
     if not line.startswith('{"file":'):
@@ -182,7 +179,12 @@ def renamed(line: str, remote: Remote) -> str:
         return line
     if not isinstance(path, str) or not path.startswith("/"):
         return line
-    return '{"file":' + json_string(remote.with_path(path)) + line[end:]
+    line = '{"file":' + json_string(remote.with_path(path)) + line[end:]
+    if ',"forked_from":' in line:  # fork's line names its source too
+        value = json.loads(line)
+        value["forked_from"] = remote.with_path(value["forked_from"])
+        line = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return line
 
 
 def _write(stream: Any, data: bytes) -> None:

@@ -16,7 +16,7 @@ from ..errors import UnavailableError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import List, Optional, Tuple
+    from typing import Dict, List, Optional, Set, Tuple
 
     Machine = Tuple[Optional[str], str, Optional[str]]
 
@@ -26,14 +26,15 @@ PERSIST = "60"  # seconds a shared connection outlives its last command (when ha
 CONFIGS = ("~/.ssh/config", "/etc/ssh/ssh_config", "/etc/ssh/ssh_config.d")
 
 
-def command_line(machine: Machine, words: List[str]) -> List[str]:
-    """The argv that runs `harnessctl WORDS…` on `machine`; never a local shell."""
+def command_line(machine: Machine, words: List[str], settings: Optional[Dict[str, str]] = None) -> List[str]:
+    """The argv that runs `harnessctl WORDS…` on `machine` (with `settings` in
+    its environment); never a local shell."""
     import shlex
 
     user, host, port = machine
     configured = os.environ.get("HARNESSCTL_SSH")
     try:
-        argv = shlex.split(configured) if configured else ["ssh"] + sharing()
+        argv = shlex.split(configured) if configured else ["ssh"] + defaults()
     except ValueError as e:
         raise UsageError("HARNESSCTL_SSH is not a command line: %s" % e) from None
     if not argv:
@@ -43,21 +44,44 @@ def command_line(machine: Machine, words: List[str]) -> List[str]:
     if user is not None:
         argv += ["-l", user]
     program = os.environ.get("HARNESSCTL_REMOTE_COMMAND") or "harnessctl"
-    return argv + ["--", host, " ".join([program] + [shlex.quote(word) for word in words])]
+    assignments = ["%s=%s" % (name, shlex.quote(value)) for name, value in (settings or {}).items()]
+    return argv + ["--", host, " ".join(assignments + [program] + [shlex.quote(word) for word in words])]
 
 
-def sharing() -> List[str]:
-    """ssh options that share one connection between commands (a warm command
-    then costs one round trip, no handshake): none when the user's ssh config
-    speaks of ControlMaster or ControlPath, whose choice it then is."""
-    if any(_mentions_sharing(path) for path in _config_files()):
-        return []
-    from ..address import fallback_socket_dir
-    from ..private import make_dir
+def defaults() -> List[str]:
+    """The ssh options harnessctl adds when HARNESSCTL_SSH is unset, each one
+    only where the user's ssh config says nothing of it: connection sharing
+    (a warm command then costs one round trip, no handshake) and a connect
+    timeout of HARNESSCTL_TIMEOUT (a machine that drops packets would hold a
+    fleet's `status` for the kernel's two minutes)."""
+    said = _config_words()
+    options = []
+    if not said & {b"controlmaster", b"controlpath"}:
+        from ..address import fallback_socket_dir
+        from ..private import make_dir
 
-    directory = fallback_socket_dir()
-    make_dir(directory)
-    return ["-o", "ControlMaster=auto", "-o", "ControlPath=%s/ssh-%%C" % directory, "-o", "ControlPersist=" + PERSIST]
+        directory = fallback_socket_dir()
+        make_dir(directory)
+        options += ["-o", "ControlMaster=auto", "-o", "ControlPath=%s/ssh-%%C" % directory,
+                    "-o", "ControlPersist=" + PERSIST]
+    if b"connecttimeout" not in said:
+        from ..knobs import seconds
+
+        options += ["-o", "ConnectTimeout=%d" % max(1, round(seconds(os.environ, "HARNESSCTL_TIMEOUT", 30)))]
+    return options
+
+
+def _config_words() -> Set[bytes]:
+    """The first word of every line of the user's ssh config files, lower case."""
+    words: Set[bytes] = set()
+    for path in _config_files():
+        try:
+            with open(path, "rb") as f:
+                text = f.read(1 << 20).lower()
+        except OSError:
+            continue
+        words.update(line.split(None, 1)[0].split(b"=")[0] for line in text.splitlines() if line.strip())
+    return words
 
 
 def _config_files() -> List[str]:
@@ -74,29 +98,36 @@ def _config_files() -> List[str]:
     return found
 
 
-def _mentions_sharing(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            text = f.read(1 << 20).lower()
-    except OSError:
-        return False
-    return any(line.strip().startswith((b"controlmaster", b"controlpath")) for line in text.splitlines())
-
-
-def start(machine: Machine, words: List[str], stdin: bool, **popen: object) -> subprocess.Popen[bytes]:
+def start(machine: Machine, words: List[str], stdin: bool, settings: Optional[Dict[str, str]] = None,
+          **popen: object) -> subprocess.Popen[bytes]:
     """The ssh process running WORDS on `machine`: stdin a pipe when `stdin`, else
     /dev/null (ssh would otherwise forward a terminal's keys); stdout and stderr
     as `popen` says."""
-    argv = command_line(machine, words)
+    argv = command_line(machine, words, settings)
     try:
         return subprocess.Popen(argv, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, **popen)  # type: ignore[call-overload]
     except OSError as e:
         raise UnavailableError("cannot run %s: %s (HARNESSCTL_SSH)" % (argv[0], e.strerror)) from None
 
 
+def end_with_signals() -> None:
+    """SIGTERM and SIGHUP end this command as an exception would, so that
+    the ssh it started is killed on the way out (the command's own cleanup):
+    an ssh left behind would keep the remote command waiting, unseen.  The
+    remote command ends once its ssh is gone (cli.end_with_reader)."""
+    import signal
+
+    def leave(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, leave)
+
+
 def failure(machine: Machine, code: int, said: str) -> Optional[UnavailableError]:
     """The error an exit code means when it is not the remote harnessctl's own;
     `said`: what ssh printed that was not harnessctl's (its last line names the cause)."""
+    said = "\n".join(line for line in said.splitlines() if not line.startswith("harnessctl: "))
     user, host, port = machine
     where = host + (":" + port if port else "")
     last = said.strip().splitlines()[-1] if said.strip() else ""

@@ -1,0 +1,153 @@
+"""Where a tool's session is: on this machine (the modules the command line
+uses) or on another one, over ssh (remote/calls.py), by the file's address.
+
+One per server: it knows the ssh:// roots the operator gave, and runs every
+remote command with them as HARNESSCTL_ROOT, so that the roots hold there on
+real paths (a symlink an agent planted on that machine leads nowhere)."""
+
+from __future__ import annotations
+
+from ..remote.address import Remote, is_remote, parse
+
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Tuple
+
+    from ..commands import Send
+    from ..notes import Notes
+
+    Machine = Tuple[Optional[str], str, Optional[str]]
+
+REMOTE_SLICE = 2.0  # seconds a remote wait asks at once: each ask is an ssh round trip
+
+
+class Sessions:
+    """The session operations the tools use, wherever the session is."""
+
+    def __init__(self, roots: List[str]) -> None:
+        self.remote_roots = [parse(root) for root in roots if is_remote(root)]
+
+    def settings(self, machine: Machine) -> Dict[str, str]:
+        """The environment of a remote command: the roots of its machine."""
+        return {"HARNESSCTL_ROOT": "\n".join(root.path for root in self.remote_roots if root.machine == machine)}
+
+    def _remote(self, file: str) -> Optional[Remote]:
+        return parse(file) if is_remote(file) else None
+
+    def send(self, request: Send) -> str:
+        remote = self._remote(request.file)
+        if remote is None:
+            from .. import commands
+
+            return commands.send(request)
+        from ..remote import calls
+
+        return calls.send(remote, request, self.settings(remote.machine))
+
+    def slice(self, file: str, local: float) -> float:
+        """How long one ask of a sliced wait lasts."""
+        return REMOTE_SLICE if is_remote(file) else local
+
+    def wait(self, file: str, input_id: Optional[str], timeout: float, notes: Optional[Notes] = None
+             ) -> Tuple[str, str]:
+        remote = self._remote(file)
+        if remote is None:
+            from ..waiting import wait
+
+            return wait(file, input_id, timeout, notes)
+        from ..remote import calls
+
+        return calls.wait(remote, input_id, timeout, self.settings(remote.machine))
+
+    def statuses(self, paths: List[str]) -> List[List[str]]:
+        """Each path's status lines (a folder's files' lines), this machine's and others'."""
+        from ..remote import fleet
+
+        return [[line for line, _ in lines] for lines in fleet.statuses(paths, self.settings)]
+
+    def reply(self, file: str, request_id: str, answer: str) -> None:
+        self._run(file, "reply", [request_id], answer.encode("utf-8"))
+
+    def cancel(self, file: str, input_id: Optional[str] = None) -> None:
+        self._run(file, "cancel", [input_id] if input_id else [], None)
+
+    def _run(self, file: str, command: str, args: List[str], stdin: Optional[bytes]) -> None:
+        remote = self._remote(file)
+        if remote is None:
+            from .. import client
+
+            if command == "reply":
+                client.reply(file, args[0], (stdin or b"").decode("utf-8"))
+            else:
+                client.cancel(file, args[0] if args else None)
+            return
+        from ..remote import calls
+        from ..remote.forward import words
+
+        calls.output(remote, words(command, [remote.path] + args, {}, []), stdin,
+                     settings=self.settings(remote.machine))
+
+    def pieces(self, file: str, since: Optional[int], runs: Optional[int], as_json: bool) -> List[str]:
+        """What `log` prints, one piece per entry (log.show.pieces)."""
+        remote = self._remote(file)
+        if remote is None:
+            from ..log.show import pieces
+
+            return pieces(file, since, runs, as_json)
+        from ..remote import calls
+        from ..remote.forward import words
+
+        options = {name: str(value) for name, value in (("--since", since), ("--runs", runs)) if value is not None}
+        if as_json:
+            options["--json"] = ""
+        _, out = calls.output(remote, words("log", [remote.path], options, []),
+                              settings=self.settings(remote.machine))
+        return out.splitlines() if as_json else [out.rstrip("\n")]
+
+    def fork(self, file: str, new_file: str, cwd: Optional[str]) -> str:
+        """fork's line; both files on one machine."""
+        remote = self._remote(file)
+        if remote is None:
+            if is_remote(new_file):
+                from ..errors import UsageError
+
+                raise UsageError("fork: FILE and NEWFILE must be on the same machine (%s, %s)" % (file, new_file))
+            from ..fork import fork
+
+            return fork(file, new_file, cwd)[0]
+        from ..remote import calls
+        from ..remote.forward import renamed, same_machine, words
+
+        new = same_machine(remote, new_file)
+        _, out = calls.output(remote, words("fork", [remote.path, new.path], {"--cwd": cwd} if cwd else {}, []),
+                              settings=self.settings(remote.machine))
+        return renamed(out.strip(), remote)
+
+    def binding(self, file: str) -> Optional[Dict[str, Any]]:
+        """The file's bound mode and rules; None for a file no send bound yet.
+        A remote file's rules cannot be read from here: they are given as one
+        allow rule, so that a grant checked against them is held to the cap."""
+        remote = self._remote(file)
+        if remote is None:
+            from ..address import resolve
+            from ..binding import read_binding
+
+            return read_binding(resolve(file))
+        from ..remote import calls
+        from ..remote.forward import words
+
+        code, out = calls.output(remote, words("status", [remote.path], {}, []), ok=(0, 4),
+                                 settings=self.settings(remote.machine))
+        if code == 4:
+            return None
+        import json
+
+        return {"mode": json.loads(out).get("mode"), "rules": [["allow", "*"]]}
+
+    def latest_activity(self, file: str) -> str:
+        """A task's status text while it works (tasks.latest_activity); a remote one's is "working"."""
+        if is_remote(file):
+            return "working"
+        from .tasks import latest_activity
+
+        return latest_activity(file)

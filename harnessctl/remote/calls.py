@@ -1,0 +1,77 @@
+"""Commands on a remote session as calls that return what they found (the
+MCP server's tools, fleet.py): the remote command's stdout read back, and
+its failure raised as the error it was there, with its exit code."""
+
+from __future__ import annotations
+
+import subprocess
+
+from ..errors import HarnessctlError, from_code
+from .address import Remote
+from .forward import renamed, words
+from .ssh import failure, start
+
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
+if TYPE_CHECKING:
+    from typing import Dict, List, Optional, Sequence, Tuple
+
+    from ..commands import Send
+
+WAIT_CODES = {7: "failed", 8: "cancelled", 9: "request", 10: "timeout"}  # commands.OUTCOME_CODES, the other way
+
+
+def error_of(remote: Remote, code: int, stderr: bytes, ok: Sequence[int] = (0,)) -> Optional[HarnessctlError]:
+    """What a remote command's exit code means: None when it is one of `ok`,
+    ssh's failure, else the remote harnessctl's own error (its last message)."""
+    said = stderr.decode("utf-8", "replace")
+    error = failure(remote.machine, code, said)
+    if error is not None or code in ok:
+        return error
+    ours = [line[len("harnessctl: "):] for line in said.splitlines() if line.startswith("harnessctl: ")]
+    return from_code(code, ours[-1] if ours else "exit %d on %s" % (code, remote.host))
+
+
+def output(remote: Remote, command_words: List[str], stdin: Optional[bytes] = None, ok: Sequence[int] = (0,),
+           settings: Optional[Dict[str, str]] = None) -> Tuple[int, str]:
+    """(exit code, stdout) of one remote command; its error raised."""
+    proc = start(remote.machine, command_words, stdin is not None, settings,
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate(stdin)
+    error = error_of(remote, proc.returncode, err, ok)
+    if error is not None:
+        raise error
+    return proc.returncode, out.decode("utf-8", "surrogateescape")
+
+
+def send(remote: Remote, request: Send, settings: Dict[str, str]) -> str:
+    """A send (as commands.Send holds it; no hooks) to a remote session: its input id."""
+    from .forward import send_stdin
+
+    options = {"--print-id": ""}
+    for name, value in (("--cwd", request.cwd), ("--model", request.model), ("--adapter", request.adapter),
+                        ("--agent", request.agent)):
+        if value is not None:
+            options[name] = value
+    rules = []
+    if request.policy is not None:
+        if request.policy.get("mode") is not None:
+            options["--mode"] = request.policy["mode"]
+        rules = [(verb, rule) for verb, rule in request.policy.get("rules") or []]
+    for key, flag in (("max_tokens", "--max-tokens"), ("max_cost_usd", "--max-cost-usd")):
+        if key in request.unattended:
+            options[flag] = str(request.unattended[key])
+    if request.schema is not None:
+        options["--schema"] = "-"
+    if request.deliver is not None:
+        options["--" + request.deliver] = ""
+    _, out = output(remote, words("send", [remote.path], options, rules), send_stdin(request.schema, request.text),
+                    settings=settings)
+    return out.strip()
+
+
+def wait(remote: Remote, input_id: Optional[str], timeout: float, settings: Dict[str, str]) -> Tuple[str, str]:
+    """What `wait` found within `timeout` seconds: (kind, line) as waiting.wait's."""
+    code, out = output(remote, words("wait", [remote.path] + ([input_id] if input_id else []),
+                                     {"--timeout": repr(timeout)}, []), ok=(0, *WAIT_CODES), settings=settings)
+    kind = WAIT_CODES.get(code) or ("completed" if input_id else "status")
+    return kind, renamed(out.strip(), remote)

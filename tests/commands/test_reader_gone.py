@@ -1,0 +1,43 @@
+"""A command that blocks ends once nobody reads its stdout (cli.end_with_reader):
+the pipe's reader exited, or the ssh that ran it on this machine is gone.
+It ends as Ctrl-C ends it, exit 130, and the run goes on."""
+
+from __future__ import annotations
+
+import subprocess
+
+from cliutil import of_type, ok, start, status, wait_for
+
+
+def busy(efile):
+    ok("send", efile, "/sleep 60", "--adapter", "mock")
+    wait_for(lambda: status(efile)["state"] == "running", what="running")
+
+
+def ended_when_reader_gone(*args):
+    proc = start(*args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc.stdout.close()  # the reader goes away
+    wait_for(lambda: proc.poll() is not None, what="the command ended")
+    return proc.returncode
+
+
+def test_wait_ends_with_130_when_its_reader_is_gone_and_the_run_goes_on(efile):
+    busy(efile)
+    assert ended_when_reader_gone("wait", efile) == 130
+    assert status(efile)["state"] == "running"
+
+
+def test_wait_any_ends_when_its_reader_is_gone(efile):
+    busy(efile)
+    assert ended_when_reader_gone("wait", "--any", efile) == 130
+
+
+def test_log_follow_ends_when_its_reader_is_gone(efile):
+    busy(efile)
+    assert ended_when_reader_gone("log", "--follow", efile) == 130
+
+
+def test_send_wait_ends_when_its_reader_is_gone_after_the_input_was_accepted(efile):
+    busy(efile)
+    assert ended_when_reader_gone("send", efile, "steer", "--wait") == 130
+    assert [e["text"] for e in of_type(efile, "accepted")] == ["/sleep 60", "steer"]
