@@ -29,10 +29,11 @@ class Client:
     """The client side of one `harnessctl mcp`: requests, and everything it
     says in order (responses by id, notifications)."""
 
-    def __init__(self, *args: str, cwd: Optional[str] = None, entry: Optional[List[str]] = None) -> None:
+    def __init__(self, *args: str, cwd: Optional[str] = None, entry: Optional[List[str]] = None,
+                 env: Optional[Dict[str, str]] = None) -> None:
         self.proc = subprocess.Popen([*(entry or command()), "mcp", *args],  # entry: a packaged launcher
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=cli_env(), cwd=cwd or ROOT)
+                                     env=env or cli_env(), cwd=cwd or ROOT)
         self.lines: "queue.Queue[Optional[Dict[str, Any]]]" = queue.Queue()
         self.seen: List[Dict[str, Any]] = []
         self.next_id = 0

@@ -1,0 +1,65 @@
+"""`harnessctl mcp --root ssh://host/dir`: the MCP server's tools on ssh:// files under that folder of
+that machine (the real sshd of tests/ssh_support.py), and nothing outside it there."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from cliutil import of_type
+from mcp_support.client import Client
+from ssh_support import address
+
+
+@pytest.fixture
+def root(workdir):
+    folder = workdir / "root"
+    folder.mkdir()
+    return str(folder)
+
+
+@pytest.fixture
+def mcp(root, ssh_env):
+    client = Client("--root", address("h1", root), cwd=root, env=ssh_env)
+    client.initialize()
+    yield client
+    if client.proc.poll() is None:
+        client.proc.kill()
+        client.proc.wait()
+
+
+def structured(result):
+    assert result["isError"] is False, result
+    return result["structuredContent"]
+
+
+def test_send_and_status_tools_run_on_an_ssh_file_under_an_ssh_root(mcp, root):
+    path = os.path.join(root, "a.jsonl")
+    found = structured(mcp.tool("send", file=address("h1", path), text="hello", adapter="mock", cwd=root, wait=True))
+    assert (found["outcome"], found["output"]) == ("completed", "echo: hello")
+    assert of_type(path, "accepted")[0]["text"] == "hello"
+    (line,) = structured(mcp.tool("status", files=[address("h1", path)]))["statuses"]
+    assert (line["file"], line["state"]) == (address("h1", path), "idle")
+
+
+def test_an_ssh_file_outside_the_ssh_root_is_refused(mcp, workdir):
+    outside = str(workdir / "outside.jsonl")
+    result = mcp.tool("send", file=address("h1", outside), text="hello", adapter="mock", cwd=str(workdir))
+    assert result["isError"] is True and "not under the allowed ssh:// roots" in result["structuredContent"]["error"]
+    assert not os.path.exists(outside)
+
+
+def test_the_same_path_on_another_machine_is_refused(mcp, root):
+    path = os.path.join(root, "a.jsonl")
+    result = mcp.tool("send", file=address("h2", path), text="hello", adapter="mock", cwd=root)
+    assert result["isError"] is True and "not under the allowed ssh:// roots" in result["structuredContent"]["error"]
+    assert not os.path.exists(path)
+
+
+def test_a_symlink_out_of_the_ssh_root_is_refused_on_that_machine(mcp, root, workdir):
+    (workdir / "elsewhere").mkdir()
+    os.symlink(str(workdir / "elsewhere"), os.path.join(root, "link"))
+    result = mcp.tool("send", file=address("h1", os.path.join(root, "link", "a.jsonl")), text="hello",
+                      adapter="mock", cwd=root)
+    assert result["isError"] is True and "not under HARNESSCTL_ROOT" in result["structuredContent"]["error"], result
+    assert not os.path.exists(str(workdir / "elsewhere" / "a.jsonl"))
