@@ -11,7 +11,7 @@ import stat
 import subprocess
 
 import pytest
-from cliutil import events, run
+from cliutil import events, of_type, run, wait_results
 from ssh_support import address
 
 M = ("--adapter", "mock")
@@ -72,6 +72,12 @@ def recorded_ssh(workdir, ssh_bed, ssh_env):
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def recorded(calls):
+    """Every recorded ssh command line, as its words."""
+    with open(calls) as f:
+        return [argv.split("\n") for argv in f.read().split("\n\n") if argv]
+
+
 def options(calls):
     """The -o options of the first recorded ssh command."""
     with open(calls) as f:
@@ -96,3 +102,23 @@ def test_a_user_ssh_config_that_speaks_of_sharing_is_left_to_decide(efile, recor
         f.write("Host *\n  ControlMaster no\n")
     ok("send", address("h1", efile), "hello", "--wait", *M, env=env)
     assert not [o for o in options(calls) if o.startswith(("ControlMaster", "ControlPath", "ControlPersist"))]
+
+
+def test_text_and_schema_of_a_send_never_appear_on_the_ssh_command_line(workdir, efile, recorded_ssh):
+    env, calls = recorded_ssh
+    schema = str(workdir / "schema.json")
+    with open(schema, "w") as f:
+        f.write('{"type": "object", "description": "schema-words-7f3a"}')
+    ok("send", address("h1", efile), "text-words-9c1e", "--schema", schema, "--wait", *M, env=env)
+    assert of_type(efile, "accepted")[0]["text"] == "text-words-9c1e"
+    for argv in recorded(calls):
+        assert not [w for w in argv if "text-words" in w or "schema-words" in w], argv
+
+
+def test_an_answer_never_appears_on_the_ssh_command_line(efile, recorded_ssh):
+    env, calls = recorded_ssh
+    assert run("send", address("h1", efile), "/question which?", "--wait", *M, env=env).returncode == 9
+    ok("reply", address("h1", efile), "req-1", "answer-words-4b2d", env=env)
+    assert wait_results(efile, 1)[0]["output"].endswith("answer: answer-words-4b2d")
+    for argv in recorded(calls):
+        assert not [w for w in argv if "answer-words" in w], argv
