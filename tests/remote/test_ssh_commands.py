@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import threading
 
 from cliutil import interruptible, of_type, run, start, wait_for, wait_results
@@ -192,3 +193,24 @@ def test_a_failed_remote_run_exits_7_as_locally(efile, ssh_env):
     proc = run("send", address("h2", efile), "/fail boom", "--wait", *M, env=ssh_env)
     assert proc.returncode == 7, proc.stderr
     assert (json.loads(proc.stdout)["status"], of_type(efile, "result")[0]["error"]) == ("failed", "boom")
+
+
+def test_ctrl_c_of_a_waiting_send_over_ssh_exits_130_the_run_goes_on_and_no_remote_waiter_stays(efile, ssh_env):
+    addr = address("h1", efile)
+    waiting = start("send", addr, "/sleep 60", "--print-id", "--wait", *M, env=ssh_env, preexec_fn=interruptible)
+    input_id = waiting.stdout.readline().decode().strip()
+    wait_for(lambda: commands_on(efile, "--wait"), 30, "the remote waiter")
+    out = err = b""
+    for _ in range(120):  # Ctrl-C, again each half second until it exits (a loaded machine may be slow to act)
+        waiting.send_signal(signal.SIGINT)
+        try:
+            out, err = waiting.communicate(timeout=0.5)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    assert (waiting.returncode, out) == (130, b""), err
+    wait_for(lambda: not commands_on(efile, "--wait"), 30, "the remote waiter gone")
+    assert remote_status(addr, ssh_env)["state"] == "running"
+    ok("cancel", addr, env=ssh_env)
+    proc = run("wait", addr, input_id, env=ssh_env)
+    assert proc.returncode == 8 and json.loads(proc.stdout)["input_ids"] == [input_id]
