@@ -312,9 +312,9 @@ def remote(command: str, args: List[str], options: Dict[str, str], rules: List[T
            fixed_adapter: Optional[str], fixed_agent: Optional[str]) -> int:
     """A command on sessions of other machines (harnessctl/remote/): the same
     command run there over ssh, TEXT and ANSWER on its stdin."""
-    from .remote import fleet, forward
-
     if command == "status" and len(args) > 1:
+        from .remote import fleet
+
         worst = 0
         for lines in fleet.statuses(args):
             for line, code in lines:
@@ -322,7 +322,11 @@ def remote(command: str, args: List[str], options: Dict[str, str], rules: List[T
                 emit(json_line(line))
         return worst
     if command == "wait" and "--any" in options:
+        from .remote import fleet
+
         return outcome(fleet.wait_any(args, timeout(options), lambda text: say("harnessctl: " + text)))
+    from .remote import forward
+
     stdin = None
     if command == "send":
         adapter, agent = fixed(options.get("--adapter"), options.get("--agent"), fixed_adapter, fixed_agent)

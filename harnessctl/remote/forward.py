@@ -12,7 +12,7 @@ import sys
 
 from ..errors import UsageError
 from .address import Remote, is_remote, parse
-from .ssh import end_with_signals, failure, start
+from .ssh import Child, command_line, end_with_signals, failure
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -74,6 +74,8 @@ def run(command: str, args: List[str], options: Dict[str, str], rules: List[Tupl
     paths = [remote.path] + args[1:]
     if command == "fork":
         paths[1] = same_machine(remote, args[1]).path
+    if command == "wait" or command == "log" and "--follow" in options or command == "send" and "--wait" in options:
+        end_with_signals()  # only a command that may wait long pays for the import of signal (enum: ~4 ms)
     return relay(remote, words(command, paths, options, rules), stdin, emit if command in NAMING else None)
 
 
@@ -90,51 +92,16 @@ def relay(remote: Remote, remote_words: List[str], stdin: Optional[bytes], emit:
     to our stdout), its stderr passed on as it comes.  What ssh itself says (lines
     that are not `harnessctl: …`) is held to the end: when ssh fails it is the
     cause in our one-line error, else it follows the output."""
-    import selectors
-    import subprocess
-
-    end_with_signals()
-    proc = start(remote.machine, remote_words, stdin is not None,
-                 stdout=subprocess.PIPE if emit else None, stderr=subprocess.PIPE)
+    child = Child(command_line(remote.machine, remote_words), stdin is not None, emit is not None)
     held: List[bytes] = []
-    pending = {proc.stderr.fileno(): b""}  # type: ignore[union-attr]
-    if emit:
-        pending[proc.stdout.fileno()] = b""  # type: ignore[union-attr]
-    selector = selectors.DefaultSelector()
-    for fd in pending:
-        os.set_blocking(fd, False)
-        selector.register(fd, selectors.EVENT_READ)
-    to_write = memoryview(stdin or b"")
-    if stdin is not None:
-        os.set_blocking(proc.stdin.fileno(), False)  # type: ignore[union-attr]
-        selector.register(proc.stdin.fileno(), selectors.EVENT_WRITE)  # type: ignore[union-attr]
     try:
-        while selector.get_map():
-            for key, _ in selector.select():
-                fd = key.fd
-                if fd not in pending:
-                    to_write = _write_some(fd, to_write, selector, proc)
-                    continue
-                chunk = os.read(fd, CHUNK)
-                if not chunk:
-                    selector.unregister(fd)
-                    chunk = b"\n" if pending[fd] else b""
-                lines = (pending[fd] + chunk).split(b"\n")
-                pending[fd] = lines.pop()
-                for line in lines:
-                    if fd == proc.stderr.fileno():  # type: ignore[union-attr]
-                        _stderr_line(line, held)
-                    elif emit is not None:
-                        emit(renamed(line.decode("utf-8", "surrogateescape"), remote))
-        code = proc.wait()
+        _pump(child, stdin or b"", lambda line: _stderr_line(line, held),
+              None if emit is None else lambda line: emit(renamed(line.decode("utf-8", "surrogateescape"), remote)))
+        code = child.wait()
     except BaseException:
-        proc.kill()
-        proc.wait()
+        child.kill()
         raise
-    finally:
-        selector.close()
-    said = b"\n".join(held).decode("utf-8", "replace")
-    error = failure(remote.machine, code, said)
+    error = failure(remote.machine, code, b"\n".join(held).decode("utf-8", "replace"))
     if error is not None:
         raise error
     if held:
@@ -142,20 +109,57 @@ def relay(remote: Remote, remote_words: List[str], stdin: Optional[bytes], emit:
     return code
 
 
-def _write_some(fd: int, data: memoryview, selector: Any, proc: Any) -> memoryview:
-    """Feed stdin; close it once all is written (the remote reads to EOF)."""
+def _pump(child: Child, data: bytes, on_stderr: Callable[[bytes], None],
+          on_stdout: Optional[Callable[[bytes], None]]) -> None:
+    """Write `data` to the child's stdin (then close it: the remote reads to
+    EOF) while its stderr and stdout come line by line, until both end."""
+    import select
+
+    poller = select.poll()
+    readers = {child.stderr: on_stderr}
+    if child.stdout is not None and on_stdout is not None:
+        readers[child.stdout] = on_stdout
+    pending = dict.fromkeys(readers, b"")
+    for fd in readers:
+        poller.register(fd, select.POLLIN)
+    left = memoryview(data)
+    if child.stdin is not None:
+        os.set_blocking(child.stdin, False)
+        poller.register(child.stdin, select.POLLOUT)
+    while pending:
+        for fd, _ in poller.poll():
+            if fd == child.stdin:
+                left = _feed(child, left, poller)
+                continue
+            chunk = os.read(fd, CHUNK)
+            if not chunk:
+                poller.unregister(fd)
+                rest = pending.pop(fd)
+                if rest:
+                    readers[fd](rest)
+                continue
+            lines = (pending[fd] + chunk).split(b"\n")
+            pending[fd] = lines.pop()
+            for line in lines:
+                readers[fd](line)
+    if child.stdin is not None:  # the remote ended before it read all: nobody reads the rest
+        os.close(child.stdin)
+        child.stdin = None
+
+
+def _feed(child: Child, left: memoryview, poller: Any) -> memoryview:
+    """Write what stdin can take now; close it once all is written (or the
+    remote stopped reading: its exit code says why)."""
+    assert child.stdin is not None
     try:
-        written = os.write(fd, data[:CHUNK])
-    except BrokenPipeError:  # the remote stopped reading: its exit code says why
-        written = len(data)
-    data = data[written:]
-    if not data:
-        selector.unregister(fd)
-        try:
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
-    return data
+        left = left[os.write(child.stdin, left[:CHUNK]):]
+    except BrokenPipeError:
+        left = left[len(left):]
+    if not left:
+        poller.unregister(child.stdin)
+        os.close(child.stdin)
+        child.stdin = None
+    return left
 
 
 def _stderr_line(line: bytes, held: List[bytes]) -> None:
@@ -169,22 +173,21 @@ def renamed(line: str, remote: Remote) -> str:
     """A JSON line whose "file" is a path on `remote`, with that file's address instead."""
     if not line.startswith('{"file":'):
         return line
-    import json
-
     from ..commands import json_string
 
+    plain = '{"file":%s,' % json_string(remote.path)
+    if line.startswith(plain) and ',"forked_from":' not in line:  # the usual line: no json to import
+        return '{"file":%s,' % json_string(remote.given) + line[len(plain):]
+    import json
+
     try:
-        path, end = json.JSONDecoder().raw_decode(line, 8)
+        value = json.loads(line)
     except ValueError:
         return line
-    if not isinstance(path, str) or not path.startswith("/"):
-        return line
-    line = '{"file":' + json_string(remote.with_path(path)) + line[end:]
-    if ',"forked_from":' in line:  # fork's line names its source too
-        value = json.loads(line)
-        value["forked_from"] = remote.with_path(value["forked_from"])
-        line = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return line
+    for key in ("file", "forked_from"):
+        if isinstance(value.get(key), str) and value[key].startswith("/"):
+            value[key] = remote.with_path(value[key])
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _write(stream: Any, data: bytes) -> None:
