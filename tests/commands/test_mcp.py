@@ -20,9 +20,7 @@ def mcp(workdir):
     client = Client("--root", str(workdir), cwd=str(workdir))
     client.initialize()
     yield client
-    if client.proc.poll() is None:
-        client.proc.kill()
-        client.proc.wait()
+    client.stop()
 
 
 def structured(result: Dict[str, Any]) -> Dict[str, Any]:

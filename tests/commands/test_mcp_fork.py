@@ -17,9 +17,7 @@ def mcp(workdir):
     client = Client("--root", str(workdir), cwd=str(workdir))
     client.initialize()
     yield client
-    if client.proc.poll() is None:
-        client.proc.kill()
-        client.proc.wait()
+    client.stop()
 
 
 def structured(result):

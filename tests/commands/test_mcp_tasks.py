@@ -18,9 +18,7 @@ from mcp_support.client import MODERN, TASKS, Client, modern_meta
 def mcp(workdir):
     client = Client("--root", str(workdir), cwd=str(workdir))
     yield client
-    if client.proc.poll() is None:
-        client.proc.kill()
-        client.proc.wait()
+    client.stop()
 
 
 @pytest.fixture

@@ -34,7 +34,9 @@ def test_wait_any_ends_when_its_reader_is_gone(efile):
 
 def test_log_follow_ends_when_its_reader_is_gone(efile):
     busy(efile)
-    assert ended_when_reader_gone("log", "--follow", efile) == 130
+    # 130 when the reader went first; 2 when the transcript it prints at once met the closed pipe
+    # first (EPIPE, as `log | true`): either way it ends, and does not follow on for nobody
+    assert ended_when_reader_gone("log", "--follow", efile) in (130, 2)
 
 
 def test_send_wait_ends_when_its_reader_is_gone_after_the_input_was_accepted(efile):

@@ -107,6 +107,12 @@ class Client:
         assert self.proc.stderr is not None
         return self.proc.stderr.read().decode()
 
+    def stop(self) -> None:
+        """The end of a test's server, however the test left it."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
     def close(self) -> int:
         assert self.proc.stdin is not None
         self.proc.stdin.close()

@@ -23,9 +23,7 @@ def mcp(root, ssh_env):
     client = Client("--root", address("h1", root), cwd=root, env=ssh_env)
     client.initialize()
     yield client
-    if client.proc.poll() is None:
-        client.proc.kill()
-        client.proc.wait()
+    client.stop()
 
 
 def structured(result):
