@@ -66,26 +66,31 @@ class Sessions:
         return [[line for line, _ in lines] for lines in fleet.statuses(paths, self.settings)]
 
     def reply(self, file: str, request_id: str, answer: str) -> None:
-        self._run(file, "reply", [request_id], answer.encode("utf-8"))
-
-    def cancel(self, file: str, input_id: Optional[str] = None) -> None:
-        self._run(file, "cancel", [input_id] if input_id else [], None)
-
-    def _run(self, file: str, command: str, args: List[str], stdin: Optional[bytes]) -> None:
         remote = self._remote(file)
         if remote is None:
             from .. import client
 
-            if command == "reply":
-                client.reply(file, args[0], (stdin or b"").decode("utf-8"))
-            else:
-                client.cancel(file, args[0] if args else None)
-            return
+            client.reply(file, request_id, answer)
+        else:
+            self._output(remote, "reply", [request_id], answer.encode("utf-8"))
+
+    def cancel(self, file: str, input_id: Optional[str] = None) -> None:
+        remote = self._remote(file)
+        if remote is None:
+            from .. import client
+
+            client.cancel(file, input_id)
+        else:
+            self._output(remote, "cancel", [input_id] if input_id else [])
+
+    def _output(self, remote: Remote, command: str, args: List[str], stdin: Optional[bytes] = None,
+                options: Optional[Dict[str, str]] = None, ok: Tuple[int, ...] = (0,)) -> Tuple[int, str]:
+        """(exit code, stdout) of `command` on the remote session, held to its machine's roots."""
         from ..remote import calls
         from ..remote.forward import words
 
-        calls.output(remote, words(command, [remote.path] + args, {}, []), stdin,
-                     settings=self.settings(remote.machine))
+        return calls.output(remote, words(command, [remote.path] + args, options or {}, []), stdin, ok,
+                            self.settings(remote.machine))
 
     def pieces(self, file: str, since: Optional[int], runs: Optional[int], as_json: bool) -> List[str]:
         """What `log` prints, one piece per entry (log.show.pieces)."""
@@ -94,14 +99,10 @@ class Sessions:
             from ..log.show import pieces
 
             return pieces(file, since, runs, as_json)
-        from ..remote import calls
-        from ..remote.forward import words
-
         options = {name: str(value) for name, value in (("--since", since), ("--runs", runs)) if value is not None}
         if as_json:
             options["--json"] = ""
-        _, out = calls.output(remote, words("log", [remote.path], options, []),
-                              settings=self.settings(remote.machine))
+        _, out = self._output(remote, "log", [], options=options)
         return out.splitlines() if as_json else [out.rstrip("\n")]
 
     def fork(self, file: str, new_file: str, cwd: Optional[str]) -> str:
@@ -115,12 +116,10 @@ class Sessions:
             from ..fork import fork
 
             return fork(file, new_file, cwd)[0]
-        from ..remote import calls
-        from ..remote.forward import renamed, same_machine, words
+        from ..remote.forward import renamed, same_machine
 
         new = same_machine(remote, new_file)
-        _, out = calls.output(remote, words("fork", [remote.path, new.path], {"--cwd": cwd} if cwd else {}, []),
-                              settings=self.settings(remote.machine))
+        _, out = self._output(remote, "fork", [new.path], options={"--cwd": cwd} if cwd else None)
         return renamed(out.strip(), remote)
 
     def binding(self, file: str) -> Optional[Dict[str, Any]]:
@@ -133,11 +132,7 @@ class Sessions:
             from ..binding import read_binding
 
             return read_binding(resolve(file))
-        from ..remote import calls
-        from ..remote.forward import words
-
-        code, out = calls.output(remote, words("status", [remote.path], {}, []), ok=(0, 4),
-                                 settings=self.settings(remote.machine))
+        code, out = self._output(remote, "status", [], ok=(0, 4))
         if code == 4:
             return None
         import json

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from cliutil import of_type
+from cliutil import of_type, wait_for
 from mcp_support.client import Client
 from ssh_support import address
 
@@ -61,3 +61,44 @@ def test_a_symlink_out_of_the_ssh_root_is_refused_on_that_machine(mcp, root, wor
                       adapter="mock", cwd=root)
     assert result["isError"] is True and "not under HARNESSCTL_ROOT" in result["structuredContent"]["error"], result
     assert not os.path.exists(str(workdir / "elsewhere" / "a.jsonl"))
+
+
+def test_a_request_parked_there_is_answered_with_the_reply_tool_and_waited_for(mcp, root):
+    path = os.path.join(root, "a.jsonl")
+    asked = structured(mcp.tool("send", file=address("h1", path), text="/permission deploy?", adapter="mock",
+                                cwd=root, wait=True))
+    assert asked["outcome"] == "request"
+    assert structured(mcp.tool("reply", file=address("h1", path), request_id=asked["request_id"], answer="allow"))
+    done = structured(mcp.tool("wait", file=address("h1", path), input_id=asked["input_id"]))
+    assert done["outcome"] == "completed" and "permission: allow" in done["output"]
+    [replied] = [e for e in of_type(path, "request") if e["state"] == "replied"]
+    assert replied["by"] == "reply"
+
+
+def test_log_fork_and_cancel_tools_work_on_that_machine(mcp, root):
+    path, new = os.path.join(root, "a.jsonl"), os.path.join(root, "b.jsonl")
+    structured(mcp.tool("send", file=address("h1", path), text="first words", adapter="mock", cwd=root, wait=True))
+    log = structured(mcp.tool("log", file=address("h1", path)))
+    assert "first words" in log["text"] and any(e.get("entry") == "result" for e in log["entries"])
+    forked = structured(mcp.tool("fork", file=address("h1", path), new_file=address("h1", new)))
+    assert (forked["file"], forked["forked_from"]) == (address("h1", new), address("h1", path))
+    structured(mcp.tool("send", file=address("h1", path), text="/sleep 60"))
+    assert structured(mcp.tool("cancel", file=address("h1", path))) == {"outcome": "done", "exit_code": 0}
+    assert structured(mcp.tool("wait", file=address("h1", path)))["state"] == "idle"
+
+
+def test_a_remote_run_is_a_task_that_is_answered_with_tasks_update(mcp, root):
+    path = os.path.join(root, "a.jsonl")
+    handle = mcp.modern_tool("send", file=address("h1", path), text="/permission deploy?", adapter="mock", cwd=root,
+                             wait=True)
+    assert handle["resultType"] == "task", handle
+    key = next(iter(until(mcp, handle["taskId"], "input_required")["inputRequests"]))
+    mcp.modern("tasks/update", {"taskId": handle["taskId"], "inputResponses": {
+        key: {"action": "accept", "content": {"answer": "allow"}}}})
+    done = until(mcp, handle["taskId"], "completed")
+    assert "permission: allow" in done["result"]["structuredContent"]["output"]
+
+
+def until(mcp, task_id, status):
+    return wait_for(lambda: (lambda t: t if t["status"] == status else None)(
+        mcp.modern("tasks/get", {"taskId": task_id})["result"]), 60, "task %s" % status)
