@@ -22,14 +22,14 @@ if TYPE_CHECKING:
 # may be omitted), its options that take a value, and its flags.
 NAMES = {"send": ("FILE", "TEXT"), "wait": ("FILE", "INPUT_ID"), "status": ("FILE",), "cancel": ("FILE", "INPUT_ID"),
          "reply": ("FILE", "REQUEST_ID", "ANSWER"), "log": ("FILE",), "rebind": ("FILE",), "agents": (),
-         "mcp": (), "fork": ("FILE", "NEWFILE")}
+         "mcp": (), "fork": ("FILE", "NEWFILE"), "serve": ("DIR",)}
 POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, sys.maxsize), "cancel": (1, 2), "reply": (2, 3),
                "log": (1, 1), "rebind": (1, 1), "agents": (0, 0), "mcp": (0, 0),
-               "fork": (2, 2)}  # wait --any: 1 to any number (parse)
+               "fork": (2, 2), "serve": (0, sys.maxsize)}  # wait --any: 1 to any number (parse)
 OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--agent", "--timeout", "--mode", "--policy", "--allow",
                     "--deny", "--schema", "--on-request", "--on-result", "--max-tokens", "--max-cost-usd"),
            "wait": ("--timeout",), "log": ("--since", "--runs"), "rebind": ("--accept",),
-           "mcp": ("--root", "--max-mode"), "fork": ("--cwd",)}
+           "mcp": ("--root", "--max-mode"), "fork": ("--cwd",), "serve": ("--port", "--host")}
 FLAGS = {"send": ("--print-id", "--wait", "--queue", "--interrupt"), "wait": ("--any",),
          "log": ("--follow", "--json", "--diff"), "agents": ("--json",),
          "mcp": ("--allow-agent-commands", "--allow-rules")}

@@ -211,6 +211,10 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
 
         return serve([root for verb, root in rules if verb == "root"], "--allow-agent-commands" in options,
                      fixed_adapter, fixed_agent, options.get("--max-mode", "ask"), "--allow-rules" in options)
+    if command == "serve":
+        from .serve.command import DEFAULT_HOST, serve_fleet
+
+        return serve_fleet(args, options.get("--port", "0"), options.get("--host", DEFAULT_HOST), emit, say)
     from . import client
 
     if command == "send":

@@ -41,6 +41,7 @@ SYNOPSIS = {
     "mcp": "harnessctl mcp    [--root DIR]... [--allow-agent-commands] [--max-mode ask|edit|full]\n"
            "                  [--allow-rules]",
     "fork": "harnessctl fork   FILE NEWFILE [--cwd DIR]",
+    "serve": "harnessctl serve  [DIR|FILE]... [--port N] [--host ADDR]",
 }
 
 OVERVIEW = """\
@@ -54,6 +55,7 @@ usage: {send}
        {agents}
        {mcp}
        {fork}
+       {serve}
        harnessctl COMMAND --help | --help | --version
 
 FILE is the event file: its path is the session; ssh://[user@]host[:port]/PATH
@@ -105,6 +107,8 @@ CODES = {
     "fork": {0: "NEWFILE made: its line is printed", 1: None,
              2: "usage or input error: NEWFILE exists, or FILE's harness cannot fork (nothing was written)",
              3: "FILE has a run going or a request waiting, or no conversation yet", 4: None, 6: None},
+    "serve": {0: "interrupted (Ctrl-C, SIGTERM): it served until then", 1: None, 2: None,
+              4: "DIR/ (named with its slash) does not exist", 5: "the port cannot be listened on (in use, refused)"},
 }
 
 
@@ -316,6 +320,28 @@ options:
   --cwd DIR       NEWFILE's working directory (default: FILE's)
 
 knobs: HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_DEBUG
+
+exit codes:
+{codes}""",
+    "serve": """\
+usage: {synopsis}
+
+Show the sessions in a browser, live: the fleet page has one row per
+session (awaiting a reply stands out), a session's page its transcript as
+`log` shows it, its pending requests as buttons, a box that sends (steers a
+busy run) and a cancel button; what the page does is recorded as the command
+line records it.  Prints one URL with a random token, and serves until
+interrupted.  Every request needs the token; a page shows only the sessions
+of the arguments.
+
+arguments:
+  DIR|FILE        event files, and folders of them (their *.jsonl, new ones as
+                  they appear); ssh://host/PATH on another machine (default: .)
+
+options:
+  --port N        the port (default 0: any free one)
+  --host ADDR     the address to listen on (default 127.0.0.1); any other than
+                  loopback warns: the token is then all that guards your agents
 
 exit codes:
 {codes}""",

@@ -31,7 +31,7 @@ def show(file: str, follow: bool, since: Optional[int], runs: Optional[int], as_
     """The `log` command: print FILE's transcript, then follow it if asked."""
     addr = resolve(file)
     require_exists(addr)
-    f = _open(addr)
+    f = open_log(addr)
     colour = not as_json and _terminal() and not os.environ.get("NO_COLOR")
     out = Printer(Transcript(), Style(colour, file, diff), as_json)
     try:
@@ -48,7 +48,7 @@ def pieces(file: str, since: Optional[int], runs: Optional[int], as_json: bool) 
     one piece per entry: the MCP log tool's text and entries."""
     addr = resolve(file)
     require_exists(addr)
-    f = _open(addr)
+    f = open_log(addr)
     found: List[str] = []
     try:
         _print_window(f, since, runs, Printer(Transcript(), Style(False, file, False), as_json, found.append), addr)
@@ -89,7 +89,7 @@ class NotEventFile(UsageError):
     """FILE holds something else than events (exit 2)."""
 
 
-def _open(addr: Address) -> BinaryIO:
+def open_log(addr: Address) -> BinaryIO:
     """The event file for reading; refused (exit 2) when it is not one."""
     try:
         f = os.fdopen(open_event_file(addr, os.O_RDONLY), "rb")

@@ -14,8 +14,8 @@ import time
 
 from ..errors import UsageError
 from ..remote.address import is_remote
+from ..sessions import Sessions
 from ..vocabulary import MODES
-from .sessions import Sessions
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

@@ -23,6 +23,7 @@ import threading
 from .. import __version__, jsonfile
 from ..errors import HarnessctlError, UsageError
 from ..remote.address import is_remote, parse
+from ..sessions import Sessions
 from ..visible import shown
 from ..vocabulary import MODES
 from . import protocol
@@ -30,7 +31,6 @@ from .call import Call, Cancelled, Deferred, Grants
 from .outcomes import INVALID_PARAMS, RpcError, busy, rpc_error, tool_error, tool_result
 from .protocol import TASKS, Revision
 from .roots import Roots
-from .sessions import Sessions
 from .tasks import Task, Tasks, listen, task_method, too_many
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)

@@ -16,7 +16,6 @@ token) and name nothing on disk; a connection knows only its own."""
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import threading
 import time
@@ -36,7 +35,6 @@ MAX_TASKS = 32  # tasks one connection holds at once
 TTL = 24 * 3600.0  # seconds a task is kept after it was created (its run goes on)
 KEEP_GIVEN = 60.0  # seconds an ended task is kept after its answer was first given out
 POLL_MS = 1000  # the pollIntervalMs hint
-ACTIVITY_TAIL = 64 * 1024  # bytes of the event file read for the latest activity
 TERMINAL = ("completed", "failed", "cancelled")
 SUBSCRIPTION_LOOK = 0.25  # seconds between two looks at a subscription's tasks
 INTERNAL_ERROR = -32603
@@ -294,33 +292,6 @@ def reply_answer(request: Dict[str, Any], response: Any) -> Optional[str]:
 
 
 # -- what the run is doing -------------------------------------------------------------
-
-
-def latest_activity(file: str) -> str:
-    """The task's status text while it works: the title of the run's latest
-    tool, from the end of the event file (never more than ACTIVITY_TAIL
-    bytes read), made inert; "working" when there is none."""
-    try:
-        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return "working"
-    try:
-        size = os.fstat(fd).st_size
-        tail = os.pread(fd, ACTIVITY_TAIL, max(0, size - ACTIVITY_TAIL))
-    finally:
-        os.close(fd)
-    for raw in reversed(tail.split(b"\n")[1:] if size > ACTIVITY_TAIL else tail.split(b"\n")):
-        if b'"tool.started"' not in raw and b'"tool.completed"' not in raw:
-            continue
-        try:
-            event = json.loads(raw)
-        except ValueError:
-            continue
-        title = event.get("title") if isinstance(event, dict) else None
-        if isinstance(title, str) and title:
-            verb = "running" if event.get("kind") == "tool.started" else "ran"
-            return "%s: %s" % (verb, shown(title[:200]))
-    return "working"
 
 
 def _iso(now: float) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 
+from harnessctl import sessions
 from harnessctl.mcp import tasks
 from harnessctl.mcp.call import Deferred
 
@@ -126,19 +127,19 @@ def test_the_status_text_is_the_latest_tools_title(tmp_path):
              {"type": "log", "kind": "text.delta", "text": "hi"},
              {"type": "log", "kind": "tool.started", "title": "make \x1b[31mall"}]
     file.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    assert tasks.latest_activity(str(file)) == "running: make \\x1b[31mall"
+    assert sessions.latest_activity(str(file)) == "running: make \\x1b[31mall"
 
 
 def test_the_status_text_reads_only_the_end_of_a_long_file(tmp_path):
     file = tmp_path / "events.jsonl"
     early = json.dumps({"type": "log", "kind": "tool.completed", "title": "early"}) + "\n"
     filler = json.dumps({"type": "log", "kind": "text.delta", "text": "x" * 1000}) + "\n"
-    file.write_text(early + filler * (tasks.ACTIVITY_TAIL // len(filler) + 2))
-    assert tasks.latest_activity(str(file)) == "working"
+    file.write_text(early + filler * (sessions.ACTIVITY_TAIL // len(filler) + 2))
+    assert sessions.latest_activity(str(file)) == "working"
 
 
 def test_the_status_text_of_a_missing_or_hostile_file_is_working(tmp_path):
-    assert tasks.latest_activity(str(tmp_path / "none.jsonl")) == "working"
+    assert sessions.latest_activity(str(tmp_path / "none.jsonl")) == "working"
     file = tmp_path / "events.jsonl"
     file.write_bytes(b'{"kind":"tool.started","title":\n\xff\xfe"tool.started"\n[1,2]"tool.completed"\n')
-    assert tasks.latest_activity(str(file)) == "working"
+    assert sessions.latest_activity(str(file)) == "working"

@@ -1,5 +1,6 @@
-"""Where a tool's session is: on this machine (the modules the command line
-uses) or on another one, over ssh (remote/calls.py), by the file's address.
+"""Where a session is: on this machine (the modules the command line uses)
+or on another one, over ssh (remote/calls.py), by the file's address; the
+operations the MCP server's tools and `harnessctl serve`'s page use.
 
 One per server: it knows the ssh:// roots the operator gave, and runs every
 remote command with them as HARNESSCTL_ROOT, so that the roots hold there on
@@ -7,17 +8,18 @@ real paths (a symlink an agent planted on that machine leads nowhere)."""
 
 from __future__ import annotations
 
-from ..remote.address import Remote, is_remote, parse
+from .remote.address import Remote, is_remote, parse
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 
-    from ..commands import Send
-    from ..notes import Notes
+    from .commands import Send
+    from .notes import Notes
 
     Machine = Tuple[Optional[str], str, Optional[str]]
 
+ACTIVITY_TAIL = 64 * 1024  # bytes of the event file read for the latest activity
 REMOTE_SLICE = 2.0  # seconds a remote wait asks at once: each ask is an ssh round trip
 
 
@@ -37,10 +39,10 @@ class Sessions:
     def send(self, request: Send) -> str:
         remote = self._remote(request.file)
         if remote is None:
-            from .. import commands
+            from . import commands
 
             return commands.send(request)
-        from ..remote import calls
+        from .remote import calls
 
         return calls.send(remote, request, self.settings(remote.machine))
 
@@ -52,23 +54,23 @@ class Sessions:
              ) -> Tuple[str, str]:
         remote = self._remote(file)
         if remote is None:
-            from ..waiting import wait
+            from .waiting import wait
 
             return wait(file, input_id, timeout, notes)
-        from ..remote import calls
+        from .remote import calls
 
         return calls.wait(remote, input_id, timeout, self.settings(remote.machine))
 
     def statuses(self, paths: List[str]) -> List[List[str]]:
         """Each path's status lines (a folder's files' lines), this machine's and others'."""
-        from ..remote import fleet
+        from .remote import fleet
 
         return [[line for line, _ in lines] for lines in fleet.statuses(paths, self.settings)]
 
     def reply(self, file: str, request_id: str, answer: str) -> None:
         remote = self._remote(file)
         if remote is None:
-            from .. import client
+            from . import client
 
             client.reply(file, request_id, answer)
         else:
@@ -77,7 +79,7 @@ class Sessions:
     def cancel(self, file: str, input_id: Optional[str] = None) -> None:
         remote = self._remote(file)
         if remote is None:
-            from .. import client
+            from . import client
 
             client.cancel(file, input_id)
         else:
@@ -86,8 +88,8 @@ class Sessions:
     def _output(self, remote: Remote, command: str, args: List[str], stdin: Optional[bytes] = None,
                 options: Optional[Dict[str, str]] = None, ok: Tuple[int, ...] = (0,)) -> Tuple[int, str]:
         """(exit code, stdout) of `command` on the remote session, held to its machine's roots."""
-        from ..remote import calls
-        from ..remote.forward import words
+        from .remote import calls
+        from .remote.forward import words
 
         return calls.output(remote, words(command, [remote.path] + args, options or {}, []), stdin, ok,
                             self.settings(remote.machine))
@@ -96,7 +98,7 @@ class Sessions:
         """What `log` prints, one piece per entry (log.show.pieces)."""
         remote = self._remote(file)
         if remote is None:
-            from ..log.show import pieces
+            from .log.show import pieces
 
             return pieces(file, since, runs, as_json)
         options = {name: str(value) for name, value in (("--since", since), ("--runs", runs)) if value is not None}
@@ -110,13 +112,13 @@ class Sessions:
         remote = self._remote(file)
         if remote is None:
             if is_remote(new_file):
-                from ..errors import UsageError
+                from .errors import UsageError
 
                 raise UsageError("fork: FILE and NEWFILE must be on the same machine (%s, %s)" % (file, new_file))
-            from ..fork import fork
+            from .fork import fork
 
             return fork(file, new_file, cwd)[0]
-        from ..remote.forward import renamed, same_machine
+        from .remote.forward import renamed, same_machine
 
         new = same_machine(remote, new_file)
         _, out = self._output(remote, "fork", [new.path], options={"--cwd": cwd} if cwd else None)
@@ -128,8 +130,8 @@ class Sessions:
         allow rule, so that a grant checked against them is held to the cap."""
         remote = self._remote(file)
         if remote is None:
-            from ..address import resolve
-            from ..binding import read_binding
+            from .address import resolve
+            from .binding import read_binding
 
             return read_binding(resolve(file))
         code, out = self._output(remote, "status", [], ok=(0, 4))
@@ -140,9 +142,37 @@ class Sessions:
         return {"mode": json.loads(out).get("mode"), "rules": [["allow", "*"]]}
 
     def latest_activity(self, file: str) -> str:
-        """A task's status text while it works (tasks.latest_activity); a remote one's is "working"."""
-        if is_remote(file):
-            return "working"
-        from .tasks import latest_activity
+        """A running session's latest activity (latest_activity); a remote one's is "working"."""
+        return "working" if is_remote(file) else latest_activity(file)
 
-        return latest_activity(file)
+
+def latest_activity(file: str) -> str:
+    """What a running session does now: the title of the run's latest tool,
+    from the end of the event file (never more than ACTIVITY_TAIL bytes
+    read), made inert; "working" when there is none."""
+    import json
+    import os
+
+    from .visible import shown
+
+    try:
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return "working"
+    try:
+        size = os.fstat(fd).st_size
+        tail = os.pread(fd, ACTIVITY_TAIL, max(0, size - ACTIVITY_TAIL))
+    finally:
+        os.close(fd)
+    for raw in reversed(tail.split(b"\n")[1:] if size > ACTIVITY_TAIL else tail.split(b"\n")):
+        if b'"tool.started"' not in raw and b'"tool.completed"' not in raw:
+            continue
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            continue
+        title = event.get("title") if isinstance(event, dict) else None
+        if isinstance(title, str) and title:
+            verb = "running" if event.get("kind") == "tool.started" else "ran"
+            return "%s: %s" % (verb, shown(title[:200]))
+    return "working"

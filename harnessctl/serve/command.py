@@ -1,0 +1,60 @@
+"""`harnessctl serve [DIR|FILE]... [--port N] [--host ADDR]`: the fleet page
+on one port, until interrupted (docs/SERVE.md)."""
+
+from __future__ import annotations
+
+import signal
+
+from ..errors import UnavailableError, UsageError
+from ..sessions import Sessions
+from .fleet import Fleet
+from .guard import Guard, is_loopback
+from .handler import Server
+
+TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)
+if TYPE_CHECKING:
+    from typing import Any, Callable, List
+
+DEFAULT_HOST = "127.0.0.1"
+
+
+def serve_fleet(args: List[str], port: str, host: str, emit: Callable[[str], None], say: Callable[[str], None]) -> int:
+    """Serve until SIGINT or SIGTERM (exit 0).  `emit` prints the URL line,
+    `say` a warning: cli.py's, so that every line out is cleaned the same way."""
+    fleet = Fleet(args or ["."], Sessions([]))
+    fleet.look()  # a folder that is not there is this command's error, before any port is taken
+    try:
+        server = Server((host, _port(port)), Guard(host, 0), fleet, fleet.sessions)
+    except OSError as e:
+        raise UnavailableError("cannot listen on %s port %s: %s" % (host, port, e.strerror or e)) from None
+    server.guard.port = server.server_address[1]
+    if not is_loopback(host):
+        say("harnessctl: warning: serving on %s, not only on this machine: anyone who reaches it and learns the "
+            "token can answer your agents' requests" % host)
+    signal.signal(signal.SIGTERM, _interrupted)
+    fleet.start()
+    emit(server.guard.url())
+    try:
+        server.serve_forever(poll_interval=3600)  # shutdown() is never called: an interrupt ends it
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fleet.stopped.set()
+        server.server_close()
+    return 0
+
+
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise UsageError("--port must be a number from 0 to 65535 (0: any free port), not %r" % value)
+    return port
+
+
+def _interrupted(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+

@@ -1,0 +1,182 @@
+"""The served sessions, and the one thread that watches them for every page.
+
+Each tick the thread looks at every served folder and file with one stat (no
+read): only a file that changed is asked its status (as `status` asks it:
+its live runtime answers from memory), and every page subscribed hears the
+new row.  So a page open costs a queue, not a poll of its own, and an idle
+fleet a stat per file per tick.  Sessions on other machines (ssh://) are
+asked by a second thread, one `status` per machine every REMOTE_POLL seconds
+(remote/fleet.py), and a row is sent only when its line changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+
+from ..commands import file_status, listed
+from ..errors import HarnessctlError
+from ..remote.address import is_remote
+from ..sessions import latest_activity
+
+TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Tuple
+
+    from ..sessions import Sessions
+
+    Row = Dict[str, Any]
+    Look = Tuple[int, int, int, int]
+
+POLL = 0.25  # seconds between two looks at the local files: a page hears an event line within it
+REMOTE_POLL = 2.0  # seconds between two asks of the remote sessions: each is an ssh round trip
+BACKLOG = 10000  # events a page that stopped reading may owe before it is dropped (it reconnects)
+
+
+class Subscriber:
+    """One page's feed: (event name, data) pairs, in order.  A page that
+    stops reading is dropped rather than let its backlog grow without end;
+    its browser reconnects and starts from a fresh picture."""
+
+    def __init__(self) -> None:
+        self.events: queue.Queue[Tuple[str, Any]] = queue.Queue(BACKLOG)
+        self.dropped = False
+
+    def put(self, event: str, data: Any) -> None:
+        try:
+            self.events.put_nowait((event, data))
+        except queue.Full:
+            self.dropped = True
+
+
+class Fleet:
+    """The sessions of the arguments (a folder's event files as `status DIR`
+    lists them, appearing as they appear), their rows, and the pages that
+    follow them."""
+
+    def __init__(self, args: List[str], sessions: Sessions) -> None:
+        self.local = [arg for arg in args if not is_remote(arg)]
+        self.remote = [arg for arg in args if is_remote(arg)]
+        self.sessions = sessions
+        self.lock = threading.Lock()
+        self.rows: Dict[str, Row] = {}
+        self.subscribers: List[Subscriber] = []
+        self.stopped = threading.Event()
+        self._folders: Dict[str, Tuple[Optional[Look], List[str]]] = {}  # a folder's look and files
+        self._looks: Dict[str, Optional[Look]] = {}  # a local file's last look
+
+    # -- what pages ask -------------------------------------------------------------
+
+    def served(self, file: str) -> bool:
+        """Whether `file` is one of the sessions shown, exactly as the fleet
+        names it: nothing else is ever opened for a page."""
+        with self.lock:
+            return file in self.rows
+
+    def subscribe(self) -> Tuple[List[Row], Subscriber]:
+        """Every row now, and a feed of what changes from now on."""
+        subscriber = Subscriber()
+        with self.lock:
+            self.subscribers.append(subscriber)
+            return sorted(self.rows.values(), key=lambda row: row["index"]), subscriber
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        with self.lock:
+            if subscriber in self.subscribers:
+                self.subscribers.remove(subscriber)
+
+    # -- watching -------------------------------------------------------------------
+
+    def start(self) -> None:
+        threading.Thread(target=self._watch_local, name="local", daemon=True).start()
+        if self.remote:
+            threading.Thread(target=self._watch_remote, name="remote", daemon=True).start()
+
+    def _watch_local(self) -> None:
+        while not self.stopped.wait(POLL):
+            self.look()
+
+    def _watch_remote(self) -> None:
+        while True:
+            self.ask_remote()
+            if self.stopped.wait(REMOTE_POLL):
+                return
+
+    def look(self) -> None:
+        """One look at the local sessions: rows for the files that changed,
+        gone for those no longer listed.  A missing folder is an error here
+        (the first look, before serving, raises it) and, later, no files."""
+        files = []
+        for arg in self.local:
+            files.extend(self._files_of(arg))
+        index = {file: i for i, file in enumerate(files)}
+        for file in [f for f in self._looks if f not in index]:
+            del self._looks[file]
+            self._publish(file, None)
+        for file in files:
+            seen = _look(file)
+            if file not in self._looks or seen != self._looks[file] or self._moved(file, index[file]):
+                self._looks[file] = seen
+                self._publish(file, self._row(file, index[file]))
+
+    def _files_of(self, arg: str) -> List[str]:
+        """A FILE argument itself; a folder's event files, listed again only when the folder changed."""
+        seen = _look(arg)
+        known = self._folders.get(arg)
+        if known is not None and known[0] == seen and seen is not None:
+            return known[1]
+        try:
+            files = listed(arg)
+        except HarnessctlError:
+            if known is None:
+                raise
+            files = []
+        files = [arg] if files is None else files
+        self._folders[arg] = (seen, files)
+        return files
+
+    def _moved(self, file: str, index: int) -> bool:
+        with self.lock:
+            row = self.rows.get(file)
+            return row is not None and row["index"] != index
+
+    def _row(self, file: str, index: int) -> Row:
+        line, _ = file_status(file)
+        row: Row = json.loads(line)
+        row.update(index=index, name=os.path.basename(file) or file)
+        if row.get("state") in ("running", "cancelling"):
+            row["activity"] = latest_activity(file)
+        return row
+
+    def ask_remote(self) -> None:
+        """The remote sessions' lines, one ssh per machine; rows for the lines that changed."""
+        lines = [line for lines in self.sessions.statuses(self.remote) for line in lines]
+        base = 1 << 20  # remote rows after the local ones, in the order given
+        for i, line in enumerate(lines):
+            row = json.loads(line)
+            row.update(index=base + i, name=os.path.basename(row["file"]) or row["file"])
+            with self.lock:
+                same = self.rows.get(row["file"]) == row
+            if not same:
+                self._publish(row["file"], row)
+
+    def _publish(self, file: str, row: Optional[Row]) -> None:
+        with self.lock:
+            if row is None:
+                self.rows.pop(file, None)
+            else:
+                self.rows[file] = row
+            subscribers = list(self.subscribers)
+        for subscriber in subscribers:
+            subscriber.put("row" if row is not None else "gone", row if row is not None else {"file": file})
+
+
+def _look(path: str) -> Optional[Look]:
+    """What one stat says of a path: a change in any of it is a change."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns

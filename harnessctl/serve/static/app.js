@@ -1,0 +1,270 @@
+// harnessctl serve: the fleet page and a session's page.  Everything a
+// session says arrives as JSON and is put into the page as text
+// (textContent), never as HTML: no agent text is ever parsed as markup.
+"use strict";
+
+const params = new URLSearchParams(location.search);
+const token = params.get("token") || "";
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+function feed(path, extra) {
+  const query = new URLSearchParams(extra || {});
+  query.set("token", token);
+  return new EventSource(path + "?" + query.toString());
+}
+
+function notice(text, bad) {
+  const node = document.getElementById("notice");
+  node.textContent = text;
+  node.className = bad ? "bad" : "";
+}
+
+async function post(path, body) {
+  const answer = await fetch(path, {
+    method: "POST",
+    headers: {"Content-Type": "application/json", "X-Harnessctl-Token": token},
+    body: JSON.stringify(body),
+  });
+  let value = {};
+  try { value = await answer.json(); } catch (e) { value = {error: answer.status + " " + answer.statusText}; }
+  if (!answer.ok) throw new Error(value.error || answer.statusText);
+  return value;
+}
+
+function ago(iso) {
+  if (!iso) return "";
+  const seconds = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  if (seconds < 60) return seconds + " s ago";
+  if (seconds < 3600) return Math.floor(seconds / 60) + " min ago";
+  if (seconds < 86400) return Math.floor(seconds / 3600) + " h ago";
+  return Math.floor(seconds / 86400) + " d ago";
+}
+
+function spent(totals) {
+  if (!totals) return "";
+  const parts = [];
+  if (totals.tokens) parts.push(totals.tokens.toLocaleString("en") + " tokens");
+  if (totals.cost_usd !== null && totals.cost_usd !== undefined) parts.push("$" + totals.cost_usd.toFixed(4));
+  return parts.join(", ");
+}
+
+// -- the fleet ---------------------------------------------------------------------
+
+function fleetPage() {
+  const body = document.querySelector("#fleet tbody");
+  const rows = new Map();
+
+  function draw(row) {
+    let tr = rows.get(row.file);
+    if (!tr) {
+      tr = el("tr", "session");
+      tr.dataset.file = row.file;
+      for (const name of ["name", "agent", "state", "activity", "spent", "last"]) tr.appendChild(el("td", name));
+      rows.set(row.file, tr);
+    }
+    tr.dataset.index = row.index;
+    const cells = tr.children;
+    const link = el("a", "", row.name);
+    link.href = "/session?" + new URLSearchParams({file: row.file, token: token}).toString();
+    cells[0].replaceChildren(link);
+    cells[1].textContent = row.agent || row.adapter || "";
+    cells[2].textContent = row.error ? "error" : (row.state || "");
+    if (row.state === "awaiting_reply" && row.requests) {
+      cells[2].textContent = "awaiting reply (" + row.requests.length + ")";
+    }
+    cells[3].textContent = row.error || activity(row);
+    cells[4].textContent = spent(row.totals);
+    cells[5].textContent = ago(row.last_activity);
+    cells[5].dataset.at = row.last_activity || "";
+    tr.className = "session state-" + (row.error ? "error" : row.state);
+    tr.classList.toggle("awaiting", row.state === "awaiting_reply");
+    place(tr);
+    summary();
+  }
+
+  function activity(row) {
+    if (row.state === "awaiting_reply" && row.requests && row.requests.length) {
+      const request = row.requests[0];
+      return request.kind + ": " + (request.message || "");
+    }
+    return row.activity || "";
+  }
+
+  function place(tr) {
+    const index = Number(tr.dataset.index);
+    let before = null;
+    for (const other of body.children) {
+      if (other !== tr && Number(other.dataset.index) > index) { before = other; break; }
+    }
+    if (tr.parentNode !== body || tr.nextSibling !== before) body.insertBefore(tr, before);
+  }
+
+  function summary() {
+    const all = rows.size;
+    const waiting = body.querySelectorAll("tr.awaiting").length;
+    const running = body.querySelectorAll("tr.state-running").length;
+    document.getElementById("summary").textContent =
+      all + " sessions, " + running + " running, " + waiting + " awaiting a reply";
+    document.getElementById("empty").hidden = all > 0;
+    document.title = (waiting ? "(" + waiting + ") " : "") + "harnessctl fleet";
+  }
+
+  const source = feed("/events");
+  source.addEventListener("row", (e) => draw(JSON.parse(e.data)));
+  source.addEventListener("gone", (e) => {
+    const file = JSON.parse(e.data).file;
+    const tr = rows.get(file);
+    if (tr) { tr.remove(); rows.delete(file); summary(); }
+  });
+  source.addEventListener("ready", () => { summary(); document.body.dataset.ready = "1"; });
+  source.onopen = () => notice("", false);
+  source.onerror = () => notice("connection lost: retrying", true);
+  setInterval(() => {
+    for (const cell of body.querySelectorAll("td.last")) cell.textContent = ago(cell.dataset.at);
+  }, 10000);
+}
+
+// -- a session ----------------------------------------------------------------------
+
+function sessionPage() {
+  const file = params.get("file") || "";
+  const transcript = document.getElementById("transcript");
+  const entries = new Map();
+
+  function line(pieces) {
+    const node = el("div", "line");
+    for (const [text, colours] of pieces) {
+      const span = el("span", colours.split(" ").filter(Boolean).map((c) => "c-" + c).join(" "), text);
+      node.appendChild(span);
+    }
+    return node;
+  }
+
+  function draw(entry) {
+    const node = el("div", "entry kind-" + entry.kind);
+    node.dataset.id = entry.id;
+    const lines = entry.lines.map(line);
+    if ((entry.kind === "tool" || entry.kind === "file") && lines.length > 1) {
+      const fold = el("details");
+      const head = el("summary");
+      head.appendChild(lines[0]);
+      fold.appendChild(head);
+      const rest = el("pre");
+      for (const one of lines.slice(1)) rest.appendChild(one);
+      fold.appendChild(rest);
+      node.appendChild(fold);
+    } else {
+      const pre = el("pre");
+      for (const one of lines) pre.appendChild(one);
+      node.appendChild(pre);
+    }
+    if (entry.request) node.appendChild(answers(entry.request));
+    const old = entries.get(entry.id);
+    const follow = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+    if (old) old.replaceWith(node); else transcript.appendChild(node);
+    entries.set(entry.id, node);
+    if (follow) window.scrollTo(0, document.body.scrollHeight);
+  }
+
+  function answers(request) {
+    const box = el("div", "answers");
+    const fields = [];
+    for (const question of request.questions) {
+      const label = el("label", "question", question.label || question.id);
+      let input;
+      if (question.options.length) {
+        input = el("select");
+        for (const option of question.options) {
+          const choice = el("option", "", option);
+          choice.value = option;
+          input.appendChild(choice);
+        }
+      } else {
+        input = el("input");
+        input.type = "text";
+      }
+      input.dataset.question = question.id;
+      label.appendChild(input);
+      box.appendChild(label);
+      fields.push(input);
+    }
+    if (fields.length) {
+      const submit = el("button", "answer fields", "Answer");
+      submit.type = "button";
+      submit.dataset.request = request.request_id;
+      submit.addEventListener("click", () => {
+        const answer = {};
+        for (const input of fields) if (input.value !== "") answer[input.dataset.question] = input.value;
+        reply(request.request_id, answer, submit);
+      });
+      box.appendChild(submit);
+    }
+    for (const option of request.options) {
+      const button = el("button", "answer", option.label);
+      button.type = "button";
+      button.dataset.request = request.request_id;
+      button.dataset.answer = option.answer;
+      button.addEventListener("click", () => reply(request.request_id, option.answer, button));
+      box.appendChild(button);
+    }
+    return box;
+  }
+
+  async function reply(requestId, answer, button) {
+    button.disabled = true;
+    try {
+      await post("/reply", {file: file, request_id: requestId, answer: answer});
+      notice("answered " + requestId, false);
+    } catch (e) {
+      notice(e.message, true);
+      button.disabled = false;
+    }
+  }
+
+  function status(row) {
+    const state = document.getElementById("state");
+    state.textContent = row.error ? "error: " + row.error : row.state;
+    state.className = "state-" + (row.error ? "error" : row.state);
+    const facts = [row.agent || row.adapter, row.mode ? "mode " + row.mode : "", spent(row.totals),
+                   row.activity || "", ago(row.last_activity)];
+    document.getElementById("facts").textContent = facts.filter(Boolean).join(" · ");
+    document.getElementById("cancel").disabled = !(row.state === "running" || row.state === "awaiting_reply");
+  }
+
+  document.getElementById("send").addEventListener("click", async () => {
+    const box = document.getElementById("text");
+    if (!box.value.trim()) return;
+    try {
+      const answer = await post("/send", {file: file, text: box.value});
+      box.value = "";
+      notice("accepted: input " + answer.input_id, false);
+    } catch (e) {
+      notice(e.message, true);
+    }
+  });
+  document.getElementById("cancel").addEventListener("click", async () => {
+    try {
+      await post("/cancel", {file: file});
+      notice("cancelled", false);
+    } catch (e) {
+      notice(e.message, true);
+    }
+  });
+
+  const source = feed("/session/events", {file: file});
+  source.addEventListener("entry", (e) => draw(JSON.parse(e.data)));
+  source.addEventListener("status", (e) => status(JSON.parse(e.data)));
+  source.addEventListener("reset", () => { transcript.replaceChildren(); entries.clear(); });
+  source.addEventListener("gone", () => notice("the event file is gone", true));
+  source.addEventListener("ready", () => { document.body.dataset.ready = "1"; });
+  source.onopen = () => { transcript.replaceChildren(); entries.clear(); notice("", false); };
+  source.onerror = () => notice("connection lost: retrying", true);
+}
+
+if (document.body.dataset.page === "fleet") fleetPage(); else sessionPage();
