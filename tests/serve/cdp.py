@@ -26,7 +26,7 @@ START_SECONDS = 30.0  # Chromium's first start on a cold disk takes a few second
 COMMAND_SECONDS = 30.0
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--remote-debugging-pipe"]
+         "--hide-scrollbars", "--remote-debugging-pipe"]  # no scrollbar in the pictures
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
 
 
@@ -40,6 +40,16 @@ def find_chromium() -> Optional[str]:
         path = shutil.which(name)
         if path:
             return path
+    return None
+
+
+def missing() -> Optional[str]:
+    """Why no Chromium can start here, or None when one can."""
+    named = os.environ.get("HARNESSCTL_CHROMIUM")
+    if named and not shutil.which(named):
+        return "$HARNESSCTL_CHROMIUM (%s) not found" % named
+    if not find_chromium():
+        return "no Chromium: none of %s on PATH (the distribution's chromium package)" % ", ".join(CANDIDATES)
     return None
 
 
