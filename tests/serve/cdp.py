@@ -77,6 +77,7 @@ class Browser:
         self._gone = False
         self._write_lock = threading.Lock()
         self.pid = 0
+        self._reader: Optional[threading.Thread] = None
         try:
             self._spawn(chromium, flags or [])
             self._reader = threading.Thread(target=self._read, name="cdp-reader", daemon=True)
@@ -209,10 +210,16 @@ class Browser:
                 pass
             os.waitpid(self.pid, 0)
             self.pid = 0
-        for fd in ("_out", "_in"):
-            if hasattr(self, fd):
-                os.close(getattr(self, fd))
-                delattr(self, fd)
+        if hasattr(self, "_out"):
+            os.close(self._out)
+            del self._out
+        # The reader ends at the end of the file that Chromium's death makes; its fd is closed only then, so
+        # that a read never lands on another file that reused the number.
+        if self._reader:
+            self._reader.join(5)
+        if hasattr(self, "_in") and not (self._reader and self._reader.is_alive()):
+            os.close(self._in)
+            del self._in
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def __enter__(self) -> Browser:
@@ -263,7 +270,7 @@ class Page:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                last: Any = self.evaluate(expression)
+                last: Any = self.evaluate(expression, max(deadline - time.monotonic(), 1.0))
                 if last:
                     return last
             except (PageError, CdpError) as e:  # CdpError: the context went away in a navigation
@@ -282,7 +289,7 @@ class Page:
         """Click the element's centre with the mouse, as a person would: scrolled into view, and refused
         (PageError) when another element covers that point or the element has no size."""
         x, y = self._element(selector, """
-            el.scrollIntoView({block: 'center', inline: 'center'});
+            el.scrollIntoView({block: 'center', inline: 'center', behavior: 'instant'});
             const box = el.getBoundingClientRect();
             if (!box.width || !box.height) throw new Error('the element has no size (hidden?)');
             const x = box.left + box.width / 2, y = box.top + box.height / 2;
@@ -295,9 +302,13 @@ class Page:
             self.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
 
     def type(self, selector: str, text: str) -> None:
-        """Focus the element and insert the text as typed input (the page sees input events)."""
-        self._element(selector, "el.focus(); if (document.activeElement !== el) "
-                                "throw new Error('the element takes no focus'); return true;")
+        """Focus the element and insert the text after what it holds, as typed input (the page sees input
+        events)."""
+        self._element(selector, """
+            el.focus();
+            if (document.activeElement !== el) throw new Error('the element takes no focus');
+            try { el.setSelectionRange(el.value.length, el.value.length); } catch (e) {}  // not every input has one
+            return true;""")
         self.send("Input.insertText", {"text": text})
 
     def screenshot(self, path: str, full_page: bool = False) -> None:

@@ -5,6 +5,8 @@ Content-Security-Policy refuses its inline script."""
 from __future__ import annotations
 
 import http.server
+import os
+import shutil
 import struct
 import threading
 
@@ -22,7 +24,7 @@ document.getElementById("text").addEventListener("input", (event) => {
 """
 INDEX = b"""<!doctype html><html><head><title>driver</title></head><body>
 <button id="button">Press</button><p id="out">not clicked</p>
-<input id="text"><p id="echo"></p>
+<input id="text" value="hello"><p id="echo"></p>
 <button id="covered" style="position: fixed; left: 10px; top: 320px">Hidden</button>
 <div id="cover" style="position: fixed; left: 0; top: 300px; width: 400px; height: 100px; background: #ccc"></div>
 <script src="/app.js"></script></body></html>"""
@@ -133,9 +135,9 @@ def test_click_on_a_selector_nothing_matches_names_it(page, site):
         page.click("#nosuch")
 
 
-def test_type_inserts_the_text_as_input_the_page_sees(page, site):
+def test_type_appends_the_text_as_input_the_page_sees(page, site):
     page.goto(site + "/")
-    page.type("#text", "hello <b>")
+    page.type("#text", " <b>")
     assert page.evaluate("document.getElementById('echo').textContent") == "hello <b>"
 
 
@@ -175,3 +177,17 @@ def test_an_inline_script_refused_by_the_policy_is_a_csp_violation(page, site):
 def test_first_paint_is_measured_from_the_navigation(page, site):
     page.goto(site + "/")
     assert 0 < cdp.first_paint_ms(page) <= cdp.first_paint_ms(page, contentful=True) < 10000
+
+
+def test_close_ends_chromium_and_removes_its_profile(browser):  # browser: skips without Chromium
+    with cdp.Browser() as other:
+        pid, folder = other.pid, other.folder
+        assert os.path.isdir(folder)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert not os.path.exists(folder)
+
+
+def test_a_browser_that_exits_at_once_is_an_error_not_a_wait():
+    with pytest.raises(cdp.CdpError, match="Chromium is gone"):
+        cdp.Browser(shutil.which("false"))
