@@ -30,7 +30,8 @@ KEEPALIVE = 15.0  # seconds between two comments on a quiet feed: how a page tha
 BODY_LIMIT = 1 << 20  # bytes of a POST's JSON body
 POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
           "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-STATIC = {"/static/app.js": "text/javascript; charset=utf-8", "/static/style.css": "text/css; charset=utf-8"}
+STATIC = {"/static/app.js": "text/javascript; charset=utf-8", "/static/style.css": "text/css; charset=utf-8",
+          "/static/icon.svg": "image/svg+xml"}
 HTTP_STATUS = {2: 400, 3: 409, 4: 404, 5: 503}  # exit code -> HTTP status; any other: 500
 
 

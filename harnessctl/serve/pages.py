@@ -18,6 +18,7 @@ HEAD = """<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>%(title)s</title>
 <link rel="stylesheet" href="/static/style.css?token=%(token)s">
+<link rel="icon" href="/static/icon.svg?token=%(token)s">
 <script src="/static/app.js?token=%(token)s" defer></script>
 </head>
 """

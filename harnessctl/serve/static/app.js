@@ -229,7 +229,7 @@ function sessionPage() {
 
   function status(row) {
     const state = document.getElementById("state");
-    state.textContent = row.error ? "error: " + row.error : row.state;
+    state.textContent = row.error ? "error: " + row.error : (row.state || "").replace("_", " ");
     state.className = "state-" + (row.error ? "error" : row.state);
     const facts = [row.agent || row.adapter, row.mode ? "mode " + row.mode : "", spent(row.totals),
                    row.activity || "", ago(row.last_activity)];
