@@ -16,7 +16,8 @@ import os
 import queue
 import threading
 
-from ..commands import file_status, listed
+from ..address import under
+from ..commands import error_line, file_status, listed
 from ..errors import HarnessctlError
 from ..remote.address import is_remote
 from ..sessions import latest_activity
@@ -59,6 +60,7 @@ class Fleet:
     def __init__(self, args: List[str], sessions: Sessions) -> None:
         self.local = [arg for arg in args if not is_remote(arg)]
         self.remote = [arg for arg in args if is_remote(arg)]
+        self.roots = [os.path.realpath(arg) for arg in self.local]
         self.sessions = sessions
         self.lock = threading.Lock()
         self.rows: Dict[str, Row] = {}
@@ -71,9 +73,17 @@ class Fleet:
 
     def served(self, file: str) -> bool:
         """Whether `file` is one of the sessions shown, exactly as the fleet
-        names it: nothing else is ever opened for a page."""
+        names it, and (on this machine) really inside the served folders now:
+        nothing else is ever opened for a page."""
         with self.lock:
-            return file in self.rows
+            if file not in self.rows:
+                return False
+        return is_remote(file) or self.inside(file)
+
+    def inside(self, file: str) -> bool:
+        """Whether a local file's real path is a served FILE or in a served
+        folder: a symlink an agent planted in one leads nowhere."""
+        return under(os.path.realpath(file), self.roots)
 
     def subscribe(self) -> Tuple[List[Row], Subscriber]:
         """Every row now, and a feed of what changes from now on."""
@@ -100,7 +110,10 @@ class Fleet:
 
     def _watch_remote(self) -> None:
         while True:
-            self.ask_remote()
+            try:
+                self.ask_remote()
+            except HarnessctlError:
+                pass  # ssh itself could not start: the rows stay as they were, asked again
             if self.stopped.wait(REMOTE_POLL):
                 return
 
@@ -143,7 +156,10 @@ class Fleet:
             return row is not None and row["index"] != index
 
     def _row(self, file: str, index: int) -> Row:
-        line, _ = file_status(file)
+        if self.inside(file):
+            line, _ = file_status(file)
+        else:
+            line = error_line(file, "refusing %s: its real path is not in the served folders" % file, 2)
         row: Row = json.loads(line)
         row.update(index=index, name=os.path.basename(file) or file)
         if row.get("state") in ("running", "cancelling"):

@@ -43,10 +43,14 @@ class Guard:
         listens on loopback, or the --host given."""
         if not header:
             return False
-        name, _, port = header.rpartition(":")
-        if not name or port != str(self.port):
+        if header.startswith("["):  # an IPv6 address: [::1]:8080
+            name, _, rest = header[1:].partition("]")
+            port = rest[1:] if rest.startswith(":") else rest or "80"
+        else:
+            name, _, port = header.partition(":")
+            port = port or "80"
+        if port != str(self.port):
             return False
-        name = name[1:-1] if name.startswith("[") and name.endswith("]") else name
         if name.lower() == self.host.lower():
             return True
         if name.lower() == "localhost":
