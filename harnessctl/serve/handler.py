@@ -196,6 +196,9 @@ class Handler(BaseHTTPRequestHandler):
             except HarnessctlError as e:
                 self._error(HTTP_STATUS.get(e.exit_code, 500), str(e))
                 return
+            except OSError as e:  # gone since it was listed
+                self._error(404, "cannot read %s: %s" % (file, e.strerror or e))
+                return
             self._begin_feed()
             for row in rows:
                 if row["file"] == file:
