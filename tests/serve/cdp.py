@@ -101,7 +101,7 @@ class Browser:
         argv = [chromium] + FLAGS + ["--user-data-dir=" + os.path.join(self.folder, "profile")] + flags
         argv.append("about:blank")
         try:
-            self.pid = os.posix_spawn(chromium, argv, dict(os.environ), file_actions=[
+            self.pid = os.posix_spawn(chromium, argv, self._environment(), file_actions=[
                 (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                 (os.POSIX_SPAWN_OPEN, 1, self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
                 (os.POSIX_SPAWN_DUP2, 1, 2),
@@ -111,6 +111,13 @@ class Browser:
         finally:
             os.close(child_in)
             os.close(child_out)
+
+    def _environment(self) -> Dict[str, str]:
+        """Ours, with HOME and TMPDIR in the browser's own folder: Chromium writes ~/.config, ~/.cache and a
+        folder in the temporary directory at each start, and close() removes them all."""
+        env = {name: value for name, value in os.environ.items() if not name.startswith("XDG_")}
+        env["HOME"] = env["TMPDIR"] = self.folder
+        return env
 
     def _read(self) -> None:
         """Split Chromium's output into messages: answers by id, events in arrival order."""
