@@ -20,6 +20,7 @@ from ..commands import file_status, listed
 from ..errors import HarnessctlError
 from ..remote.address import is_remote
 from ..sessions import latest_activity
+from ..visible import shown
 
 TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -145,7 +146,7 @@ class Fleet:
     def _row(self, file: str, index: int) -> Row:
         line, _ = file_status(file)
         row: Row = json.loads(line)
-        row.update(index=index, name=os.path.basename(file) or file)
+        row.update(index=index, name=shown(os.path.basename(file) or file))
         if row.get("state") in ("running", "cancelling"):
             row["activity"] = latest_activity(file)
         return row
@@ -156,7 +157,7 @@ class Fleet:
         base = 1 << 20  # remote rows after the local ones, in the order given
         for i, line in enumerate(lines):
             row = json.loads(line)
-            row.update(index=base + i, name=os.path.basename(row["file"]) or row["file"])
+            row.update(index=base + i, name=shown(os.path.basename(row["file"]) or row["file"]))
             with self.lock:
                 same = self.rows.get(row["file"]) == row
             if not same:
