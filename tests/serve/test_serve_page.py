@@ -136,16 +136,17 @@ def test_clicking_allow_answers_the_request_as_reply_does(page, fleet):
                                     request_id=request["request_id"])[0]
     assert (replied["answer"], replied["by"]) == ("allow", "reply")
     entry = "#transcript div.entry[data-id=%s]" % js("request:" + request["request_id"])
-    page.wait_for("(() => { const e = document.querySelector(%s); return e && !e.querySelector('button.answer') "
-                  "&& e.innerText.includes('allow'); })()" % js(entry))
+    page.wait_for("(() => { const e = document.querySelector(%s); return e && e.innerText.includes('-> allow') "
+                  "&& !e.innerText.includes('pending'); })()" % js(entry))
     assert page.evaluate("document.querySelectorAll('button.answer').length") == 0
 
 
 def test_text_sent_from_the_box_steers_the_running_run(page, fleet):
     fleet.send("busy.jsonl", "hello", "--wait")  # a runtime up already: the next run starts at once
+    # The run sleeps long enough for the page to steer into it on a loaded machine, and then ends by itself.
     open_session(page, fleet, "busy.jsonl")
-    fleet.send("busy.jsonl", "/sleep 4")
-    run_id = cliutil.wait_matching(fleet.path("busy.jsonl"), "accepted", text="/sleep 4")[0]["run_id"]
+    fleet.send("busy.jsonl", "/sleep 6")
+    run_id = cliutil.wait_matching(fleet.path("busy.jsonl"), "accepted", text="/sleep 6")[0]["run_id"]
     page.wait_for("document.getElementById('state').textContent === 'running'")
     page.type("textarea#text", "also check the flaky test")
     page.click("button#send")
