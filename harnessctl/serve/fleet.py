@@ -146,10 +146,10 @@ class Fleet:
     def _row(self, file: str, index: int) -> Row:
         line, _ = file_status(file)
         row: Row = json.loads(line)
-        row.update(index=index, name=shown(os.path.basename(file) or file))
+        row.update(index=index, name=os.path.basename(file) or file)
         if row.get("state") in ("running", "cancelling"):
             row["activity"] = latest_activity(file)
-        return row
+        return inert(row)
 
     def ask_remote(self) -> None:
         """The remote sessions' lines, one ssh per machine; rows for the lines that changed."""
@@ -157,7 +157,8 @@ class Fleet:
         base = 1 << 20  # remote rows after the local ones, in the order given
         for i, line in enumerate(lines):
             row = json.loads(line)
-            row.update(index=base + i, name=shown(os.path.basename(row["file"]) or row["file"]))
+            row.update(index=base + i, name=os.path.basename(row["file"]) or row["file"])
+            row = inert(row)
             with self.lock:
                 same = self.rows.get(row["file"]) == row
             if not same:
@@ -172,6 +173,18 @@ class Fleet:
             subscribers = list(self.subscribers)
         for subscriber in subscribers:
             subscriber.put("row" if row is not None else "gone", row if row is not None else {"file": file})
+
+
+def inert(value: Any) -> Any:
+    """A row with its texts as a person may read them: the pages put each in
+    as it is (as text, never markup), and a control character in one (an
+    agent's request message, a file name) is shown escaped, as `log` shows
+    it; only `file`, the name a page sends back, stays exact."""
+    if isinstance(value, dict):
+        return {key: item if key == "file" else inert(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [inert(item) for item in value]
+    return shown(value) if isinstance(value, str) else value
 
 
 def _look(path: str) -> Optional[Look]:

@@ -230,3 +230,15 @@ def test_readme_pictures_of_the_fleet_and_of_a_session_awaiting_approval(page, f
     for path in (fleet_png, session_png):
         with open(path, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n", path
+
+
+def test_fleet_row_of_a_request_with_markup_and_escapes_is_shown_inert(page, fleet):
+    fleet.send("asks.jsonl", "/permission " + HOSTILE)
+    pending(fleet, "asks.jsonl")
+    open_fleet(page, fleet, 1)
+    activity = page.wait_for("(() => { const td = document.querySelector('tr.awaiting td.activity'); "
+                             "return td && td.textContent; })()")
+    assert activity == "permission: " + HOSTILE.replace("\x1b", "\\x1b").replace("\x07", "\\x07")
+    assert page.evaluate("document.querySelectorAll('img').length") == 0
+    assert dialogs(page) == []
+    assert page.console_errors() == []
