@@ -125,6 +125,31 @@ def test_fleet_page_lists_every_session_and_shows_the_one_awaiting_a_reply(page,
     assert idle is not None and "awaiting" not in idle["classes"], idle
 
 
+def test_fleet_page_shows_a_new_session_as_its_file_appears(page, fleet):
+    fleet.send("first.jsonl", "hello", "--wait")
+    open_fleet(page, fleet, 1)
+    page.evaluate("window.sameDocument = true")
+    fleet.send("second.jsonl", "hello", "--wait")
+    page.wait_for("document.querySelectorAll('tr.session').length === 2")
+    assert row(page, fleet, "second.jsonl") is not None
+    assert page.evaluate("window.sameDocument") is True
+
+
+def test_answering_a_question_in_its_field_replies_with_the_text(page, fleet):
+    fleet.send("asks.jsonl", "/question Which branch should I rebase onto?")
+    request = pending(fleet, "asks.jsonl")
+    open_session(page, fleet, "asks.jsonl")
+    field = "#transcript input[data-question]"
+    page.wait_for("!!document.querySelector(%s)" % js(field))
+    page.type(field, "release-2.1")
+    page.click("button.answer.fields[data-request=%s]" % js(request["request_id"]))
+    replied = cliutil.wait_matching(fleet.path("asks.jsonl"), "request", state="replied",
+                                    request_id=request["request_id"])[0]
+    assert (replied["answer"], replied["by"]) == ({"q1": "release-2.1"}, "reply")
+    result = cliutil.wait_matching(fleet.path("asks.jsonl"), "result", run_id=request["run_id"])[0]
+    assert result["output"].splitlines() == ["answer: release-2.1"]
+
+
 def test_clicking_allow_answers_the_request_as_reply_does(page, fleet):
     fleet.send("asks.jsonl", ASK_NPM_TEST, "--mode", "ask")
     request = pending(fleet, "asks.jsonl")
@@ -154,7 +179,7 @@ def test_text_sent_from_the_box_steers_the_running_run(page, fleet):
     assert (steer["delivery"], steer["run_id"]) == ("steer", run_id)
     result = cliutil.wait_matching(fleet.path("busy.jsonl"), "result", run_id=run_id)[0]
     assert result["status"] == "completed"
-    assert "echo: also check the flaky test" in result["output"]
+    assert "echo: also check the flaky test" in result["output"].splitlines()
 
 
 def test_transcript_shows_a_new_event_line_without_a_reload(page, fleet):
