@@ -168,9 +168,8 @@ def test_clicking_allow_answers_the_request_as_reply_does(page, fleet):
 
 def test_text_sent_from_the_box_steers_the_running_run(page, fleet):
     fleet.send("busy.jsonl", "hello", "--wait")  # a runtime up already: the next run starts at once
-    # The run sleeps long enough for the page to steer into it on a loaded machine, and then ends by itself.
     open_session(page, fleet, "busy.jsonl")
-    fleet.send("busy.jsonl", "/sleep 6")
+    fleet.send("busy.jsonl", "/sleep 6")  # long enough to steer into on a loaded machine; then it ends by itself
     run_id = cliutil.wait_matching(fleet.path("busy.jsonl"), "accepted", text="/sleep 6")[0]["run_id"]
     page.wait_for("document.getElementById('state').textContent === 'running'")
     page.type("textarea#text", "also check the flaky test")
@@ -217,11 +216,23 @@ def test_fleet_row_of_a_file_named_with_markup_and_escapes_is_shown_inert(page, 
     assert page.console_errors() == []
 
 
+def test_fleet_row_of_a_request_with_markup_and_escapes_is_shown_inert(page, fleet):
+    fleet.send("asks.jsonl", "/permission " + HOSTILE)
+    pending(fleet, "asks.jsonl")
+    open_fleet(page, fleet, 1)
+    activity = page.wait_for("(() => { const td = document.querySelector('tr.awaiting td.activity'); "
+                             "return td && td.textContent; })()")
+    assert activity == "permission: " + HOSTILE.replace("\x1b", "\\x1b").replace("\x07", "\\x07")
+    assert page.evaluate("document.querySelectorAll('img').length") == 0
+    assert dialogs(page) == []
+    assert page.console_errors() == []
+
+
 def test_cancel_button_cancels_the_running_run(page, fleet):
     fleet.send("busy.jsonl", "/sleep 60")
     run_id = running(fleet, "busy.jsonl")
     open_session(page, fleet, "busy.jsonl")
-    page.wait_for("!document.getElementById('cancel').disabled")
+    page.wait_for("document.getElementById('state').textContent === 'running'")
     page.click("button#cancel")
     result = cliutil.wait_matching(fleet.path("busy.jsonl"), "result", run_id=run_id)[0]
     assert result["status"] == "cancelled"
@@ -256,14 +267,3 @@ def test_readme_pictures_of_the_fleet_and_of_a_session_awaiting_approval(page, f
         with open(path, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n", path
 
-
-def test_fleet_row_of_a_request_with_markup_and_escapes_is_shown_inert(page, fleet):
-    fleet.send("asks.jsonl", "/permission " + HOSTILE)
-    pending(fleet, "asks.jsonl")
-    open_fleet(page, fleet, 1)
-    activity = page.wait_for("(() => { const td = document.querySelector('tr.awaiting td.activity'); "
-                             "return td && td.textContent; })()")
-    assert activity == "permission: " + HOSTILE.replace("\x1b", "\\x1b").replace("\x07", "\\x07")
-    assert page.evaluate("document.querySelectorAll('img').length") == 0
-    assert dialogs(page) == []
-    assert page.console_errors() == []
