@@ -21,6 +21,7 @@ from ..commands import error_line, file_status, listed
 from ..errors import HarnessctlError
 from ..remote.address import is_remote
 from ..sessions import latest_activity
+from ..visible import shown
 
 TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -164,7 +165,7 @@ class Fleet:
         row.update(index=index, name=os.path.basename(file) or file)
         if row.get("state") in ("running", "cancelling"):
             row["activity"] = latest_activity(file)
-        return row
+        return inert(row)
 
     def ask_remote(self) -> None:
         """The remote sessions' lines, one ssh per machine; rows for the lines that changed."""
@@ -173,6 +174,7 @@ class Fleet:
         for i, line in enumerate(lines):
             row = json.loads(line)
             row.update(index=base + i, name=os.path.basename(row["file"]) or row["file"])
+            row = inert(row)
             with self.lock:
                 same = self.rows.get(row["file"]) == row
             if not same:
@@ -187,6 +189,18 @@ class Fleet:
             subscribers = list(self.subscribers)
         for subscriber in subscribers:
             subscriber.put("row" if row is not None else "gone", row if row is not None else {"file": file})
+
+
+def inert(value: Any) -> Any:
+    """A row with its texts as a person may read them: the pages put each in
+    as it is (as text, never markup), and a control character in one (an
+    agent's request message, a file name) is shown escaped, as `log` shows
+    it; only `file`, the name a page sends back, stays exact."""
+    if isinstance(value, dict):
+        return {key: item if key == "file" else inert(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [inert(item) for item in value]
+    return shown(value) if isinstance(value, str) else value
 
 
 def _look(path: str) -> Optional[Look]:
