@@ -1,5 +1,5 @@
 """`harnessctl serve` without a browser: a real serve subprocess, mock sessions made with the real CLI, and
-requests with http.client (docs/SERVE.md): its URL line and signals, the token and Host guard, the pages'
+requests with http.client: its URL line and signals, the token and Host guard, the pages'
 security headers, the files it refuses, the three POSTs, the fleet feed, its command-line errors, and an
 ssh:// session."""
 
@@ -34,9 +34,9 @@ PERMISSION = "/permission command:npm test"
 class Serve:
     """One `harnessctl serve` subprocess and the requests a test makes of it."""
 
-    def __init__(self, args, env, cwd, popen=None):
+    def __init__(self, args, env, cwd):
         self.proc = subprocess.Popen(command("serve", *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=env, cwd=cwd, preexec_fn=interruptible, **(popen or {}))
+                                     env=env, cwd=cwd, preexec_fn=interruptible)
         self.line = readline(self.proc.stdout)
         found = URL.match(self.line.decode())
         assert found, (self.line, self.proc.poll())
@@ -159,6 +159,7 @@ class Scratch:
             os.mkdir(folder)
         self.env = cli_env(HOME=self.home, HARNESSCTL_ADAPTER="mock")
         self.serves = []
+        self.server = None  # the bed's one serve
 
     def file(self, name, folder=None):
         return os.path.join(folder or self.fleet, name)
@@ -174,8 +175,8 @@ class Scratch:
     def status(self, path):
         return json.loads(ok("status", path, env=self.env).stdout)
 
-    def serve(self, *args, **popen):
-        serve = Serve(args or (self.fleet,), self.env, self.base, popen)
+    def serve(self, *args):
+        serve = Serve(args or (self.fleet,), self.env, self.base)
         self.serves.append(serve)
         return serve
 
@@ -219,19 +220,13 @@ def bed(tmp_path_factory):
         found.close()
 
 
-def not_served(bed):
-    """The names of files the bed's serve must refuse, by kind."""
-    return {
-        "system file": "/etc/passwd",
-        "dotdot out of the dir": os.path.join(bed.fleet, "..", "outside", "secret.jsonl"),
-        "file beside the dir": bed.file("secret.jsonl", bed.outside),
-        "symlink to a served file": bed.file("link.jsonl", bed.outside),
-        "file in a subfolder": os.path.join(bed.fleet, "sub", "deep.jsonl"),
-    }
-
-
-NOT_SERVED = ["system file", "dotdot out of the dir", "file beside the dir", "symlink to a served file",
-              "file in a subfolder"]
+NOT_SERVED = {  # the files the bed's serve must refuse, by kind
+    "system file": lambda bed: "/etc/passwd",
+    "dotdot out of the dir": lambda bed: os.path.join(bed.fleet, "..", "outside", "secret.jsonl"),
+    "file beside the dir": lambda bed: bed.file("secret.jsonl", bed.outside),
+    "symlink to a served file": lambda bed: bed.file("link.jsonl", bed.outside),
+    "file in a subfolder": lambda bed: os.path.join(bed.fleet, "sub", "deep.jsonl"),
+}
 
 
 class Scripts(HTMLParser):
@@ -390,17 +385,17 @@ def test_a_page_has_no_inline_script(bed, path):
 # -- files outside the served folders ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", NOT_SERVED)
+@pytest.mark.parametrize("kind", list(NOT_SERVED))
 @pytest.mark.parametrize("path", ["/session", "/session/events"])
 def test_a_page_of_a_file_not_served_is_refused(bed, path, kind):
-    status, _, body = bed.server.get(path, file=not_served(bed)[kind])
+    status, _, body = bed.server.get(path, file=NOT_SERVED[kind](bed))
     assert status == 404, body
 
 
-@pytest.mark.parametrize("kind", NOT_SERVED)
+@pytest.mark.parametrize("kind", list(NOT_SERVED))
 @pytest.mark.parametrize("action", ACTIONS)
 def test_a_post_naming_a_file_not_served_is_refused_and_writes_nothing(bed, action, kind):
-    target = not_served(bed)[kind]
+    target = NOT_SERVED[kind](bed)
     before = critical(target)
     body = {"file": target, "request_id": "req-1", "answer": "allow", "text": "hi"}
     assert bed.server.post(action, body)[0] == 404
