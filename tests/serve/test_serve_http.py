@@ -205,7 +205,7 @@ def scratch(tmp_path):
 def bed(tmp_path_factory):
     """One serve of a folder for the tests that change nothing: an idle session and one awaiting a reply in
     it; beside it, sessions it must never show (one awaiting a reply outside, one in a subfolder, a link
-    outside to a served file)."""
+    outside to a served file, and one planted in it to the session outside)."""
     found = Scratch(tmp_path_factory.mktemp("serve-http"))
     try:
         found.send(found.file("idle.jsonl"), "hello", "--wait")
@@ -214,6 +214,7 @@ def bed(tmp_path_factory):
         os.mkdir(found.file("sub"))
         found.send(found.file("deep.jsonl", found.file("sub")), "hello", "--wait")
         os.symlink(found.file("asking.jsonl"), found.file("link.jsonl", found.outside))
+        os.symlink(found.file("secret.jsonl", found.outside), found.file("planted.jsonl"))
         found.server = found.serve()
         yield found
     finally:
@@ -226,6 +227,7 @@ NOT_SERVED = {  # the files the bed's serve must refuse, by kind
     "file beside the dir": lambda bed: bed.file("secret.jsonl", bed.outside),
     "symlink to a served file": lambda bed: bed.file("link.jsonl", bed.outside),
     "file in a subfolder": lambda bed: os.path.join(bed.fleet, "sub", "deep.jsonl"),
+    "symlink in the dir to a file outside": lambda bed: bed.file("planted.jsonl"),
 }
 
 
@@ -400,6 +402,13 @@ def test_a_post_naming_a_file_not_served_is_refused_and_writes_nothing(bed, acti
     body = {"file": target, "request_id": "req-1", "answer": "allow", "text": "hi"}
     assert bed.server.post(action, body)[0] == 404
     assert critical(target) == before
+
+
+def test_a_symlink_planted_in_the_dir_has_a_row_that_says_nothing_of_the_file_outside(bed):
+    feed = bed.server.feed()
+    (row,) = [row for row in feed.first_rows() if row["file"] == bed.file("planted.jsonl")]
+    feed.close()
+    assert "error" in row and "state" not in row and "requests" not in row, row
 
 
 def test_a_file_served_alone_is_served_and_its_neighbour_is_not(bed):
