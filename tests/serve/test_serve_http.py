@@ -22,7 +22,7 @@ import ssh_support
 from cliutil import cli_env, command, critical, events, interruptible, kill_all_under, ok, run, wait_for
 
 WAIT = 20.0  # seconds any one awaited answer, line or event may take before the test fails
-URL = re.compile(r"http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]{32,})\n\Z")
+URL = re.compile(r"http://(127\.0\.0\.1|0\.0\.0\.0|\[::1\]):(\d+)/\?token=([A-Za-z0-9_-]{32,})\n\Z")
 PAGES = ["/", "/static/app.js", "/static/style.css", "/events", "/session", "/session/events"]
 ACTIONS = ["/reply", "/send", "/cancel"]
 PERMISSION = "/permission command:npm test"
@@ -40,8 +40,9 @@ class Serve:
         self.line = readline(self.proc.stdout)
         found = URL.match(self.line.decode())
         assert found, (self.line, self.proc.poll())
-        self.port, self.token = int(found.group(1)), found.group(2)
-        self.host = "127.0.0.1:%d" % self.port
+        self.port, self.token = int(found.group(2)), found.group(3)
+        self.host = "%s:%d" % (found.group(1), self.port)  # the Host header the URL's browser sends
+        self.address = {"0.0.0.0": "127.0.0.1", "[::1]": "::1"}.get(found.group(1), found.group(1))
 
     def stop(self, signum=signal.SIGTERM):
         """(exit code, what it printed on stdout after the URL line, its stderr)."""
@@ -58,7 +59,7 @@ class Serve:
 
     def request(self, method, path, body=None, headers=None):
         """(status, headers, body) of one request; Host is this server's unless `headers` names another."""
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=WAIT)
+        connection = http.client.HTTPConnection(self.address, self.port, timeout=WAIT)
         try:
             sent = {"Host": self.host}
             sent.update(headers or {})
@@ -92,7 +93,7 @@ class Feed:
     """A server-sent event stream read line by line: each event as (name, data)."""
 
     def __init__(self, serve, path):
-        self.connection = http.client.HTTPConnection("127.0.0.1", serve.port, timeout=WAIT)
+        self.connection = http.client.HTTPConnection(serve.address, serve.port, timeout=WAIT)
         self.connection.request("GET", path, headers={"Host": serve.host})
         self.response = self.connection.getresponse()
         assert self.response.status == 200, (self.response.status, self.response.read())
@@ -258,6 +259,7 @@ class Scripts(HTMLParser):
 
 def test_serve_prints_one_url_line_with_the_token_and_nothing_else_on_stdout(scratch):
     serve = scratch.serve()
+    assert serve.line.decode().startswith("http://127.0.0.1:%d/?token=" % serve.port)
     assert serve.get("/")[0] == 200
     code, out, _ = serve.stop()
     assert (code, out) == (0, b"")
@@ -584,25 +586,39 @@ def test_a_port_in_use_is_exit_5(scratch):
 
 
 def test_a_host_other_than_loopback_warns_and_still_needs_the_token(scratch):
-    port = free_port()
-    proc = subprocess.Popen(command("serve", scratch.fleet, "--host", "0.0.0.0", "--port", str(port)),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=scratch.env, cwd=scratch.base)
+    serve = scratch.serve(scratch.fleet, "--host", "0.0.0.0")
+    assert serve.host.startswith("0.0.0.0:")
+    assert "warning" in readline(serve.proc.stderr).decode()
+    assert serve.get("/", token=False, headers={"Host": "127.0.0.1:%d" % serve.port})[0] == 403
+    assert serve.get("/", headers={"Host": "127.0.0.1:%d" % serve.port})[0] == 200
+
+
+def test_a_loopback_host_gives_no_warning(scratch):
+    _, _, err = scratch.serve().stop()
+    assert err == b""
+
+
+def test_an_ipv6_loopback_host_is_served_with_its_address_in_brackets(scratch):
     try:
-        line = readline(proc.stdout).decode()
-        assert line.startswith("http://0.0.0.0:%d/?token=" % port), line
-        assert "warning" in readline(proc.stderr).decode()
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT)
-        connection.request("GET", "/")
-        assert connection.getresponse().status == 403
-        connection.close()
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT)
-        connection.request("GET", "/?" + line.strip().split("?", 1)[1])
-        assert connection.getresponse().status == 200
-        connection.close()
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=WAIT)
-    assert proc.returncode == 0
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+    except OSError as e:
+        pytest.skip("no IPv6 loopback here: %s" % e)
+    serve = scratch.serve(scratch.fleet, "--host", "::1")
+    assert serve.host.startswith("[::1]:")
+    for name in ("[::1]", "localhost"):
+        assert serve.get("/", headers={"Host": "%s:%d" % (name, serve.port)})[0] == 200, name
+    assert serve.get("/", headers={"Host": "evil.example:%d" % serve.port})[0] == 403
+    assert serve.stop()[2] == b""
+
+
+def test_serve_without_an_argument_serves_the_current_folder(scratch):
+    scratch.send(scratch.file("a.jsonl"), "hello", "--wait")
+    serve = Serve((), scratch.env, scratch.fleet)
+    scratch.serves.append(serve)
+    feed = serve.feed()
+    assert [(row["name"], row["state"]) for row in feed.first_rows()] == [("a.jsonl", "idle")]
+    feed.close()
 
 
 def test_serve_help_exits_0_with_its_usage(scratch):
