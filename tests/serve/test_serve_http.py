@@ -554,6 +554,52 @@ def test_a_row_on_the_feed_follows_a_reply_made_from_the_command_line(scratch):
     feed.close()
 
 
+def test_a_file_given_before_a_send_creates_it_gets_its_row_once_it_exists(scratch):
+    path = scratch.file("later.jsonl")
+    feed = scratch.serve(path).feed()
+    assert [(row["file"], row["exit_code"]) for row in feed.first_rows()] == [(path, 4)]
+    scratch.send(path, "hello", "--wait")
+    feed.until(lambda name, data: name == "row" and data.get("state") == "idle", "the idle row")
+    feed.close()
+
+
+# -- a session's feed --------------------------------------------------------------------------------------
+
+
+def first_of_session(feed):
+    """(the status rows, the entries) a session feed sends before `ready`."""
+    statuses, entries = [], []
+    while True:
+        name, data = feed.next()
+        if name == "ready":
+            return statuses, entries
+        assert name in ("status", "entry"), (name, data)
+        (statuses if name == "status" else entries).append(data)
+
+
+def test_the_session_feed_sends_its_status_and_transcript_then_ready(scratch):
+    path = scratch.file("a.jsonl")
+    scratch.asking(path)
+    statuses, entries = first_of_session(scratch.serve().feed("/session/events", file=path))
+    assert [row["state"] for row in statuses] == ["awaiting_reply"]
+    (request,) = [entry for entry in entries if entry["id"] == "request:req-1"]
+    assert request["request"]["request_id"] == "req-1"
+    assert [option["answer"] for option in request["request"]["options"]] == ["allow", "deny"]
+
+
+def test_the_session_feed_shows_the_request_answered_once_replied(scratch):
+    path = scratch.file("a.jsonl")
+    scratch.asking(path)
+    serve = scratch.serve()
+    feed = serve.feed("/session/events", file=path)
+    first_of_session(feed)
+    assert serve.post("/reply", {"file": path, "request_id": "req-1", "answer": "allow"})[0] == 200
+    _, entry = feed.until(lambda name, data: name == "entry" and data["id"] == "request:req-1", "the request again")
+    assert "request" not in entry
+    feed.until(lambda name, data: name == "status" and data["state"] == "idle", "the idle status")
+    feed.close()
+
+
 # -- command-line errors -----------------------------------------------------------------------------------
 
 
