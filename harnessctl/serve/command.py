@@ -32,9 +32,9 @@ def serve_fleet(args: List[str], port: str, host: str, emit: Callable[[str], Non
         say("harnessctl: warning: serving on %s, not only on this machine: anyone who reaches it and learns the "
             "token can answer your agents' requests" % host)
     signal.signal(signal.SIGTERM, _interrupted)
-    fleet.start()
-    emit(server.guard.url())
-    try:
+    try:  # an interrupt as soon as the URL is out (a script that read it and stops serve) is exit 0 too
+        fleet.start()
+        emit(server.guard.url())
         server.serve_forever(poll_interval=3600)  # shutdown() is never called: an interrupt ends it
     except KeyboardInterrupt:
         pass

@@ -99,6 +99,9 @@ class Handler(BaseHTTPRequestHandler):
         if body is None:
             return
         file = body.get("file")
+        if not isinstance(file, str):
+            self._error(400, "the body needs file (a string): the session, as the fleet names it")
+            return
         if not self._served(file):
             return
         try:
