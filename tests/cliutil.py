@@ -125,16 +125,24 @@ def real_binary(variable: str, name: str) -> str:
     the test with the reason; under HARNESSCTL_REQUIRE_REAL=1 (CI) fail instead."""
     import shutil
 
-    import pytest
 
     path = os.environ.get(variable) or shutil.which(name)
     if path and os.access(path, os.X_OK):
         return path
-    reason = "real %s binary not found (set %s or put %s on PATH)" % (name, variable, name)
+    missing_part("real %s binary not found (set %s or put %s on PATH)" % (name, variable, name))
+    raise AssertionError  # unreachable
+
+
+def missing_part(reason: Optional[str]) -> None:
+    """A real part the test needs is missing (`reason`; None: it is there):
+    skip with the reason, or under HARNESSCTL_REQUIRE_REAL=1 (CI) fail."""
+    import pytest
+
+    if reason is None:
+        return
     if os.environ.get("HARNESSCTL_REQUIRE_REAL") == "1":
         pytest.fail(reason)
     pytest.skip(reason)
-    raise AssertionError  # unreachable
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 20, what: str = "condition",

@@ -42,3 +42,17 @@ def workdir(tmp_path):
 def efile(workdir):
     """The path of a not-yet-existing event file."""
     return str(workdir / "events.jsonl")
+
+
+@pytest.fixture(scope="session")
+def ssh_bed():
+    """The OpenSSH test bed (tests/ssh_support.py) of the ssh:// tests: started once per test session,
+    stopped at its end; without sshd the tests skip with the reason (fail under HARNESSCTL_REQUIRE_REAL=1)."""
+    import ssh_support
+
+    cliutil.missing_part(ssh_support.missing())
+    bed = ssh_support.SshBed().start()
+    try:
+        yield bed
+    finally:
+        bed.stop()

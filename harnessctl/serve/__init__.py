@@ -1,1 +1,1 @@
-"""`harnessctl serve`: the fleet and its sessions in a browser (docs/SERVE.md)."""
+"""`harnessctl serve`: the fleet and its sessions in a browser (docs/PROTOCOL.md section 24)."""

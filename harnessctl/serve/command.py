@@ -1,5 +1,5 @@
 """`harnessctl serve [DIR|FILE]... [--port N] [--host ADDR]`: the fleet page
-on one port, until interrupted (docs/SERVE.md)."""
+on one port, until interrupted (docs/PROTOCOL.md section 24)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def serve_fleet(args: List[str], port: str, host: str, emit: Callable[[str], Non
     fleet = Fleet(args or ["."], Sessions([]))
     fleet.look()  # a folder that is not there is this command's error, before any port is taken
     try:
-        server = Server((host, _port(port)), Guard(host, 0), fleet, fleet.sessions)
+        server = Server((host, _port(port)), Guard(host, 0), fleet)
     except OSError as e:
         raise UnavailableError("cannot listen on %s port %s: %s" % (host, port, e.strerror or e)) from None
     server.guard.port = server.server_address[1]

@@ -25,7 +25,7 @@ from ..visible import shown
 
 TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, BinaryIO, Dict, List, Optional, Tuple
+    from typing import Any, BinaryIO, Dict, List, Optional, Tuple, Union
 
     from ..sessions import Sessions
 
@@ -174,6 +174,6 @@ class RemoteFollower:
         return False, found
 
 
-def follower(file: str, sessions: Sessions) -> Any:
+def follower(file: str, sessions: Sessions) -> Union[Follower, RemoteFollower]:
     """The follower of a local or remote session."""
     return RemoteFollower(file, sessions) if is_remote(file) else Follower(file)

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from ..commands import Send, check_text
-from ..errors import HarnessctlError
+from ..errors import HarnessctlError, UsageError
 from . import pages
 from .follow import follower
 from .guard import TOKEN_HEADER
@@ -22,7 +22,6 @@ TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (py
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Tuple
 
-    from ..sessions import Sessions
     from .fleet import Fleet, Subscriber
     from .guard import Guard
 
@@ -36,11 +35,11 @@ HTTP_STATUS = {2: 400, 3: 409, 4: 404, 5: 503}  # exit code -> HTTP status; any 
 
 
 class Server(ThreadingHTTPServer):
-    """One serve: the guard, the fleet, the session operations and the static files."""
+    """One serve: the guard, the fleet (and its session operations) and the static files."""
 
     daemon_threads = True
 
-    def __init__(self, address: Tuple[str, int], guard: Guard, fleet: Fleet, sessions: Sessions) -> None:
+    def __init__(self, address: Tuple[str, int], guard: Guard, fleet: Fleet) -> None:
         if ":" in address[0]:
             import socket
 
@@ -48,7 +47,7 @@ class Server(ThreadingHTTPServer):
         super().__init__(address, Handler)
         self.guard = guard
         self.fleet = fleet
-        self.sessions = sessions
+        self.sessions = fleet.sessions
         here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
         self.static: Dict[str, bytes] = {}
         for path in STATIC:
@@ -158,7 +157,7 @@ class Handler(BaseHTTPRequestHandler):
     def _reply(self, file: str, body: Dict[str, Any]) -> Dict[str, Any]:
         request_id, answer = body.get("request_id"), body.get("answer")
         if not isinstance(request_id, str) or answer is None:
-            raise _bad("reply needs request_id (a string) and answer")
+            raise UsageError("reply needs request_id (a string) and answer")
         if not isinstance(answer, str):
             answer = json.dumps(answer, ensure_ascii=False)
         self.server.sessions.reply(file, request_id, answer)
@@ -167,7 +166,7 @@ class Handler(BaseHTTPRequestHandler):
     def _send(self, file: str, body: Dict[str, Any]) -> Dict[str, Any]:
         text = body.get("text")
         if not isinstance(text, str):
-            raise _bad("send needs text (a string)")
+            raise UsageError("send needs text (a string)")
         request = Send(file, check_text(text), None, None, None, None, None, None, {})
         return {"outcome": "accepted", "input_id": self.server.sessions.send(request)}
 
@@ -277,8 +276,3 @@ def _one(query: Dict[str, List[str]], name: str) -> Optional[str]:
     values = query.get(name)
     return values[0] if values else None
 
-
-def _bad(message: str) -> HarnessctlError:
-    from ..errors import UsageError
-
-    return UsageError(message)

@@ -1,27 +1,9 @@
-"""The OpenSSH test bed (tests/ssh_support.py) for the tests of ssh:// addresses: started once per test
-session, stopped at its end; without sshd the tests skip with the reason (fail under HARNESSCTL_REQUIRE_REAL=1)."""
+"""The environment of the tests of ssh:// addresses, over the OpenSSH test bed (tests/conftest.py's ssh_bed)."""
 
 from __future__ import annotations
 
-import os
-
 import cliutil
 import pytest
-import ssh_support
-
-
-@pytest.fixture(scope="session")
-def ssh_bed():
-    reason = ssh_support.missing()
-    if reason:
-        if os.environ.get("HARNESSCTL_REQUIRE_REAL") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    bed = ssh_support.SshBed().start()
-    try:
-        yield bed
-    finally:
-        bed.stop()
 
 
 @pytest.fixture

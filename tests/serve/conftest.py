@@ -3,19 +3,14 @@ Chromium the tests skip with the reason (fail under HARNESSCTL_REQUIRE_REAL=1)."
 
 from __future__ import annotations
 
-import os
-
 import cdp
+import cliutil
 import pytest
 
 
 @pytest.fixture(scope="session")
 def browser():
-    reason = cdp.missing()
-    if reason:
-        if os.environ.get("HARNESSCTL_REQUIRE_REAL") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    cliutil.missing_part(cdp.missing())
     with cdp.Browser() as browser:
         yield browser
 

@@ -676,21 +676,6 @@ def test_serve_help_exits_0_with_its_usage(scratch):
 # -- ssh:// sessions ---------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def ssh_bed():
-    """The OpenSSH test bed of tests/remote (tests/ssh_support.py), for this file alone."""
-    reason = ssh_support.missing()
-    if reason:
-        if os.environ.get("HARNESSCTL_REQUIRE_REAL") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    bed = ssh_support.SshBed().start()
-    try:
-        yield bed
-    finally:
-        bed.stop()
-
-
 def test_an_ssh_address_is_listed_with_its_remote_state(scratch, ssh_bed):
     scratch.env = ssh_bed.env(scratch.env, command())
     address = ssh_support.address("h1", scratch.file("remote.jsonl", scratch.outside))
