@@ -169,8 +169,8 @@ def test_clicking_allow_answers_the_request_as_reply_does(page, fleet):
 def test_text_sent_from_the_box_steers_the_running_run(page, fleet):
     fleet.send("busy.jsonl", "hello", "--wait")  # a runtime up already: the next run starts at once
     open_session(page, fleet, "busy.jsonl")
-    fleet.send("busy.jsonl", "/sleep 6")  # long enough to steer into on a loaded machine; then it ends by itself
-    run_id = cliutil.wait_matching(fleet.path("busy.jsonl"), "accepted", text="/sleep 6")[0]["run_id"]
+    fleet.send("busy.jsonl", "/sleep 15")  # long enough to steer into on a loaded machine; then it ends by itself
+    run_id = cliutil.wait_matching(fleet.path("busy.jsonl"), "accepted", text="/sleep 15")[0]["run_id"]
     page.wait_for("document.getElementById('state').textContent === 'running'")
     page.type("textarea#text", "also check the flaky test")
     page.click("button#send")
