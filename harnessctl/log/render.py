@@ -14,7 +14,7 @@ from ..visible import shown
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Optional
+    from typing import Any, Callable, Dict, List, Optional, Tuple
 
     Entry = Dict[str, Any]
 
@@ -224,16 +224,26 @@ def reply_commands(e: Entry, file: str) -> List[str]:
     from shlex import quote
 
     base = "harnessctl reply %s %s " % (file, quote(str(e.get("request_id"))))
-    options = [base + quote(str(option)) for option in e.get("options") or ()]
+    choices, questions = answers_of(e)
+    options = [base + quote(option) for option in choices]
     if e.get("kind") == "question":  # its fields, then its other answers (an elicitation's decline, cancel)
         import json
 
-        questions = e.get("questions") or ([] if options else [{"id": "q1"}])
         questions = [q for q in questions if q.get("optional") is not True] or questions[:1]
         answer = {str(q.get("id")): _first_option(q) for q in questions}
         fields = [base + quote(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))] if questions else []
         return fields + options
-    return options or [base + quote(option) for option in ("allow", "deny")]
+    return options
+
+
+def answers_of(e: Entry) -> Tuple[List[str], List[Dict[str, Any]]]:
+    """What answers a pending request, for `reply` (the commands above, the
+    page's buttons): its options (allow and deny for a permission that names
+    none), and a question's fields (one, q1, when it names no field and no option)."""
+    options = [str(option) for option in e.get("options") or ()]
+    if e.get("kind") != "question":
+        return options or ["allow", "deny"], []
+    return options, e.get("questions") or ([] if options else [{"id": "q1"}])
 
 
 def _first_option(question: Dict[str, Any]) -> str:

@@ -161,8 +161,7 @@ class Fleet:
             line, _ = file_status(file)
         else:
             line = error_line(file, "refusing %s: its real path is not in the served folders" % file, 2)
-        row: Row = json.loads(line)
-        row.update(index=index, name=os.path.basename(file) or file)
+        row = _placed(json.loads(line), index)
         if row.get("state") in ("running", "cancelling"):
             row["activity"] = latest_activity(file)
         return inert(row)
@@ -172,9 +171,7 @@ class Fleet:
         lines = [line for lines in self.sessions.statuses(self.remote) for line in lines]
         base = 1 << 20  # remote rows after the local ones, in the order given
         for i, line in enumerate(lines):
-            row = json.loads(line)
-            row.update(index=base + i, name=os.path.basename(row["file"]) or row["file"])
-            row = inert(row)
+            row = inert(_placed(json.loads(line), base + i))
             with self.lock:
                 same = self.rows.get(row["file"]) == row
             if not same:
@@ -189,6 +186,12 @@ class Fleet:
             subscribers = list(self.subscribers)
         for subscriber in subscribers:
             subscriber.put("row" if row is not None else "gone", row if row is not None else {"file": file})
+
+
+def _placed(row: Row, index: int) -> Row:
+    """A status line as a row: its place among the rows and the name it is shown by."""
+    row.update(index=index, name=os.path.basename(row["file"]) or row["file"])
+    return row
 
 
 def inert(value: Any) -> Any:

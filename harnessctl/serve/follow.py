@@ -16,7 +16,7 @@ import re
 
 from ..address import resolve
 from ..log.printer import Printer
-from ..log.render import Style, render
+from ..log.render import Style, answers_of, render
 from ..log.show import open_log
 from ..log.transcript import Transcript
 from ..log.window import window
@@ -75,15 +75,12 @@ def pieces(line: str) -> List[Tuple[str, str]]:
 def answers(entry: Entry) -> Dict[str, Any]:
     """What a pending request's buttons send: each option as `reply` takes it
     (its label cleaned for the eye, its value exact), and a question's fields."""
-    options = [str(option) for option in entry.get("options") or () if isinstance(option, (str, int, float))]
-    if not options and entry.get("kind") != "question":
-        options = ["allow", "deny"]
+    options, asked = answers_of(entry)
     questions = []
-    if entry.get("kind") == "question":
-        for question in entry.get("questions") or [{"id": "q1"}]:
-            choices = [str(o) for o in question.get("options") or () if isinstance(o, (str, int, float))]
-            questions.append({"id": str(question.get("id")), "label": shown(str(question.get("question") or "")),
-                              "options": choices, "optional": question.get("optional") is True})
+    for question in asked:
+        choices = [str(o) for o in question.get("options") or () if isinstance(o, (str, int, float))]
+        questions.append({"id": str(question.get("id")), "label": shown(str(question.get("question") or "")),
+                          "options": choices, "optional": question.get("optional") is True})
     return {"request_id": str(entry.get("request_id")), "options": [{"label": shown(o), "answer": o} for o in options],
             "questions": questions}
 

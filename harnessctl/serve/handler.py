@@ -104,7 +104,7 @@ class Handler(BaseHTTPRequestHandler):
         if not self._served(file):
             return
         try:
-            answer = action(str(file), body)
+            answer = action(file, body)
         except HarnessctlError as e:
             self._json(HTTP_STATUS.get(e.exit_code, 500), {"error": str(e), "exit_code": e.exit_code})
             return
