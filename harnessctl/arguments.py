@@ -27,14 +27,15 @@ POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, sys.maxsize), "canc
                "log": (1, 1), "rebind": (1, 1), "agents": (0, 0), "mcp": (0, 0),
                "fork": (2, 2), "serve": (0, sys.maxsize)}  # wait --any: 1 to any number (parse)
 OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--agent", "--timeout", "--mode", "--policy", "--allow",
-                    "--deny", "--schema", "--on-request", "--on-result", "--max-tokens", "--max-cost-usd"),
+                    "--deny", "--schema", "--on-request", "--on-result", "--max-tokens", "--max-cost-usd",
+                    "--sandbox-write"),
            "wait": ("--timeout",), "log": ("--since", "--runs"), "rebind": ("--accept",),
            "mcp": ("--root", "--max-mode"), "fork": ("--cwd",), "serve": ("--port", "--host")}
-FLAGS = {"send": ("--print-id", "--wait", "--queue", "--interrupt"), "wait": ("--any",),
+FLAGS = {"send": ("--print-id", "--wait", "--queue", "--interrupt", "--sandbox"), "wait": ("--any",),
          "log": ("--follow", "--json", "--diff"), "agents": ("--json",),
          "mcp": ("--allow-agent-commands", "--allow-rules")}
-# repeatable, and their order matters: kept apart, in order, as (allow|deny|root, VALUE) "rules"
-RULES = ("--allow", "--deny", "--root")
+# repeatable, and their order matters: kept apart, in order, as (allow|deny|root|sandbox-write, VALUE) "rules"
+RULES = ("--allow", "--deny", "--root", "--sandbox-write")
 
 
 def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str], List[Tuple[str, str]]]:

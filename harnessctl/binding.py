@@ -75,6 +75,14 @@ def _limit(name: str) -> Callable[[Any], bool]:
     return check
 
 
+def _flag(value: Any) -> bool:
+    return value is None or value is True
+
+
+def _dirs(value: Any) -> bool:
+    return value is None or (isinstance(value, list) and all(isinstance(v, str) and os.path.isabs(v) for v in value))
+
+
 def _read_rules(text: str) -> Any:
     from .checks.policy import from_field
 
@@ -115,6 +123,17 @@ FIELDS = (
   --policy FILE   the mode and rules as JSON: {{"mode": "ask", "rules": [["allow", "RULE"], ...]}}
 """, _policy("rules"), mcp={"type": "array", "items": RULE, "description": "permission rules, first match decides"},
           read=_read_rules),
+    Field("sandbox", "--sandbox", "[--sandbox [--sandbox-write DIR]...]", """\
+  --sandbox       run the agent of a new FILE, and all it starts, in a box (Linux's Landlock):
+                  it writes only in the cwd, a TMPDIR of its own, its own program's folders
+                  and each --sandbox-write DIR; it can neither read nor write harnessctl's
+                  state nor any session's event file or sidecar, nor reach a runtime;
+                  it keeps the network (docs/OPERATIONS.md, "The box")
+  --sandbox-write DIR  one more folder a boxed agent may write (repeatable)
+""", _flag, read=lambda text: True,
+          mcp={"type": "boolean", "description": "run the agent in a box: it writes only in its cwd, its own "
+                                                 "folders and its TMPDIR, and reaches no harnessctl runtime"}),
+    Field("sandbox_write", "--sandbox-write", "", "", _dirs, read=lambda text: text.split("\0")),
     Field("max_tokens", "--max-tokens", "[--max-tokens N]", """\
   --max-tokens N    a budget of the whole conversation: tokens (input + output, all runs),
 """, _limit("max_tokens"), change=True, read=int,
@@ -415,6 +434,10 @@ def send_request(text: str, schema: Optional[str], wanted: Dict[str, Any], deliv
 
 
 def _to_text(value: Any) -> str:
+    if isinstance(value, list) and not (value and isinstance(value[0], list)):  # sandbox_write: paths
+        return "\0".join(value)
+    if value is True:
+        return "1"
     if isinstance(value, list):  # the rules
         from .checks.policy import to_field
 

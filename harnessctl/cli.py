@@ -252,9 +252,12 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
         raise UsageError("--timeout applies to --wait: add --wait, or leave --timeout out")
     wait_timeout = timeout(options)
     schema, text = schema_and_text(args, options)
+    writes = [value for verb, value in rules if verb == "sandbox-write"]
+    rules = [rule for rule in rules if rule[0] != "sandbox-write"]
     request = Send(args[0], text, options.get("--cwd"), options.get("--model"), adapter, agent,
                    policy(options.get("--mode"), rules, options.get("--policy")), schema,
-                   unattended(hooks(options), options.get("--max-tokens"), options.get("--max-cost-usd")),
+                   dict(unattended(hooks(options), options.get("--max-tokens"), options.get("--max-cost-usd")),
+                        **commands.sandbox("--sandbox" in options, writes)),
                    commands.deliver("--queue" in options, "--interrupt" in options))
     notes = None
     if "--wait" in options:

@@ -47,7 +47,7 @@ def status_once(addr: Address, deadline: float) -> Optional[str]:
 def exchange(addr: Address, fields: List[str], deadline: float, retry_on_eof: bool) -> str:
     """One request, one response: the response text, or the error it carries
     raised.  NoRuntime if nobody listens (or the runtime is exiting)."""
-    request = ipc.encode_fields(fields)
+    request = ipc.encode_request(fields)
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -157,9 +157,10 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
                 if bound is None:
                     require_unused(addr)  # a used file whose binding.json is gone is never bound anew
                 binding = new_binding(retried(bound, wanted))
+                from .box import check_binding as check_box
                 from .trusted import inside_workspace
 
-                warning = inside_workspace(addr.path, binding["cwd"])
+                warning = check_box(addr.path, binding) or inside_workspace(addr.path, binding["cwd"])
             _check_claims(bound or binding, schema, wanted["max_cost_usd"])
             ensure_runtime(addr, binding, deadline, starter)
 

@@ -136,6 +136,20 @@ def unattended(hooks: Dict[str, str], max_tokens: Optional[str], max_cost_usd: O
     return found
 
 
+def sandbox(boxed: bool, writes: List[str]) -> Dict[str, Any]:
+    """The box a send asks for, by binding key (binding.FIELDS): `sandbox`
+    true, and the real folders of its --sandbox-write (each must exist), or
+    nothing.  Whether this machine can box is asked when a file is bound
+    (client.send), not here: a later send to a boxed file need not say it."""
+    if writes and not boxed:
+        raise UsageError("--sandbox-write adds a folder to the box: give --sandbox too")
+    if not boxed:
+        return {}
+    from .binding import real_dir
+
+    return {"sandbox": True, "sandbox_write": sorted({real_dir(path) for path in writes}) or None}
+
+
 # -- status lines -----------------------------------------------------------------
 
 

@@ -27,7 +27,7 @@ def _wrapped(words: List[str]) -> str:
 
 
 SYNOPSIS = {
-    "send": _wrapped(["harnessctl send   FILE [TEXT]"] + [field.usage for field in FIELDS]
+    "send": _wrapped(["harnessctl send   FILE [TEXT]"] + [field.usage for field in FIELDS if field.usage]
                      + ["[--schema SCHEMA_FILE]", "[--queue | --interrupt]", "[--print-id]",
                         "[--wait [--timeout S]]"]),
     "wait": "harnessctl wait   FILE [INPUT_ID] [--timeout S]\n"

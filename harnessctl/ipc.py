@@ -127,6 +127,19 @@ def encode_fields(fields: List[str]) -> bytes:
     return bytes(out)
 
 
+PROOF = "proof="  # the first field of every request (encode_request)
+
+
+def encode_request(fields: List[str]) -> bytes:
+    """A command's request: the proof that it may use harnessctl's state
+    folder (trusted.runtime_proof), then its fields.  A runtime answers only
+    a proven request, so a process in a --sandbox box, which cannot read that
+    folder, reaches no runtime, though Landlock lets it connect."""
+    from .trusted import runtime_proof
+
+    return encode_fields([PROOF + runtime_proof(create=True)] + fields)
+
+
 def decode_fields(data: bytes) -> List[str]:
     fields = []
     pos = 0

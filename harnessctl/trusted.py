@@ -226,6 +226,12 @@ def seal(text: str, create: bool = False) -> Optional[str]:
     return _blake2b()(text.encode("utf-8", "surrogateescape"), key=key, digest_size=16).hexdigest()
 
 
+def runtime_proof(create: bool = False) -> str:
+    """What a command shows a runtime to be answered (ipc.encode_request): a
+    keyed hash only a process that can read the key can make; "" without a key."""
+    return seal("harnessctl runtime proof", create) or ""
+
+
 def _key_path() -> str:
     return os.path.join(state_dir(), "key")
 

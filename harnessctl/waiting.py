@@ -288,7 +288,7 @@ def _open_watch(addr: Address, input_id: Optional[str], until: Optional[float], 
                                    % (addr.path, e.strerror)) from None
         raise NoRuntime() from None
     try:
-        ipc.send_all(conn, ipc.encode_fields(["wait", input_id or ""] + (["notes"] if nudged else [])
+        ipc.send_all(conn, ipc.encode_request(["wait", input_id or ""] + (["notes"] if nudged else [])
                                              + (["now"] if now else [])))
     except ipc.Timeout:
         conn.close()

@@ -196,7 +196,7 @@ class ManyWaiters:
 
         from harnessctl import ipc
 
-        request = ipc.encode_fields(["wait", input_id])
+        request = ipc.encode_request(["wait", input_id])
         started = time.monotonic()
         for _ in range(self.count):
             conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -63,12 +63,12 @@ class Config:
     """What the runtime knows about the conversation when it creates a backend,
     and the session's own files as an adapter may use them."""
 
-    __slots__ = ("cwd", "model", "sidecar", "env", "debug", "harness", "agent", "mode", "schema", "agents")
+    __slots__ = ("cwd", "model", "sidecar", "env", "debug", "harness", "agent", "mode", "schema", "agents", "box")
 
     def __init__(self, cwd: str, model: Optional[str], sidecar: str, env: Dict[str, str], debug: bool,
                  harness: Optional[Dict[str, Any]] = None, agent: Optional[str] = None,
                  mode: Optional[str] = None, schema: Optional[Dict[str, Any]] = None,
-                 agents: Optional[Dict[str, Any]] = None) -> None:
+                 agents: Optional[Dict[str, Any]] = None, box: Optional[str] = None) -> None:
         self.cwd = cwd  # bound working directory (absolute)
         self.model = model  # bound model, or None for the harness's default
         self.sidecar = sidecar  # FILE.d/: the adapter may keep small files here (resume ids)
@@ -83,6 +83,9 @@ class Config:
         # harness process was started for (send --schema), else None.
         self.schema = schema
         self.agents = agents or {}  # the manifest's `agents` (presets), for an adapter that drives many
+        # --sandbox: the session's box folder, where the files the harness opens
+        # itself live (the boxed harness cannot open the sidecar); None: no box.
+        self.box = box
 
     # -- the session's own files --------------------------------------------------
 
@@ -98,12 +101,13 @@ class Config:
         return os.path.join(self.sidecar, name)
 
     def harness_file(self, name: str, what: str) -> str:
-        """FILE.d/NAME for the harness itself to open: an existing one that is not
-        a regular file of ours is refused here (private.check_file: UsageError
+        """FILE.d/NAME for the harness itself to open (BOX/NAME in a box, which
+        keeps the harness from the sidecar): an existing one that is not a
+        regular file of ours is refused here (private.check_file: UsageError
         naming it as `what`), before the harness starts."""
         from .. import private
 
-        path = self.sidecar_file(name)
+        path = os.path.join(self.box, name) if self.box is not None else self.sidecar_file(name)
         private.check_file(path, what)
         return path
 

@@ -41,11 +41,12 @@ LIBC = ctypes.CDLL(None)  # loaded in the parent: nothing may be imported betwee
 CHILD_NOFILE: Optional[Tuple[int, int]] = None
 
 
-def preparer(session: bool = False) -> Callable[[], None]:
+def preparer(session: bool = False, enter: Optional[Callable[[], None]] = None) -> Callable[[], None]:
     """What runs in a child of the runtime (a harness, or a hook with
     `session`) between fork and exec: a process group (or session) of its own,
     death with the runtime, the caller's descriptor limit, and every signal's
-    default disposition with none blocked.  An ignored disposition and the mask
+    default disposition with none blocked; last, `enter`, the box of a
+    --sandbox session (landlock.Ruleset.enter_fn).  An ignored disposition and the mask
     survive exec, so the signals the runtime ignores (its own SIGINT, SIGHUP,
     SIGPIPE, SIGXFSZ, and any the send that spawned it ignored) are read here,
     in the parent, and the child only resets them; caught ones need nothing."""
@@ -64,6 +65,8 @@ def preparer(session: bool = False) -> Callable[[], None]:
         for sig in ignored:
             signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        if enter is not None:
+            enter()  # it raises if the kernel refuses: the exec never happens, nothing runs unboxed
 
     return prepare
 
@@ -86,9 +89,11 @@ class Process(Child):
         on_lines: Callable[[List[str]], None],
         on_overlong: Callable[[int], None],
         on_exit: Callable[[Optional[int]], None],
+        enter: Optional[Callable[[], None]] = None,
     ) -> None:
         """`stderr(data)` takes what the harness writes to its stderr (the
-        runtime log); `on_overlong(size)` hears of a discarded line, in order with the others."""
+        runtime log); `on_overlong(size)` hears of a discarded line, in order with the others;
+        `enter` puts the child into its box before exec (preparer)."""
         self._popen = subprocess.Popen(
             list(argv),
             stdin=subprocess.PIPE,
@@ -97,7 +102,7 @@ class Process(Child):
             cwd=cwd,
             env=env,
             close_fds=True,
-            preexec_fn=preparer(),
+            preexec_fn=preparer(enter=enter),
         )
         self.pid = self._popen.pid
         self._write_lock = threading.Lock()

@@ -87,6 +87,7 @@ class CommandServer:
         self.intake = threading.Lock()  # orders "request submitted" against "stopped listening"
         self.connections: Set[threading.Thread] = set()  # joined at exit so every reply is sent
         self.most_waits = 0  # set by start(): waits held at once, each one descriptor
+        self.proof = ""  # what a request must show (ipc.encode_request), read when the first one comes
 
     def start(self) -> None:
         """Accept from now on.  The descriptors left (of the limit, less what
@@ -126,6 +127,18 @@ class CommandServer:
         deadline = time.monotonic() + seconds
         for thread in list(self.connections):
             thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _proven(self, field: str) -> bool:
+        """Whether a request's first field is the proof (ipc.encode_request); the
+        key is read again on a mismatch, in case a command replaced it meanwhile."""
+        from .. import trusted
+
+        if not field.startswith(ipc.PROOF):
+            return False
+        given = field[len(ipc.PROOF):]
+        if not self.proof or given != self.proof:
+            self.proof = trusted.runtime_proof(create=True)
+        return bool(self.proof) and hmac_equal(given, self.proof)
 
     def _accept_loop(self) -> None:
         """Accept until stopped, whatever accept() says: out of descriptors
@@ -175,7 +188,11 @@ class CommandServer:
             return
         waiter = Waiter(conn)
         with self.intake:
-            if self.stopping:
+            if not self._proven(request.pop(0)):
+                waiter.fail(UnavailableError(
+                    "refused: this command cannot read harnessctl's state folder, so it may not use this runtime "
+                    "(a command inside a --sandbox box reaches no runtime outside it)"))
+            elif self.stopping:
                 waiter.retry()
             elif request[0] == "wait" and not holding:
                 waiter.fail(UnavailableError("the runtime cannot start a thread to wait with (the process limit, "
@@ -190,6 +207,12 @@ class CommandServer:
             ipc.send_all(conn, response)
         except OSError:
             pass
+
+
+def hmac_equal(given: str, expected: str) -> bool:
+    import hmac
+
+    return hmac.compare_digest(given.encode("utf-8", "replace"), expected.encode("utf-8"))
 
 
 def open_descriptors() -> int:

@@ -22,6 +22,7 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence
 
+    from ..box import Box
     from ..kit.backend import Backend, Host
     from .loop import Loop
 
@@ -53,6 +54,7 @@ class Supervisor:
         self.state = STOPPED
         self.generation = 0
         self.backend: Optional[Backend] = None
+        self.box: Optional[Box] = None  # --sandbox: what each harness process of this start enters
         self.child: Optional[Process] = None
         self.recorded_pid: Optional[int] = None  # the harness pid in FILE.d/harness.pid
         self.last_activity: Optional[float] = None  # time.time() of the harness's last line
@@ -67,9 +69,13 @@ class Supervisor:
         self.loop.call_later(timeout, lambda: self._start_timed_out(generation, timeout))
         try:
             manifest = registry.manifest(binding["adapter"])
+            self.box = self._box(binding, manifest, env)
+            if self.box is not None:
+                env = dict(env, **self.box.env())
             config = Config(cwd=binding["cwd"], model=binding.get("model"), sidecar=self.sidecar, env=dict(env),
                             debug=debug, harness=manifest.get("harness") or {}, agent=binding.get("agent"),
-                            mode=native_mode(binding), schema=schema, agents=manifest.get("agents"))
+                            mode=native_mode(binding), schema=schema, agents=manifest.get("agents"),
+                            box=self.box.folder if self.box is not None else None)
             self.backend = registry.backend_class(binding["adapter"])(host, config)
             self.backend.start()
         except HarnessctlError as e:  # e.g. private.py refused one of the adapter's sidecar files
@@ -80,6 +86,22 @@ class Supervisor:
 
             self.moments.debug("backend.start failed:\n" + traceback.format_exc())
             self.refused(UnavailableError(str(e)))
+
+    def _box(self, binding: Dict[str, Any], manifest: Dict[str, Any], env: Dict[str, str]) -> Optional[Box]:
+        """The session's box (--sandbox), checked now, or None; every harness
+        process of this start enters it (`spawn`)."""
+        if not binding.get("sandbox"):
+            return None
+        from ..box import Box, declared
+        from ..landlock import why_not
+
+        reason = why_not()
+        if reason is not None:
+            raise UnavailableError(reason)  # never run unboxed what was bound boxed
+        box = Box(self.sidecar[:-len(".d")], binding["cwd"], binding.get("sandbox_write") or [],
+                  declared(manifest, binding.get("agent"), env))
+        box.check()
+        return box
 
     def ready(self) -> bool:
         """The backend says the harness is up; True if that is news."""
@@ -96,12 +118,18 @@ class Supervisor:
 
     def spawn(self, argv: Sequence[str], env: Dict[str, str], cwd: str) -> Process:
         generation = self.generation
-        self.child = Process(
-            argv, env, cwd, self.stderr,
-            on_lines=lambda lines: self.loop.post(lambda: self._lines(generation, lines)),
-            on_overlong=lambda size: self.loop.post(lambda: self._overlong(generation, size)),
-            on_exit=lambda code: self.loop.post(lambda: self._exit(generation, code)),
-        )
+        ruleset = self.box.ruleset() if self.box is not None else None
+        try:
+            self.child = Process(
+                argv, env, cwd, self.stderr,
+                on_lines=lambda lines: self.loop.post(lambda: self._lines(generation, lines)),
+                on_overlong=lambda size: self.loop.post(lambda: self._overlong(generation, size)),
+                on_exit=lambda code: self.loop.post(lambda: self._exit(generation, code)),
+                enter=ruleset.enter_fn() if ruleset is not None else None,
+            )
+        finally:
+            if ruleset is not None:
+                ruleset.close()
         self.recorded_pid = self.child.pid
         pidfile.record(self.harness_pid, self.child.pid)
         self.moments.debug("started harness pid %d: %s" % (self.child.pid, " ".join(argv)))

@@ -1,0 +1,247 @@
+"""The box of a `--sandbox` session: what its agent, and every process the
+agent starts, may write and read, as a Landlock ruleset (landlock.py).
+
+It may write beneath the bound cwd, the session's own box folder (its
+TMPDIR, and the state folder of any harnessctl it runs itself), the folders
+its own program needs (the manifest's `sandbox_writes`: codex's
+`$CODEX_HOME`, `~/.claude`, ...), a few device files, and what the user adds
+with `--sandbox-write`.  It may read and run everything else, except the
+denied paths: harnessctl's state folder (the records, the seal key, the
+runtimes' proof), every session's box folder, and the event file and sidecar
+of this and of every recorded session.
+
+Landlock only grants, so "everything except" is built by granting each
+entry of each folder on the way down to a denied path, and nothing to the
+folders on the way themselves: those can be walked through but not listed,
+and a file made in one of them later cannot be read.  A denied path beneath
+a folder the agent may write could not be kept from it: that is refused
+(exit 2), never boxed loosely.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .errors import UsageError
+
+TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+
+    from .landlock import Ruleset
+
+# The device files every program may write (and /dev/pts, /dev/shm beneath).
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/shm")
+
+
+def folder(event_path: str) -> str:
+    """The session's box folder: beside the state folder (never inside it, nor
+    in the sidecar, both of which the agent may not read), one per event file."""
+    from .trusted import _blake2b, state_dir
+
+    top = state_dir()
+    digest = _blake2b()(os.fsencode(event_path), digest_size=12).hexdigest()
+    return os.path.join(top + "-boxes", digest)
+
+
+def declared(manifest: Dict[str, Any], agent: Optional[str], env: Dict[str, str]) -> List[str]:
+    """The folders (a trailing /) and files the agent's own program writes, as
+    the adapter's manifest and the agent's preset declare them, `~` and `$NAME`
+    expanded in the agent's environment; an entry whose variable is unset is skipped."""
+    entries = list((manifest.get("harness") or {}).get("sandbox_writes") or [])
+    presets = manifest.get("agents")
+    if isinstance(presets, dict) and isinstance(presets.get(agent), dict):
+        entries += presets[agent].get("sandbox_writes") or []
+    found = []
+    for entry in entries:
+        if entry.startswith("$"):
+            name, _, rest = entry[1:].partition("/")
+            if not env.get(name):
+                continue
+            entry = env[name] + ("/" + rest if rest else "/")
+        elif entry.startswith("~/"):
+            entry = os.path.join(env.get("HOME") or os.path.expanduser("~"), entry[2:])
+        found.append(entry)
+    return found
+
+
+def check_binding(event_path: str, binding: Dict[str, Any]) -> Optional[str]:
+    """For the send that binds a file: a box this machine cannot make, or
+    one that could not keep a denied path from the agent, is refused (exit
+    2) before anything starts; the warning of `--mode full` without a box."""
+    if not binding.get("sandbox"):
+        if binding.get("mode") == "full":
+            return ("--mode full without --sandbox: the agent may run anything, anywhere you can write "
+                    "(docs/OPERATIONS.md, \"The box\")")
+        return None
+    from . import registry
+    from .landlock import why_not
+
+    reason = why_not()
+    if reason is not None:
+        raise UsageError(reason)
+    manifest = registry.manifest(binding["adapter"])
+    Box(event_path, binding["cwd"], binding.get("sandbox_write") or [],
+        declared(manifest, binding.get("agent"), dict(os.environ))).check()
+    return None
+
+
+class Box:
+    """The box of one session: `check()` refuses what cannot be boxed,
+    `env()` is what the agent's environment gains, `ruleset()` the Landlock
+    ruleset its process enters."""
+
+    def __init__(self, event_path: str, cwd: str, writes: Iterable[str], agent_writes: Iterable[str]) -> None:
+        from .trusted import state_dir
+
+        self.event_path = event_path
+        self.folder = folder(event_path)
+        self.state = os.path.realpath(state_dir())
+        self.cwd = cwd
+        self.user_writes = [os.path.realpath(path) for path in writes]
+        self.agent_writes = list(agent_writes)
+        self.denied = _denied(self.state, event_path)
+
+    def env(self) -> Dict[str, str]:
+        """A TMPDIR of its own, and the state folder of a harnessctl the agent
+        runs itself: both in the box folder, so a nested session works inside the box."""
+        return {"TMPDIR": os.path.join(self.folder, "tmp"), "HARNESSCTL_STATE_DIR": os.path.join(self.folder, "state")}
+
+    def writable(self) -> List[Tuple[str, str]]:
+        """(what, real path) of each place the agent may write."""
+        places = [("the cwd", self.cwd)] + [("--sandbox-write", path) for path in self.user_writes]
+        return places + [("the agent's own %s" % path, os.path.realpath(path)) for path in self.agent_writes]
+
+    def check(self) -> None:
+        """Refuse (exit 2) a box that could not keep a denied path from the
+        agent: one beneath a place it may write, or a place it may write
+        inside harnessctl's state folder."""
+        for what, place in self.writable():
+            for denied in self.denied:
+                if _within(denied, place):
+                    raise UsageError("--sandbox: %s %s holds %s, which the agent must neither read nor write; "
+                                     "keep event files and harnessctl's state outside the folders it may write"
+                                     % (what, place, denied))
+                if _within(place, denied):
+                    raise UsageError("--sandbox: %s %s lies inside %s, which the agent must neither read nor "
+                                     "write" % (what, place, denied))
+
+    def ruleset(self) -> Ruleset:
+        """The ruleset, built now (folders the agent's program needs are made
+        first, 0700): read everywhere but the denied paths, write where `writable` says."""
+        from .landlock import ALL, READ, Ruleset
+
+        self.check()
+        for path in self.env().values():
+            os.makedirs(path, mode=0o700, exist_ok=True)
+        for path in self.agent_writes:
+            if path.endswith("/"):
+                os.makedirs(path, mode=0o700, exist_ok=True)
+        ruleset = Ruleset()
+        try:
+            kept = _identities(self.denied + sorted(_ancestors(self.denied)))
+            for path in _readable(self.denied):
+                _grant(ruleset, path, READ, self.denied, kept)
+            for path in [place for _, place in self.writable()] + [self.folder, *DEVICES]:
+                _grant(ruleset, path, ALL)
+        except BaseException:
+            ruleset.close()
+            raise
+        return ruleset
+
+
+def _denied(state: str, event_path: str) -> List[str]:
+    """harnessctl's state folder, every box folder, and the event file and
+    sidecar of this session and of each one the state folder records."""
+    paths = {state, state + "-boxes", event_path, event_path + ".d"}
+    for other in _recorded_sessions(state):
+        paths.update((other, other + ".d"))
+    return sorted(path for path in paths if path == event_path or os.path.lexists(path))
+
+
+def _recorded_sessions(state: str) -> List[str]:
+    """The event files the state folder holds a record of (by path)."""
+    import json
+
+    found: List[str] = []
+    try:
+        names = os.listdir(os.path.join(state, "sessions"))
+    except OSError:
+        return found
+    for name in names:
+        if name.startswith("path-") and name.endswith(".json"):
+            try:
+                with open(os.path.join(state, "sessions", name), "rb") as f:
+                    path = json.loads(f.read(1 << 20)).get("path")
+            except (OSError, ValueError, AttributeError):
+                continue
+            if isinstance(path, str) and os.path.isabs(path):
+                found.append(path)
+    return found
+
+
+def _ancestors(paths: Iterable[str]) -> Set[str]:
+    """Every folder above any of `paths`, up to /."""
+    found = set()
+    for path in paths:
+        while path != "/":
+            path = os.path.dirname(path)
+            found.add(path)
+    return found
+
+
+def _readable(denied: List[str]) -> List[str]:
+    """The entries beside each folder on the way down to a denied path: granted
+    whole, they make every path readable but the denied ones (and the folders
+    on the way, which stay unlisted)."""
+    above = _ancestors(denied)
+    skip = above.union(denied)
+    found = []
+    for parent in sorted(above):
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        found += [path for path in (os.path.join(parent, name) for name in names) if path not in skip]
+    return found
+
+
+def _grant(ruleset: Ruleset, path: str, rights: int, around: Optional[List[str]] = None,
+           kept: Optional[Set[Tuple[int, int]]] = None) -> None:
+    """Grant `rights` beneath `path` as it is opened now, by descriptor.  With
+    `around` (the denied paths) and `kept` (their and their folders' device and
+    inode), what a symlink or a bind mount there leads to is checked first: an
+    entry that would grant a denied path, or a folder above one, is not granted."""
+    from .landlock import FILE_RIGHTS
+
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return  # gone, or a dangling symlink: nothing to grant
+    try:
+        st = os.fstat(fd)
+        if around is not None:
+            real = os.readlink("/proc/self/fd/%d" % fd)
+            if (st.st_dev, st.st_ino) in (kept or set()) or any(
+                    _within(real, place) or _within(place, real) for place in around):
+                return
+        if st.st_mode & 0o170000 != 0o040000:  # not a directory: only the rights a file may have
+            rights &= FILE_RIGHTS
+        ruleset.grant(fd, rights)
+    finally:
+        os.close(fd)
+
+
+def _identities(paths: Iterable[str]) -> Set[Tuple[int, int]]:
+    found = set()
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        found.add((st.st_dev, st.st_ino))
+    return found
+
+
+def _within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
