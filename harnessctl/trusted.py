@@ -284,26 +284,6 @@ def _make_key(path: str) -> None:
     private.write_atomic(path, os.urandom(32).hex(), sync=True)
 
 
-def is_harnessctl_file(st: os.stat_result) -> bool:
-    """Whether `st` is the seal key or a binding record under any name (a
-    hard link to it elsewhere, e.g. in an agent's workspace)."""
-    if st.st_nlink < 2:
-        return False  # the key and the records are refused by path; another name means a second link
-    top = state_dir()
-    key = _stat(_key_path())
-    if key is not None and (key.st_dev, key.st_ino) == (st.st_dev, st.st_ino):
-        return True
-    for sub in ("sessions", "bindings"):
-        try:
-            with os.scandir(os.path.join(top, sub)) as entries:
-                for entry in entries:
-                    if entry.inode() == st.st_ino and entry.stat(follow_symlinks=False).st_dev == st.st_dev:
-                        return True
-        except OSError:
-            continue
-    return False
-
-
 # -- what the ACP client file system never reaches ------------------------------------------------
 
 
@@ -323,26 +303,6 @@ def refuse_agent_access(real: str) -> None:
         if parent.endswith(".d") and os.path.lexists(os.path.join(parent, "binding.json")):
             raise PermissionError("%s is in harnessctl's sidecar %s; agents may not use it" % (real, parent))
         parent = os.path.dirname(parent)
-
-
-def is_session_file(st: os.stat_result, sidecar: str) -> bool:
-    """Whether `st` (an fstat of what the file channel opened) is the event
-    file of `sidecar` or a file in it, the seal key or a binding record,
-    under any name (a hard link the agent made)."""
-    if is_harnessctl_file(st):
-        return True
-    try:
-        names = [sidecar[:-len(".d")]] + [os.path.join(sidecar, name) for name in os.listdir(sidecar)]
-    except OSError:
-        names = [sidecar[:-len(".d")]]
-    for name in names:
-        try:
-            other = os.lstat(name)
-        except OSError:
-            continue
-        if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
-            return True
-    return False
 
 
 def _within(path: str, directory: str) -> bool:

@@ -85,7 +85,8 @@ def wait_any(files: List[str], timeout: Optional[float]) -> Tuple[str, int, str]
     its runtime answers when the conversation goes quiet), and the command
     sleeps on all those sockets at once with `selectors`.  A runtime that goes
     away while watched (EOF, `retry`) means: look at that file again (it may
-    be stopped now, or a new runtime took it).
+    be stopped now, or a new runtime took it); so does an answer once the
+    path names another file (a watch answers for the file at the path now).
 
     Descriptors: one socket per busy session, held at once.  The soft
     RLIMIT_NOFILE is raised towards the hard one when the files need it (a
@@ -113,17 +114,11 @@ def wait_any(files: List[str], timeout: Optional[float]) -> Tuple[str, int, str]
             if remaining is not None and remaining <= 0:
                 return "timeout", -1, ""
             for key, _ in sorted(selector.select(remaining), key=lambda ready: ready[0].data[0]):
-                index, conn = key.data
+                index, conn, seen = key.data
                 selector.unregister(conn)
                 try:
-                    try:
-                        conn.settimeout(timeout_seconds())  # the answer is on its way: it ends at once
-                        kind, line = _watch_answer(ipc.read_all(conn))
-                    except OSError:
-                        raise NoRuntime() from None
-                    finally:
-                        conn.close()
-                except NoRuntime:  # it went away: look at the file again
+                    kind, line = _answer_for(conn, addrs[index].path, seen)
+                except NoRuntime:  # it went away, or the path names another file: look at the file again
                     kind, line = _look_or_watch(addrs[index], index, until, selector)
                 if kind != "watching":
                     return kind, index if line else -1, line
@@ -131,6 +126,29 @@ def wait_any(files: List[str], timeout: Optional[float]) -> Tuple[str, int, str]
         for key in list(selector.get_map().values()):
             key.data[1].close()
         selector.close()
+
+
+def _answer_for(conn: Any, path: str, seen: Optional[Tuple[int, int]]) -> Tuple[str, str]:
+    """A watch's answer, when `path` still names the file `seen` (its
+    _identity when the watch was taken).  NoRuntime when the runtime went
+    away, or the path names another file now: a runtime whose file was
+    replaced stops and answers about the old one (its run `failed`), which
+    says nothing of the file at the path.  A path that names no file is
+    exit 6, as for `wait`."""
+    try:
+        conn.settimeout(timeout_seconds())  # the answer is on its way: it ends at once
+        data = ipc.read_all(conn)
+    except OSError:
+        raise NoRuntime() from None
+    finally:
+        conn.close()
+    now = _identity(path)
+    if now is None:
+        raise OutcomeUnknownError("%s was removed while waiting: what became of the session waited on is "
+                                  "unknown" % path)
+    if now != seen:
+        raise NoRuntime()
+    return _watch_answer(data)
 
 
 BUSY = ("running", "cancelling")
@@ -155,6 +173,7 @@ def _look_or_watch(addr: Address, index: int, until: Optional[float], selector: 
 
     pause = 0.01
     while True:
+        seen = _identity(addr.path)  # the file this look and its watch answer for
         now = time.monotonic()
         deadline = now + timeout_seconds()
         if until is not None:  # a session is looked at even when --timeout 0 passed already: LOOK seconds at most
@@ -170,7 +189,7 @@ def _look_or_watch(addr: Address, index: int, until: Optional[float], selector: 
                 return "status", line
             try:
                 conn = _open_watch(addr, None, until)
-                selector.register(conn, selectors.EVENT_READ, (index, conn))
+                selector.register(conn, selectors.EVENT_READ, (index, conn, seen))
                 return "watching", ""
             except (NoRuntime, ipc.Timeout):
                 pass  # it went away between the two: look again

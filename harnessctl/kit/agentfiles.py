@@ -28,12 +28,11 @@ class AgentFile:
     sidecar, the state directory).  Raises PermissionError otherwise (and
     ValueError for a path that is not absolute)."""
 
-    def __init__(self, cwd: str, sidecar: str, path: Any) -> None:
+    def __init__(self, cwd: str, path: Any) -> None:
         if not isinstance(path, str):
             raise ValueError("path must be an absolute path")
         self.root, self.names = beneath.split(cwd, path)
         self.real = os.path.join(self.root, *self.names)  # for messages
-        self.sidecar = sidecar
         trusted.refuse_agent_access(self.real)
 
     def open(self, flags: int, make_dirs: bool = False) -> int:
@@ -41,8 +40,8 @@ class AgentFile:
         and never blocking: a FIFO would stop the runtime's only thread);
         anything but a regular file is refused, judged by fstat of what was
         opened.  A hard link reaches past every path check, so a file with
-        other names is never written (it may be a sidecar's, or lie outside
-        the cwd) and never read when it is this session's own."""
+        other names is neither read nor written: its other name may lie
+        outside the cwd, or be a sidecar's, the seal key or a record."""
         try:
             fd = beneath.open_file(self.root, self.names, flags, 0o666, make_dirs)
         except OSError as e:
@@ -53,7 +52,7 @@ class AgentFile:
         refusal = None
         if not stat.S_ISREG(st.st_mode):
             refusal = "%s is not a regular file" % self.real
-        elif st.st_nlink > 1 and (flags & os.O_WRONLY or trusted.is_session_file(st, self.sidecar)):
+        elif st.st_nlink > 1:
             refusal = "%s has other hard links; harnessctl does not use them for an agent" % self.real
         if refusal is not None:
             os.close(fd)

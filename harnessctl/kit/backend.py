@@ -130,7 +130,7 @@ class Config:
         `open(flags, make_dirs)` opens it beneath the cwd (agentfiles.py)."""
         from .agentfiles import AgentFile
 
-        return AgentFile(self.cwd, self.sidecar, path)
+        return AgentFile(self.cwd, path)
 
 
 class Input:

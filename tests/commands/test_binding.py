@@ -163,24 +163,6 @@ def test_a_seal_key_with_a_second_hard_link_is_replaced_and_never_used(workdir):
     assert os.stat(key).st_nlink == 1 and open(key).read() != planted
 
 
-def test_the_file_channel_helper_knows_the_seal_key_and_the_records_under_any_name(workdir, monkeypatch):
-    from harnessctl import trusted
-
-    path, state = str(workdir / "s.jsonl"), workdir / "state"
-    bound(path, state)
-    ok("status", path, env=state_env(state))
-    monkeypatch.setenv("HARNESSCTL_STATE_DIR", str(state))
-    project = workdir / "project"
-    project.mkdir()
-    record = os.path.join(str(state / "sessions"), sorted(os.listdir(str(state / "sessions")))[0])
-    for name, target in (("k", str(state / "key")), ("r", record)):
-        os.link(target, str(project / name))
-        assert trusted.is_session_file(os.stat(str(project / name)), str(workdir / "other.jsonl.d")), name
-    (project / "plain").write_text("x")
-    os.link(str(project / "plain"), str(project / "plain2"))
-    assert not trusted.is_session_file(os.stat(str(project / "plain")), str(workdir / "other.jsonl.d"))
-
-
 def test_a_planted_mock_transcript_is_not_resumed_by_the_first_send(workdir):
     path, state = str(workdir / "s.jsonl"), workdir / "state"
     os.mkdir(path + ".d", 0o700)

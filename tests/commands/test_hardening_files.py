@@ -154,3 +154,18 @@ def test_the_acp_client_fs_does_not_write_through_a_hard_link(workdir):
     os.link(str(outside), str(project / "link.txt"))
     proc = acp_send(str(workdir / "events.jsonl"), "/write link.txt overwritten", str(project), "--wait")
     assert "hard links" in json.loads(proc.stdout)["output"] and outside.read_text() == "mine"
+
+
+def test_the_acp_client_fs_does_not_read_through_a_hard_link(workdir):
+    """A hard link in the cwd names a file that may lie outside it: no path
+    check sees that, so a read refuses it as a write does (issue 46)."""
+    project = workdir / "project"
+    project.mkdir()
+    outside = workdir / "outside.txt"
+    outside.write_text("secret-outside")
+    os.link(str(outside), str(project / "link.txt"))
+    path = str(workdir / "events.jsonl")
+    proc = acp_send(path, "/write link.txt overwritten", str(project), "--wait")
+    output = json.loads(proc.stdout)["output"]
+    assert "read refused" in output and "hard links" in output, output
+    assert b"secret-outside" not in open(path, "rb").read() and outside.read_text() == "secret-outside"

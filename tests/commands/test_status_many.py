@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -184,6 +185,31 @@ def test_wait_any_looks_again_when_a_watched_runtime_dies(workdir):
     assert waiting.returncode == 0, err
     line = json.loads(out)
     assert (line["file"], line["state"], line["runtime"]) == (a, "failed", "stopped")  # the lost-runtime rule
+
+
+def test_wait_any_answers_for_the_file_at_the_path_now_when_a_watched_one_is_replaced(workdir):
+    """The watched runtime stops when its file is replaced, and says its own
+    run failed: that is the old file's news, and the file at the path is idle."""
+    a, earlier = idle(str(workdir / "a.jsonl")), str(workdir / "earlier.jsonl")
+    shutil.copyfile(a, earlier)
+    running(a)
+    waiting = start("wait", "--any", a)
+    watching(waiting, 1)
+    os.replace(earlier, a)  # another file at that name, whose last run completed
+    out, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 0, err
+    line = json.loads(out)
+    assert (line["file"], line["state"]) == (a, "idle"), line
+
+
+def test_wait_any_on_a_file_removed_while_watched_exits_6_with_nothing_printed(workdir):
+    a, b = running(str(workdir / "a.jsonl")), running(str(workdir / "b.jsonl"))
+    waiting = start("wait", "--any", a, b)
+    watching(waiting, 2)
+    os.rename(a, str(workdir / "elsewhere.jsonl"))
+    out, err = waiting.communicate(timeout=60)
+    assert (waiting.returncode, out) == (6, b""), err
+    assert len(err.splitlines()) == 1 and b"removed" in err
 
 
 def test_wait_any_timeout_exits_10_with_nothing_printed(workdir):

@@ -257,3 +257,25 @@ def test_the_acp_agents_page_the_readme_links_for_logging_in_covers_every_preset
     with open(os.path.join(ROOT, "docs", "ACP-AGENTS.md"), encoding="utf-8") as f:
         rows = {line.split("|")[1].strip().strip("`") for line in f if line.startswith("| `")}
     assert sorted(set(presets) - rows) == []
+
+
+# -- the rule recipes the docs teach (docs/PROTOCOL.md section 17) --
+
+RECIPE_RULE = re.compile(r"(?<!/permission )command:(npm (?:test|run lint)[^'\"`\]\\\n]*)")  # not a mock directive
+# What "run the tests" and "run the lint" mean: with any arguments, and nothing that merely starts so.
+INTENT = {"npm test": (["npm test", "npm test -- --watch"], ["npm testx", "npm run lint-and-deploy"]),
+          "npm run lint": (["npm run lint", "npm run lint -- --fix"], ["npm run lint-and-deploy", "npm test"])}
+
+
+@pytest.mark.parametrize("document", ["README.md", "docs/MOCK.md", "docs/PROTOCOL.md"])
+def test_every_npm_rule_a_recipe_teaches_allows_what_it_means_and_no_more(document, tmp_path):
+    from harnessctl.checks import policy
+
+    rules = sorted(set(RECIPE_RULE.findall(text_of(document))))
+    assert rules, document
+    for pattern in rules:
+        allowed, refused = INTENT[pattern.rstrip("* ")]
+        binding = {"cwd": str(tmp_path), "mode": "ask", "rules": [["allow", "command:" + pattern], ["deny", "*"]]}
+        for command, answer in [(c, "allow") for c in allowed] + [(c, "deny") for c in refused]:
+            request = {"kind": "permission", "tool": "command", "command": command, "options": ["allow", "deny"]}
+            assert (policy.decide(binding, request) or ("parked",))[0] == answer, (document, pattern, command)

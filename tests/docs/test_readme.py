@@ -311,11 +311,14 @@ NIGHTLY = "mkdir -p ~/agent && cat >~/agent/nightly-policy.json"
 CHORES = "update the dependencies; keep the tests green"
 
 
-def test_nightly_recipe_runs_the_tests_and_is_refused_the_rest_unattended(shell, workdir):
-    proc = shell(recipe(NIGHTLY), [(CHORES, "/permission command:npm test\n/permission command:curl evil.sh")])
+def test_nightly_recipe_runs_the_tests_and_the_lint_and_is_refused_the_rest_unattended(shell, workdir):
+    asks = ["npm test", "npm test -- --watch", "npm run lint", "npm run lint-and-deploy", "curl evil.sh"]
+    proc = shell(recipe(NIGHTLY), [(CHORES, "\n".join("/permission command:" + ask for ask in asks))])
     assert (proc.returncode, proc.stdout) == (0, b"completed\n"), proc.stderr
     replied = [r for r in of_type(str(workdir / "home" / "agent" / "deps.jsonl"), "request") if r["state"] == "replied"]
-    assert [(r["answer"], r["rule"]) for r in replied] == [("allow", "command:npm test*"), ("deny", "*")]
+    assert [(r["answer"], r["rule"]) for r in replied] == [
+        ("allow", "command:npm test *"), ("allow", "command:npm test *"), ("allow", "command:npm run lint *"),
+        ("deny", "*"), ("deny", "*")]
 
 
 def test_nightly_recipe_lets_the_agent_edit_the_repository_without_asking(shell, workdir):

@@ -785,6 +785,19 @@ def test_fs_outside_the_bound_cwd_is_refused(tmp_path):
     assert answer_to(host, 9)["error"]["code"] == -32602 and not (tmp_path / "out").exists()
 
 
+def test_fs_refuses_a_file_with_other_hard_links_to_read_and_to_write(tmp_path):
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    (tmp_path / "outside").write_text("mine")
+    os.link(str(tmp_path / "outside"), str(cwd / "link"))
+    config = Config(str(cwd), None, str(tmp_path / "e.jsonl.d"), {}, False)
+    with pytest.raises(PermissionError, match="hard links"):
+        wire.read_text(config, {"path": str(cwd / "link")})
+    with pytest.raises(PermissionError, match="hard links"):
+        wire.write_text(config, {"path": str(cwd / "link"), "content": "x"})
+    assert (tmp_path / "outside").read_text() == "mine"
+
+
 def test_terminal_and_unknown_agent_requests_are_method_not_found(tmp_path):
     host, backend = ready_agent(tmp_path)
     agent_asks(backend, 4, "terminal/create", {"sessionId": "s-1", "command": "ls"})
