@@ -33,7 +33,7 @@ OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--agent", "--timeout", "--
            "mcp": ("--root", "--max-mode"), "fork": ("--cwd",), "serve": ("--port", "--host")}
 FLAGS = {"send": ("--print-id", "--wait", "--queue", "--interrupt", "--sandbox"), "wait": ("--any",),
          "log": ("--follow", "--json", "--diff"), "agents": ("--json",),
-         "mcp": ("--allow-agent-commands", "--allow-rules")}
+         "mcp": ("--allow-agent-commands", "--allow-rules", "--sandbox")}
 # repeatable, and their order matters: kept apart, in order, as (allow|deny|root|sandbox-write, VALUE) "rules"
 RULES = ("--allow", "--deny", "--root", "--sandbox-write")
 

@@ -210,7 +210,8 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
         from .mcp.server import serve
 
         return serve([root for verb, root in rules if verb == "root"], "--allow-agent-commands" in options,
-                     fixed_adapter, fixed_agent, options.get("--max-mode", "ask"), "--allow-rules" in options)
+                     fixed_adapter, fixed_agent, options.get("--max-mode", "ask"), "--allow-rules" in options,
+                     "--sandbox" in options)
     if command == "serve":
         from .serve.command import DEFAULT_HOST, serve_fleet
 

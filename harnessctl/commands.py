@@ -145,9 +145,13 @@ def sandbox(boxed: bool, writes: List[str]) -> Dict[str, Any]:
         raise UsageError("--sandbox-write adds a folder to the box: give --sandbox too")
     if not boxed:
         return {}
-    from .binding import real_dir
-
-    return {"sandbox": True, "sandbox_write": sorted({real_dir(path) for path in writes}) or None}
+    found = set()
+    for path in writes:
+        real = os.path.realpath(path)
+        if not os.path.isdir(real):
+            raise UsageError("--sandbox-write %s: not a directory" % path)
+        found.add(real)
+    return {"sandbox": True, "sandbox_write": sorted(found) or None}
 
 
 # -- status lines -----------------------------------------------------------------

@@ -39,7 +39,7 @@ SYNOPSIS = {
     "rebind": "harnessctl rebind FILE [--accept FINGERPRINT]",
     "agents": "harnessctl agents [--json]",
     "mcp": "harnessctl mcp    [--root DIR]... [--allow-agent-commands] [--max-mode ask|edit|full]\n"
-           "                  [--allow-rules]",
+           "                  [--allow-rules] [--sandbox]",
     "fork": "harnessctl fork   FILE NEWFILE [--cwd DIR]",
     "serve": "harnessctl serve  [DIR|FILE]... [--port N] [--host ADDR]",
 }
@@ -371,12 +371,15 @@ options:
                   let a send name an agent command line, not only a preset
   --max-mode MODE the most a send may bind a new file to: ask, edit or full (default: ask)
   --allow-rules   let a send bind allow rules (deny rules are always accepted)
+  --sandbox       box every new file a send binds (send --sandbox); a call cannot turn it off,
+                  so --max-mode full grants "anything inside the box"
 
 knobs: HARNESSCTL_ADAPTER (none), HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_DEBUG
 
 exit codes:
   0   stdin ended
-  2   usage error (a --root that is not a directory, a --max-mode that is not a mode)""",
+  2   usage error (a --root that is not a directory, a --max-mode that is not a mode,
+      --sandbox on a system without Landlock ABI 6)""",
 }
 
 

@@ -34,11 +34,13 @@ class Grants:
     """What the operator let this server's calls bind: a per-adapter
     package's adapter and agent (`fixed`), agent commands
     (--allow-agent-commands), the most a new file's mode may be (--max-mode)
-    and allow rules (--allow-rules; deny rules always)."""
+    and allow rules (--allow-rules; deny rules always), and whether every
+    file a call binds is boxed (--sandbox)."""
 
     def __init__(self, fixed: Tuple[Optional[str], Optional[str]], allow_agent_commands: bool, max_mode: str,
-                 allow_rules: bool) -> None:
+                 allow_rules: bool, sandbox: bool = False) -> None:
         self.fixed = fixed
+        self.sandbox = sandbox
         self.allow_agent_commands = allow_agent_commands
         self.max_mode = max_mode
         self.allow_rules = allow_rules
@@ -59,6 +61,14 @@ class Grants:
                              "(start it with --allow-agent-commands to allow that)"
                              % (agent, " of the %s adapter (%s)" % (name, ", ".join(sorted(presets)))
                                 if presets else ""))
+
+    def boxed(self, asked: Optional[bool]) -> bool:
+        """Whether a call's send is boxed: as it asks, or always on a server
+        started with --sandbox, which a call cannot turn off."""
+        if self.sandbox and asked is False:
+            raise UsageError("this server boxes every session it binds (harnessctl mcp --sandbox): "
+                             "\"sandbox\": false is not available")
+        return self.sandbox or bool(asked)
 
     def check_grant(self, bound: Optional[Dict[str, Any]], mode: Optional[str], rules: List[Tuple[str, str]]) -> None:
         """A call that binds a new file may grant its agent no more than the

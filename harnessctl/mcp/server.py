@@ -51,10 +51,12 @@ SERVER_INFO = {"name": "harnessctl", "version": __version__}
 
 
 def serve(roots: List[str], allow_agent_commands: bool, fixed_adapter: Optional[str] = None,
-          fixed_agent: Optional[str] = None, max_mode: str = "ask", allow_rules: bool = False) -> int:
+          fixed_agent: Optional[str] = None, max_mode: str = "ask", allow_rules: bool = False,
+          sandbox: bool = False) -> int:
     """Run the server until stdin ends; 0.  A per-adapter package fixes the
     adapter (and agent) of its sends, as its `send` does.  `max_mode` and
-    `allow_rules` are what the operator lets a call grant a new file."""
+    `allow_rules` are what the operator lets a call grant a new file;
+    `sandbox`, that every file a call binds is boxed (send --sandbox)."""
     for root in roots:
         if is_remote(root):
             parse(root)  # a malformed address fails here; the folder is looked at there, by each command
@@ -62,11 +64,17 @@ def serve(roots: List[str], allow_agent_commands: bool, fixed_adapter: Optional[
             raise UsageError("mcp: --root %s: %s" % (root, not_a_root(root)))
     if max_mode not in MODES:
         raise UsageError("--max-mode must be one of %s (got %r)" % (", ".join(MODES), max_mode))
+    if sandbox:
+        from ..landlock import why_not
+
+        reason = why_not()
+        if reason is not None:
+            raise UsageError(reason)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever prints by mistake lands on stderr, never amid the JSON-RPC lines
     sys.stdout = sys.stderr
     server = Server([root if is_remote(root) else os.path.realpath(root) for root in roots], allow_agent_commands, out,
-                    (fixed_adapter, fixed_agent), max_mode, allow_rules)
+                    (fixed_adapter, fixed_agent), max_mode, allow_rules, sandbox)
     server.run(sys.stdin.buffer)
     return 0
 
@@ -87,8 +95,8 @@ class Server:
 
     def __init__(self, roots: List[str], allow_agent_commands: bool, out: BinaryIO,
                  fixed: Tuple[Optional[str], Optional[str]] = (None, None), max_mode: str = "ask",
-                 allow_rules: bool = False) -> None:
-        self.grants = Grants(fixed, allow_agent_commands, max_mode, allow_rules)
+                 allow_rules: bool = False, sandbox: bool = False) -> None:
+        self.grants = Grants(fixed, allow_agent_commands, max_mode, allow_rules, sandbox)
         self.out = out
         self.write_lock = threading.Lock()
         self.roots = Roots(roots, self.send)

@@ -139,7 +139,8 @@ def send(args: Dict[str, Any], call: Call) -> Result:
     tokens = str(args["max_tokens"]) if "max_tokens" in args else None  # read as the flag's value is
     cost = repr(float(args["max_cost_usd"])) if "max_cost_usd" in args else None
     request = Send(file, text, cwd, args.get("model"), adapter, agent, policy(args.get("mode"), rules),
-                   args.get("schema"), unattended({}, tokens, cost),
+                   args.get("schema"), dict(unattended({}, tokens, cost),
+                                            **commands.sandbox(call.grants.boxed(args.get("sandbox")), [])),
                    commands.deliver(bool(args.get("queue")), bool(args.get("interrupt"))))
     input_id = call.sessions.send(request)
     if not args.get("wait"):

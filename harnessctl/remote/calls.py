@@ -60,6 +60,9 @@ def send(remote: Remote, request: Send, settings: Dict[str, str]) -> str:
     for key, flag in (("max_tokens", "--max-tokens"), ("max_cost_usd", "--max-cost-usd")):
         if key in request.unattended:
             options[flag] = str(request.unattended[key])
+    if request.unattended.get("sandbox"):
+        options["--sandbox"] = ""
+        rules += [("sandbox-write", path) for path in request.unattended.get("sandbox_write") or []]
     if request.schema is not None:
         options["--schema"] = "-"
     if request.deliver is not None:
