@@ -104,8 +104,11 @@ class Box:
 
     def env(self) -> Dict[str, str]:
         """A TMPDIR of its own, and the state folder of a harnessctl the agent
-        runs itself: both in the box folder, so a nested session works inside the box."""
-        return {"TMPDIR": os.path.join(self.folder, "tmp"), "HARNESSCTL_STATE_DIR": os.path.join(self.folder, "state")}
+        runs itself: both in the box folder, so a nested session works inside
+        the box.  IS_SANDBOX=1 tells Claude Code (and claude-agent-acp) the
+        truth: as root they refuse bypassPermissions outside a sandbox."""
+        return {"TMPDIR": os.path.join(self.folder, "tmp"), "HARNESSCTL_STATE_DIR": os.path.join(self.folder, "state"),
+                "IS_SANDBOX": "1"}
 
     def writable(self) -> List[Tuple[str, str]]:
         """(what, real path) of each place the agent may write."""
@@ -132,8 +135,8 @@ class Box:
         from .landlock import ALL, READ, Ruleset
 
         self.check()
-        for path in self.env().values():
-            os.makedirs(path, mode=0o700, exist_ok=True)
+        for name in ("TMPDIR", "HARNESSCTL_STATE_DIR"):
+            os.makedirs(self.env()[name], mode=0o700, exist_ok=True)
         for path in self.agent_writes:
             if path.endswith("/"):
                 os.makedirs(path, mode=0o700, exist_ok=True)
