@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List
+from typing import List
 
 import pytest
+from acp_support.agents import real_agent
 from claudecode_support import mock_messages as mm
 from claudecode_support.session import real_session as claude_session
 from codex_support import mock_responses as mr
 from codex_support.fixtures import real_session as codex_session
+from cliutil import only
 
 from harnessctl import landlock
 
@@ -25,10 +27,12 @@ pytestmark = [pytest.mark.real,
 # What the model runs, one command each, in the cwd, a folder beside the event file:
 # the first lands, each of the others must fail.  The escapes hide their target
 # from a harness's own reading of the command (Claude Code denies a redirection
-# into the event file itself): only the box stops them.
+# into the event file itself): only the box stops them.  Each keeps its error in
+# the cwd (not every agent reports a command's output over its wire).
 INSIDE = "echo inside > inside.txt"
-ESCAPES = tuple("python3 -c \"open('..' + '/%s', '%s').write('{}')\"" % pair
-                for pair in (("outside.txt", "w"), ("events.jsonl", "a"), ("events.jsonl.d/binding.json", "w")))
+TARGETS = ("outside.txt", "events.jsonl", "events.jsonl.d/binding.json")
+ESCAPES = tuple("python3 -c \"open('..' + '/%s', 'a').write('{}')\" 2> error-%d.txt" % (target, n)
+                for n, target in enumerate(TARGETS))
 
 
 class Untouched:
@@ -49,10 +53,14 @@ class Untouched:
         assert not os.path.exists(os.path.join(os.path.dirname(self.path), "outside.txt"))
 
 
-def denied(tools: List[Dict[str, Any]]) -> List[str]:
-    """The escape commands whose tool call ended with a permission error."""
-    return [cmd for cmd in ESCAPES
-            if any(t.get("title") == cmd and "Permission denied" in (t.get("output") or "") for t in tools)]
+def denied(cwd: str) -> List[str]:
+    """The targets an escape command failed to open with a permission error."""
+    found = []
+    for n, target in enumerate(TARGETS):
+        with open(os.path.join(cwd, "error-%d.txt" % n)) as f:
+            if "PermissionError: [Errno 13] Permission denied: '../%s'" % target in f.read():
+                found.append(target)
+    return found
 
 
 def test_codex_boxed_writes_in_the_cwd_is_denied_outside_and_resumes(workdir):
@@ -67,7 +75,7 @@ def test_codex_boxed_writes_in_the_cwd_is_denied_outside_and_resumes(workdir):
         assert s.wait("result")[0]["status"] == "completed", s.runtime_log()
         with open(os.path.join(s.cwd, "inside.txt")) as f:
             assert f.read() == "inside\n"
-        assert denied(s.events("log", kind="tool.completed")) == list(ESCAPES)
+        assert denied(s.cwd) == list(TARGETS)
         untouched.check()
         s.runtime_gone()
         mock.add(mr.text("Resumed."))
@@ -87,11 +95,32 @@ def test_claude_code_boxed_writes_in_the_cwd_is_denied_outside_and_resumes(workd
         assert result["status"] == "completed" and cc.events("request") == []
         with open(os.path.join(cc.work, "inside.txt")) as f:
             assert f.read() == "inside\n"
-        tools = [e for e in cc.events("log") if e.get("kind") == "tool.completed"]
-        assert denied(tools) == list(ESCAPES), tools
+        assert denied(cc.work) == list(TARGETS)
         untouched.check()
         cc.wait_runtime_gone()
         cc.mock.script(mm.reply(mm.text("Resumed.")))
         cc.send("again")
         assert cc.wait_results(2)[1]["output"] == "Resumed."
         assert "write files" in json.dumps(cc.mock.bodies()[-1])  # the history came back: resumed
+
+
+# codex-acp, claude-agent-acp, gemini-cli from npm; mistral-vibe from PyPI (its preset has a full mode).
+# gemini offers yolo only in a folder it trusts (its own setting, the box is ours).
+@pytest.mark.parametrize("agent", ["codex", "claude", "gemini", "vibe"])
+def test_an_acp_agent_boxed_writes_in_the_cwd_is_denied_outside_and_resumes(workdir, agent):
+    trust = {"GEMINI_CLI_TRUST_WORKSPACE": "true"} if agent == "gemini" else {}
+    with real_agent(workdir, agent, HARNESSCTL_IDLE_TIMEOUT="2", **trust) as s:
+        for command in (INSIDE,) + ESCAPES:
+            s.model.runs(command, escalated=False)
+        s.model.answer("Done.")
+        s.send("write files", "--mode", "full", "--sandbox")
+        untouched = Untouched(s.path)
+        assert only(s.wait("result"))["status"] == "completed", s.runtime_log()[-3000:]
+        with open(os.path.join(s.cwd, "inside.txt")) as f:
+            assert f.read() == "inside\n"
+        assert denied(s.cwd) == list(TARGETS)
+        untouched.check()
+        s.runtime_gone()
+        s.model.answer("Resumed.")
+        s.send("again")
+        assert s.wait("result", 2)[1]["output"] == "Resumed."
