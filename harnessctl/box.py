@@ -12,8 +12,10 @@ of this and of every recorded session.
 
 Landlock only grants, so "everything except" is built by granting each
 entry of each folder on the way down to a denied path, and nothing to the
-folders on the way themselves: those can be walked through but not listed,
-and a file made in one of them later cannot be read.  A denied path beneath
+folders on the way themselves: a file made in one of them later cannot be
+read.  Names can be listed everywhere, the denied folders' too (never a
+file's content): a harnessctl the agent runs builds its own box inside this
+one from those listings.  A denied path beneath
 a folder the agent may write could not be kept from it: that is refused
 (exit 2), never boxed loosely.
 """
@@ -132,7 +134,7 @@ class Box:
     def ruleset(self) -> Ruleset:
         """The ruleset, built now (folders the agent's program needs are made
         first, 0700): read everywhere but the denied paths, write where `writable` says."""
-        from .landlock import ALL, READ, Ruleset
+        from .landlock import ALL, READ, READ_DIR, Ruleset
 
         self.check()
         for name in ("TMPDIR", "HARNESSCTL_STATE_DIR"):
@@ -142,6 +144,7 @@ class Box:
                 os.makedirs(path, mode=0o700, exist_ok=True)
         ruleset = Ruleset()
         try:
+            _grant(ruleset, "/", READ_DIR)  # names everywhere (a box inside this one needs them), no content
             kept = _identities(self.denied + sorted(_ancestors(self.denied)))
             for path in _readable(self.denied):
                 _grant(ruleset, path, READ, self.denied, kept)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import socket
+import sys
 
 import pytest
-from cliutil import cli_env, ok, run, status, wait_results
+from cliutil import ROOT, cli_env, ok, run, status, wait_results
 
 from harnessctl import ipc, landlock
 
@@ -91,6 +93,45 @@ def test_a_later_send_to_a_boxed_file_need_not_repeat_sandbox(efile, work):
     ok("send", efile, "one", "--adapter", "mock", "--cwd", work, "--sandbox")
     ok("send", efile, "two")
     assert [r["output"] for r in wait_results(efile, 2)] == ["echo: one", "echo: two"]
+
+
+FAKE = os.path.join(ROOT, "tests", "acp_support", "fake_agent.py")
+
+
+def _harnessctl_inside(efile: str, work: str, *args: str) -> dict:
+    """What the fake ACP agent, boxed, got when it ran `harnessctl ARGS` itself
+    (a script in its workspace, a sub-agent): its tool call's end."""
+    line = " ".join(shlex.quote(word) for word in (sys.executable, "-m", "harnessctl") + args)
+    ok("send", efile, "/tool " + line, "--adapter", "acp", "--agent", shlex.quote(FAKE), "--cwd", work,
+       "--sandbox", "--wait", "--timeout", "60")
+    (ended,) = [e for e in events_of(efile) if e.get("kind") == "tool.completed"]
+    return ended
+
+
+def events_of(path: str) -> list:
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def test_a_boxed_agent_runs_a_harnessctl_session_of_its_own_inside_the_box(efile, work):
+    inner = os.path.join(work, "inner.jsonl")
+    ended = _harnessctl_inside(efile, work, "send", inner, "hello", "--adapter", "mock", "--wait")
+    assert ended["exit_code"] == 0 and '"output":"echo: hello"' in ended["output"], ended
+    assert [e["status"] for e in events_of(inner) if e["type"] == "result"] == ["completed"]
+
+
+def test_a_boxed_agent_boxes_a_session_of_its_own_inside_its_box(efile, work):
+    inner_cwd = os.path.join(work, "sub")
+    os.mkdir(inner_cwd)
+    inner = os.path.join(work, "inner.jsonl")
+    ended = _harnessctl_inside(efile, work, "send", inner, "hello", "--adapter", "mock", "--cwd", inner_cwd,
+                               "--sandbox", "--wait")
+    assert ended["exit_code"] == 0 and '"output":"echo: hello"' in ended["output"], ended
+
+
+def test_a_boxed_agent_cannot_ask_the_runtime_that_boxes_it(efile, work):
+    ended = _harnessctl_inside(efile, work, "status", efile)
+    assert ended["exit_code"] == 5 and "refused" in ended["output"], ended
 
 
 def _ask(socket_path: str, request: bytes) -> str:
