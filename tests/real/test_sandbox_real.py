@@ -15,9 +15,9 @@ import pytest
 from acp_support.agents import real_agent
 from claudecode_support import mock_messages as mm
 from claudecode_support.session import real_session as claude_session
+from cliutil import only
 from codex_support import mock_responses as mr
 from codex_support.fixtures import real_session as codex_session
-from cliutil import only
 
 from harnessctl import landlock
 
