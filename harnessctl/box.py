@@ -69,8 +69,10 @@ def declared(manifest: Dict[str, Any], agent: Optional[str], env: Dict[str, str]
 
 def check_binding(event_path: str, binding: Dict[str, Any]) -> Optional[str]:
     """For the send that binds a file: a box this machine cannot make, or
-    one that could not keep a denied path from the agent, is refused (exit
-    2) before anything starts; the warning of `--mode full` without a box."""
+    one that could not keep this session's files or the state folder from the
+    agent, is refused (exit 2) before anything starts; the warning of `--mode
+    full` without a box.  Other sessions' files are the runtime's to check
+    (Box(others=True)), before the harness starts: a send need not read every record."""
     if not binding.get("sandbox"):
         if binding.get("mode") == "full":
             return ("--mode full without --sandbox: the agent may run anything, anywhere you can write "
@@ -84,7 +86,7 @@ def check_binding(event_path: str, binding: Dict[str, Any]) -> Optional[str]:
         raise UsageError(reason)
     manifest = registry.manifest(binding["adapter"])
     Box(event_path, binding["cwd"], binding.get("sandbox_write") or [],
-        declared(manifest, binding.get("agent"), dict(os.environ))).check()
+        declared(manifest, binding.get("agent"), dict(os.environ)), others=False).check()
     return None
 
 
@@ -93,7 +95,9 @@ class Box:
     `env()` is what the agent's environment gains, `ruleset()` the Landlock
     ruleset its process enters."""
 
-    def __init__(self, event_path: str, cwd: str, writes: Iterable[str], agent_writes: Iterable[str]) -> None:
+    def __init__(self, event_path: str, cwd: str, writes: Iterable[str], agent_writes: Iterable[str],
+                 others: bool = True) -> None:
+        """`others`: deny the recorded sessions' files too (read from the state folder)."""
         from .trusted import state_dir
 
         self.event_path = event_path
@@ -102,7 +106,7 @@ class Box:
         self.cwd = cwd
         self.user_writes = [os.path.realpath(path) for path in writes]
         self.agent_writes = list(agent_writes)
-        self.denied = _denied(self.state, event_path)
+        self.denied = _denied(self.state, event_path, others)
 
     def env(self) -> Dict[str, str]:
         """A TMPDIR of its own, and the state folder of a harnessctl the agent
@@ -146,9 +150,11 @@ class Box:
         try:
             _grant(ruleset, "/", READ_DIR)  # names everywhere (a box inside this one needs them), no content
             kept = _identities(self.denied + sorted(_ancestors(self.denied)))
-            for path in _readable(self.denied):
-                _grant(ruleset, path, READ, self.denied, kept)
-            for path in [place for _, place in self.writable()] + [self.folder, *DEVICES]:
+            for path, symlink in _readable(self.denied):
+                _grant(ruleset, path, READ, self.denied if symlink else None, kept)
+            for _, place in self.writable():  # checked again as opened: it may have changed since check()
+                _grant(ruleset, place, ALL, self.denied)
+            for path in (self.folder,) + DEVICES:
                 _grant(ruleset, path, ALL)
         except BaseException:
             ruleset.close()
@@ -156,11 +162,11 @@ class Box:
         return ruleset
 
 
-def _denied(state: str, event_path: str) -> List[str]:
+def _denied(state: str, event_path: str, others: bool) -> List[str]:
     """harnessctl's state folder, every box folder, and the event file and
-    sidecar of this session and of each one the state folder records."""
+    sidecar of this session and (`others`) of each one the state folder records."""
     paths = {state, state + "-boxes", event_path, event_path + ".d"}
-    for other in _recorded_sessions(state):
+    for other in _recorded_sessions(state) if others else []:
         paths.update((other, other + ".d"))
     return sorted(path for path in paths if path == event_path or os.path.lexists(path))
 
@@ -196,28 +202,30 @@ def _ancestors(paths: Iterable[str]) -> Set[str]:
     return found
 
 
-def _readable(denied: List[str]) -> List[str]:
-    """The entries beside each folder on the way down to a denied path: granted
-    whole, they make every path readable but the denied ones (and the folders
-    on the way, which stay unlisted)."""
+def _readable(denied: List[str]) -> List[Tuple[str, bool]]:
+    """The entries beside each folder on the way down to a denied path, and
+    whether each is a symlink: granted whole, they make every path readable
+    but the denied ones (and the folders on the way)."""
     above = _ancestors(denied)
     skip = above.union(denied)
     found = []
     for parent in sorted(above):
         try:
-            names = os.listdir(parent)
+            with os.scandir(parent) as entries:
+                found += [(entry.path, entry.is_symlink()) for entry in entries if entry.path not in skip]
         except OSError:
             continue
-        found += [path for path in (os.path.join(parent, name) for name in names) if path not in skip]
     return found
 
 
 def _grant(ruleset: Ruleset, path: str, rights: int, around: Optional[List[str]] = None,
            kept: Optional[Set[Tuple[int, int]]] = None) -> None:
     """Grant `rights` beneath `path` as it is opened now, by descriptor.  With
-    `around` (the denied paths) and `kept` (their and their folders' device and
-    inode), what a symlink or a bind mount there leads to is checked first: an
-    entry that would grant a denied path, or a folder above one, is not granted."""
+    `kept` (the denied paths' and their folders' device and inode), a bind
+    mount of one is not granted; with `around` (the denied paths: for a
+    symlink), neither is what the descriptor's real path shows to be a denied
+    path or a folder above one.  The agent does not run yet (a restart's earlier
+    agent is gone): nothing swaps an entry between the open and the grant."""
     from .landlock import FILE_RIGHTS
 
     try:
@@ -226,10 +234,11 @@ def _grant(ruleset: Ruleset, path: str, rights: int, around: Optional[List[str]]
         return  # gone, or a dangling symlink: nothing to grant
     try:
         st = os.fstat(fd)
+        if kept is not None and (st.st_dev, st.st_ino) in kept:
+            return
         if around is not None:
             real = os.readlink("/proc/self/fd/%d" % fd)
-            if (st.st_dev, st.st_ino) in (kept or set()) or any(
-                    _within(real, place) or _within(place, real) for place in around):
+            if any(_within(real, place) or _within(place, real) for place in around):
                 return
         if st.st_mode & 0o170000 != 0o040000:  # not a directory: only the rights a file may have
             rights &= FILE_RIGHTS
