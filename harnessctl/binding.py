@@ -76,7 +76,7 @@ def _limit(name: str) -> Callable[[Any], bool]:
 
 
 def _flag(value: Any) -> bool:
-    return value is None or value is True
+    return value is None or isinstance(value, bool)
 
 
 def _dirs(value: Any) -> bool:

@@ -56,6 +56,8 @@ def declared(manifest: Dict[str, Any], agent: Optional[str], env: Dict[str, str]
         entries += presets[agent].get("sandbox_writes") or []
     found = []
     for entry in entries:
+        if not isinstance(entry, str):
+            continue  # the registry's check of the manifest says so
         if entry.startswith("$"):
             name, _, rest = entry[1:].partition("/")
             if not env.get(name):

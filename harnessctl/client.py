@@ -89,9 +89,14 @@ def exchange(addr: Address, fields: List[str], deadline: float, retry_on_eof: bo
 
 
 def _earlier(addr: Address, op: str, text: str) -> Optional[UnavailableError]:
-    """The error for a versioned request (ipc.named) that a runtime of an
-    earlier harnessctl, which knows no versions, calls malformed."""
+    """The error for a request that a runtime of an earlier harnessctl calls
+    malformed: one that reads no proof (ipc.encode_request) names the proof
+    field; one that knows no versions, a versioned request (ipc.named)."""
     name, slash, version = op.partition("/")
+    if text.startswith("malformed request '%s" % ipc.PROOF):
+        return UnavailableError("the runtime serving %s is an earlier harnessctl, which reads no proof: nothing was "
+                                "sent; it exits once the conversation is idle for HARNESSCTL_IDLE_TIMEOUT (60 s by "
+                                "default): send again then" % addr.path)
     if not slash or text != "malformed request %r" % op:
         return None
     return UnavailableError(ipc.other_version(addr.path, name, "an earlier harnessctl", 1,

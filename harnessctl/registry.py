@@ -39,13 +39,13 @@ KEYS = {"name": "string", "version": "string", "description": "string", "backend
         "capabilities": "array", "agents": "object"}
 HARNESS_KEYS = {"name": "string", "version": "string", "package": "string", "binary": "string or null",
                 "binary_env": "string or null", "args_env": "string or null", "agent_env": "string or null",
-                "mode_env": "string or null", "schema_refusal": "string"}
+                "mode_env": "string or null", "schema_refusal": "string", "sandbox_writes": "array"}
 AGENT_KEYS = {"command": "string", "command_env": "string", "package": "string or null", "registry": "string",
               "version": "string or null", "capabilities": "array", "degraded": "object", "modes": "object",
-              "tests": "string", "unproven": "string"}
+              "tests": "string", "unproven": "string", "sandbox_writes": "array"}
 # keys a manifest, its harness or a preset may omit
 OPTIONAL = ("package", "agent_env", "mode_env", "schema_refusal", "agents", "degraded", "modes", "tests", "unproven",
-            "registry")
+            "registry", "sandbox_writes")
 REGISTRIES = ("npm", "pypi")  # where a preset's package comes from (npm when not said)
 TYPES: Dict[str, Any] = {"string": str, "object": dict, "array": list, "string or null": (str, type(None))}
 BACKEND = r"\.[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*"  # the schema's patterns

@@ -13,7 +13,7 @@ import pytest
 
 from harnessctl import binding, client, helptext, ipc
 from harnessctl.address import Address
-from harnessctl.arguments import OPTIONS
+from harnessctl.arguments import FLAGS, OPTIONS
 from harnessctl.binding import ALWAYS, FIELDS, NAMES, THAT_BOUND, WHEN_BOUND
 from harnessctl.errors import HarnessctlError, UnavailableError, UsageError
 from harnessctl.eventfile.state import Conversation, status_report
@@ -22,10 +22,11 @@ from harnessctl.mcp.tools import SCHEMAS
 # A value of each bound field as binding.json holds it (a new row needs one here).
 SAMPLES = {"cwd": "/tmp", "model": "gpt-x", "adapter": "mock", "agent": "gemini", "mode": "edit",
            "rules": [["allow", "command:ls*"], ["deny", "*"]], "max_tokens": 1000, "max_cost_usd": 2.5,
-           "on_request": "/bin/true request", "on_result": "/bin/echo result"}
+           "on_request": "/bin/true request", "on_result": "/bin/echo result", "sandbox": True,
+           "sandbox_write": ["/srv/cache"]}
 OTHERS = {"cwd": "/", "model": "gpt-y", "adapter": "codex", "agent": "codex", "mode": "full",
           "rules": [["deny", "*"]], "max_tokens": 2000, "max_cost_usd": 3.0, "on_request": "/bin/false",
-          "on_result": "/bin/false"}
+          "on_result": "/bin/false", "sandbox": False, "sandbox_write": ["/srv/other", "/opt/x"]}
 
 
 def test_every_field_has_a_sample_and_one_name():
@@ -36,7 +37,7 @@ def test_every_field_has_a_sample_and_one_name():
 def test_each_field_has_its_flag_in_send_help_and_the_parser(field):
     text = helptext.command_help("send", None)
     assert "\n  %s " % field.flag in text and field.usage in " ".join(helptext.SYNOPSIS["send"].split())
-    assert field.flag in OPTIONS["send"]
+    assert field.flag in OPTIONS["send"] + FLAGS["send"]
     if field.variable is not None:
         assert field.variable in text
 
@@ -66,7 +67,7 @@ def test_status_shows_each_field_as_its_row_says(field):
 def test_status_keeps_its_order_of_keys():
     report = status_report(Conversation(), SAMPLES, alive=True)
     assert list(report) == ["state", "run_id", "queued", "requests", "cwd", "model", "adapter", "mode", "runtime",
-                            "last_activity", "agent", "rules", "totals", "max_tokens", "max_cost_usd", "on_request",
+                            "last_activity", "agent", "rules", "sandbox", "sandbox_write", "totals", "max_tokens", "max_cost_usd", "on_request",
                             "on_result"]
 
 
@@ -130,7 +131,7 @@ def test_a_command_hears_that_an_earlier_runtime_cannot_read_its_send(tmp_path):
     def old_runtime() -> None:
         conn = ipc.accept(server)
         heard.append(ipc.decode_fields(ipc.read_all(conn)))
-        conn.sendall(ipc.encode_response(1, "malformed request %r" % heard[0][0]))
+        conn.sendall(ipc.encode_response(1, "malformed request %r" % heard[0][1]))  # after the proof
         conn.close()
 
     thread = threading.Thread(target=old_runtime)
@@ -142,7 +143,8 @@ def test_a_command_hears_that_an_earlier_runtime_cannot_read_its_send(tmp_path):
     finally:
         thread.join(10)
         server.close()
-    assert heard[0][0] == "send/2" and "text=hi" in heard[0] and "adapter=mock" in heard[0]
+    assert heard[0][0].startswith(ipc.PROOF) and heard[0][1] == "send/2"
+    assert "text=hi" in heard[0] and "adapter=mock" in heard[0]
 
 
 @pytest.mark.parametrize("field", FIELDS, ids=NAMES)
@@ -153,3 +155,26 @@ def test_a_new_file_binds_each_field_a_send_gives(field, tmp_path):
     assert field.name in new and new["adapter"] == given["adapter"] and new["cwd"] == os.path.realpath(given["cwd"])
     if field.status != THAT_BOUND and field.name != "cwd":  # a hook's program is recorded by its real path
         assert new[field.name] == SAMPLES[field.name]
+
+
+def test_a_command_hears_that_an_earlier_runtime_reads_no_proof(tmp_path):
+    """A runtime of before the proof (ipc.encode_request) reads it as its operation and calls it malformed."""
+    path = str(tmp_path / "s.jsonl")
+    open(path, "w").close()
+    os.mkdir(path + ".d", 0o700)
+    server = ipc.listen(Address(path).socket)
+
+    def old_runtime() -> None:
+        conn = ipc.accept(server)
+        op = ipc.decode_fields(ipc.read_all(conn))[0]
+        conn.sendall(ipc.encode_response(1, "malformed request %r" % op))
+        conn.close()
+
+    thread = threading.Thread(target=old_runtime)
+    thread.start()
+    try:
+        with pytest.raises(UnavailableError, match="is an earlier harnessctl, which reads no proof: nothing was sent"):
+            client.send(path, "hi", None, None, "mock")
+    finally:
+        thread.join(10)
+        server.close()
