@@ -115,6 +115,10 @@ WRAPPERS: Dict[str, Callable[[List[str]], List[str]]] = {
     "time": lambda a: _after_options(a, "fo", ("format", "output")),
     "exec": lambda a: _after_options(a, "a"),
     "busybox": lambda a: a,
+    "noglob": lambda a: a,  # zsh's precommand modifiers
+    "nocorrect": lambda a: a,
+    "-": lambda a: a,
+    "repeat": _skip_one,  # zsh: `repeat N CMD`
     "watch": lambda a: _after_options(a, "nq", ("interval",)),
     "xargs": lambda a: _after_options(a, "aEIdLnPs", ("arg-file", "delimiter", "max-args", "max-procs",
                                                       "max-chars", "process-slot-var")),
