@@ -25,7 +25,8 @@ import re
 import stat
 
 from .shellwords import ASSIGNMENT, Lexer, Simple, Unparsable, group, split_pattern
-from .wrappers import WRAPPERS, find_runs, script_for_deny
+from .wrappers import WRAPPERS, find_runs, script_for_deny, unreadable
+from .wrappers import command_name as _name
 
 TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ SHELLS = ("bash", "sh", "zsh", "dash", "ksh")
 SHELL_DIRS = ("/bin/", "/usr/bin/", "/usr/local/bin/")  # `./bash` is the workspace's, not a shell
 KEYWORDS = frozenset(("if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac",
                       "select", "function", "time", "coproc", "!", "[[", "]]", "{", "}"))
-OTHER_SHELLS = ("ash", "mksh", "yash", "posh", "fish", "csh", "tcsh", "su")  # deny rules read their -c too
+OTHER_SHELLS = ("ash", "mksh", "yash", "posh", "fish", "csh", "tcsh", "su", "runuser")  # deny rules read their -c too
 ANY_SHELL = frozenset(SHELLS + OTHER_SHELLS)
 RUNS_TEXT = frozenset(("eval", "exec", "source", ".", "trap",  # builtins that run text as shell code
                        "emulate", "sched", "zpty"))  # zsh's: `emulate sh -c CODE`, `sched +1 CODE`
@@ -186,6 +187,9 @@ class _Reader:
                 self.note("%s, which runs text as shell code" % first.text)
             elif self.moved and "/" in first.text and not first.text.startswith("/"):
                 self.note("a relative command path after cd")
+            wrapped = unreadable([w.text for w in words])
+            if wrapped is not None:
+                self.note(wrapped)
         redirects = [(fd, op, self._target(op, target)) for fd, op, target in simple.redirects]
         texts = tuple(w.text for w in words)
         if not (words and self._unwrap(simple, texts, redirects)):
@@ -308,11 +312,6 @@ def _forms(words: List[str]) -> List[View]:
     return forms
 
 
-def _name(word: str) -> str:
-    """The command a word names: `/bin/rm`, `\\rm` and zsh's `=rm` are `rm`."""
-    return word.lstrip("\\=").rpartition("/")[2]
-
-
 def _views(words: List[str], cwd: Optional[str], own: Sequence[str], depth: int) -> List[View]:
     """Every view of one simple command (its assignments already dropped):
     its forms, and through each wrapper, the forms of what the wrapper runs.
@@ -334,7 +333,7 @@ def _views(words: List[str], cwd: Optional[str], own: Sequence[str], depth: int)
         if len(found) < MAX_VIEWS or not (name in WRAPPERS or name == "find" or script is not None):
             found += _forms(words)  # `sudo sudo ... rm`: the first views and the last, not each between
         if name in WRAPPERS:
-            todo.append((WRAPPERS[name](args), depth))
+            todo.append((WRAPPERS[name](args)[0], depth))
         elif name == "find":
             todo += [(run, depth) for run in find_runs(args)]
         elif script is not None and depth < MAX_VIEW_DEPTH:

@@ -31,10 +31,8 @@ OPERATOR_WHY = {"&": "a command in the background (&)", "|&": "the operator |&",
                 ";;&": "a case clause (;;&)"}
 # zsh's clobbering forms end in ! or | (bash reads `>!` as `>` into a file named `!`); longest first.
 ZSH_REDIRECTS = (">>&!", ">>&|", ">>&", ">&!", ">&|", ">>!", ">>|", ">!")
-OPERATORS = tuple(sorted((";;&", "&>>", "&&", "&>", "||", "|&", ";;", ";&", "&", "|", ";", "(", ")", "&>>!",
-                          "&>>|", "&>!", "&>|"), key=len, reverse=True))
-REDIRECTS = tuple(sorted(("<<<", "<<-", "<<", "<>", "<&", ">>", ">&", ">|", "<", ">") + ZSH_REDIRECTS,
-                         key=len, reverse=True))
+OPERATORS = (";;&", "&>>!", "&>>|", "&>>", "&>!", "&>|", "&&", "&>", "||", "|&", ";;", ";&", "&", "|", ";", "(", ")")
+REDIRECTS = ("<<<", "<<-") + ZSH_REDIRECTS + ("<<", "<>", "<&", ">>", ">&", ">|", "<", ">")
 
 _PLAIN = re.compile(r"[^ \t\n;&|()<>\\'\"`$*?\[~]+")  # a run of characters that are themselves
 _DOUBLE_PLAIN = re.compile(r'[^"\\$`]+')
@@ -72,7 +70,6 @@ def split_pattern(text: str) -> Optional[Tuple[str, ...]]:
 
 
 # -- words and operators ---------------------------------------------------------------------------
-
 
 
 class Lexer:
