@@ -157,9 +157,8 @@ def decide(binding: Dict[str, Any], request: Dict[str, Any],
     where = _own_cwd(request, cwd)
     if "\0" in where:
         return None  # names no directory: a person judges, as a path with a NUL
-    if where != cwd:
-        request = dict(request, paths=[os.path.join(where, p) if isinstance(p, str) else p
-                                       for p in request.get("paths") or ()])
+    if where != cwd and request.get("paths"):  # relative paths resolve where the tool runs
+        request = dict(request, paths=[os.path.join(where, p) if isinstance(p, str) else p for p in request["paths"]])
     command = _command(request)
     if command is not None:
         from .commandline import parse
