@@ -398,8 +398,8 @@ def permission_subject(kind: str, name: Optional[str], title: str, raw_input: An
     agent's model writes it), so a call with nothing else is matched only by
     rules without a pattern."""
     command = command_line(raw_input)
-    if command is not None:
-        return subject("command", name, command)
+    if command is not None:  # run where rawInput says (cwd, workdir): the rules judge it there
+        return subject("command", name, command, cwd=input_cwd(as_object(raw_input)))
     return subject(kind, name, None, touched_paths(locations, content, raw_input) if kind == "file_change" else None,
                    mcp_tool(name))
 
@@ -408,10 +408,15 @@ def tool_cwd(update: Dict[str, Any]) -> Optional[str]:
     """The directory a tool update says the tool runs in, if absolute: its
     rawInput's cwd / workdir, or what its rawOutput.details say (openclaw)."""
     for raw in (as_object(update.get("rawInput")), as_object(as_object(update.get("rawOutput")).get("details"))):
-        where = next((raw[key] for key in CWD_KEYS if isinstance(raw.get(key), str)), None)
+        where = input_cwd(raw)
         if where and os.path.isabs(where):
             return where
     return None
+
+
+def input_cwd(raw: Dict[str, Any]) -> Optional[str]:
+    """The directory a tool's input names as where it runs (cwd, workdir, ...), as written."""
+    return next((raw[key] for key in CWD_KEYS if isinstance(raw.get(key), str) and raw[key]), None)
 
 
 def inside(root: str, path: str) -> bool:

@@ -85,6 +85,7 @@ def approval_options(available: Any) -> Tuple[List[str], List[str], Dict[str, An
 def command_request(params: Dict[str, Any]) -> Dict[str, Any]:
     """item/commandExecution/requestApproval -> host.request arguments."""
     command = params.get("command") or ""
+    cwd = params.get("cwd")  # where codex runs it: the rules judge it there
     reason = params.get("reason")
     kind = params.get("kind") or "command"
     network = params.get("networkApprovalContext")
@@ -100,12 +101,13 @@ def command_request(params: Dict[str, Any]) -> Dict[str, Any]:
         message += " (%s)" % reason
     options, texts, mapping = approval_options(params.get("availableDecisions"))
     details = {
-        **permission_subject("command", "commandExecution", wire.command_title(command) or None),
+        **permission_subject("command", "commandExecution", wire.command_title(command) or None,
+                             cwd=cwd if isinstance(cwd, str) else None),
         "approval_kind": kind,
         "option_descriptions": texts,
         "input": {
             "command": command or None,
-            "cwd": params.get("cwd"),
+            "cwd": cwd,
             "reason": reason,
             "command_actions": params.get("commandActions"),
             "network": network if isinstance(network, dict) else None,

@@ -5,8 +5,9 @@ verified statically at all.  policy.py matches `command:` rules on these
 
 Why a parser of our own: a rule on the text (`*pytest*`) lets `rm -rf ~
 #pytest` through; a rule on the words the shell will run does not.  It reads a
-line as bash would, and whatever it cannot read for certain (a substitution,
-an expansion with side effects, a here-document, control flow, a redirection
+line as bash would (and where zsh reads it otherwise, the way that writes or
+runs more), and whatever it cannot read for certain (a substitution, an
+expansion with side effects, a here-document, control flow, a redirection
 out of the cwd) makes the line *unverifiable*: no allow matches it.  Deny
 rules see more than an allow: every command found anywhere in the line, also
 through `sudo`, `env`, `xargs`, `bash -c` and the like.
@@ -24,7 +25,8 @@ import re
 import stat
 
 from .shellwords import ASSIGNMENT, Lexer, Simple, Unparsable, group, split_pattern
-from .wrappers import WRAPPERS, find_runs, script_for_deny
+from .wrappers import WRAPPERS, find_runs, script_for_deny, unreadable
+from .wrappers import command_name as _name
 
 TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -44,9 +46,10 @@ SHELLS = ("bash", "sh", "zsh", "dash", "ksh")
 SHELL_DIRS = ("/bin/", "/usr/bin/", "/usr/local/bin/")  # `./bash` is the workspace's, not a shell
 KEYWORDS = frozenset(("if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac",
                       "select", "function", "time", "coproc", "!", "[[", "]]", "{", "}"))
-OTHER_SHELLS = ("ash", "mksh", "yash", "posh", "fish", "csh", "tcsh", "su")  # deny rules read their -c too
+OTHER_SHELLS = ("ash", "mksh", "yash", "posh", "fish", "csh", "tcsh", "su", "runuser")  # deny rules read their -c too
 ANY_SHELL = frozenset(SHELLS + OTHER_SHELLS)
-RUNS_TEXT = frozenset(("eval", "exec", "source", ".", "trap"))  # builtins that run text as shell code
+RUNS_TEXT = frozenset(("eval", "exec", "source", ".", "trap",  # builtins that run text as shell code
+                       "emulate", "sched", "zpty"))  # zsh's: `emulate sh -c CODE`, `sched +1 CODE`
 MOVES = frozenset(("cd", "pushd", "popd"))
 HERE = ("<<", "<<-", "<<<")
 CONTROL = frozenset([chr(c) for c in range(0x20) if c not in (9, 10)] + [chr(0x7f)]
@@ -184,6 +187,9 @@ class _Reader:
                 self.note("%s, which runs text as shell code" % first.text)
             elif self.moved and "/" in first.text and not first.text.startswith("/"):
                 self.note("a relative command path after cd")
+            wrapped = unreadable([w.text for w in words])
+            if wrapped is not None:
+                self.note(wrapped)
         redirects = [(fd, op, self._target(op, target)) for fd, op, target in simple.redirects]
         texts = tuple(w.text for w in words)
         if not (words and self._unwrap(simple, texts, redirects)):
@@ -207,7 +213,8 @@ class _Reader:
             self.note("a redirection to %s, which the shell expands" % text)
         elif self.moved:
             self.note("a redirection after cd")
-        elif text != "/dev/null" and not _regular_inside(text, self.cwd, self.own):
+        elif (text != "/dev/null" and not _regular_inside(text, self.cwd, self.own)
+              or op.endswith("!") and not _bash_reading_inside(text, self.cwd, self.own)):
             self.note("a redirection to %s, not a regular file inside the cwd" % text)
         return text
 
@@ -275,6 +282,19 @@ def _regular_inside(text: str, cwd: Optional[str], own: Sequence[str]) -> bool:
     return stat.S_ISREG(found.st_mode) and found.st_nlink == 1
 
 
+def _bash_reading_inside(text: str, cwd: Optional[str], own: Sequence[str]) -> bool:
+    """zsh's `>! FILE` is bash's `>` into a file named `!` (`!FILE` when
+    written together): whether that file too is a regular one inside the
+    cwd, or lies in a folder that does not exist (bash cannot open it)."""
+    if not cwd:
+        return False
+    for name in ("!", "!" + text):
+        full = os.path.realpath(os.path.join(cwd, name))
+        if os.path.isdir(os.path.dirname(full)) and not _regular_inside(name, cwd, own):
+            return False
+    return True
+
+
 def _under(full: str, root: str) -> bool:
     return full == root or full.startswith(root.rstrip("/") + "/")
 
@@ -290,10 +310,6 @@ def _forms(words: List[str]) -> List[View]:
     if name and name != words[0]:
         forms.append((name,) + tuple(words[1:]))
     return forms
-
-
-def _name(word: str) -> str:
-    return word.lstrip("\\").rpartition("/")[2]
 
 
 def _views(words: List[str], cwd: Optional[str], own: Sequence[str], depth: int) -> List[View]:
@@ -317,7 +333,7 @@ def _views(words: List[str], cwd: Optional[str], own: Sequence[str], depth: int)
         if len(found) < MAX_VIEWS or not (name in WRAPPERS or name == "find" or script is not None):
             found += _forms(words)  # `sudo sudo ... rm`: the first views and the last, not each between
         if name in WRAPPERS:
-            todo.append((WRAPPERS[name](args), depth))
+            todo.append((WRAPPERS[name](args)[0], depth))
         elif name == "find":
             todo += [(run, depth) for run in find_runs(args)]
         elif script is not None and depth < MAX_VIEW_DEPTH:

@@ -154,17 +154,50 @@ def decide(binding: Dict[str, Any], request: Dict[str, Any],
     if not rules:
         return None  # the harness itself enforces the mode
     cwd = binding["cwd"]
+    where = _own_cwd(request, cwd)
+    if "\0" in where:
+        return None  # names no directory: a person judges, as a path with a NUL
+    if where != cwd and request.get("paths"):  # relative paths resolve where the tool runs
+        request = dict(request, paths=[os.path.join(where, p) if isinstance(p, str) else p for p in request["paths"]])
     command = _command(request)
     if command is not None:
         from .commandline import parse
 
-        return _decide_line(binding, request, parse(command, cwd, own), own)
+        return _decide_line(binding, request, _judged_in(parse(command, where, own), cwd, where), own)
     for verb, text in rules + [["", "*"]]:  # the mode stands before the first catch-all `*`, else last
         if text == "*" and mode_allows(binding.get("mode"), request, cwd, own):
             return _answer("allow", request, {"by": "mode", "mode": binding["mode"]})
         if verb and matches(text, verb, request, cwd, own):
             return _answer(verb, request, {"by": "rule", "rule": text})
     return None
+
+
+def _own_cwd(request: Dict[str, Any], cwd: str) -> str:
+    """Where the request says its tool runs, really (relative to the bound
+    cwd, symlinks resolved), or the bound cwd when it says nothing."""
+    own = request.get("cwd")
+    if not isinstance(own, str) or not own:
+        return cwd
+    where = real(own, cwd)
+    return cwd if where == os.path.realpath(cwd) else where
+
+
+def _judged_in(line: Line, cwd: str, where: str) -> Line:
+    """A line that runs in `where`, not the bound cwd: its redirections were
+    judged there already; it cannot be verified when `where` lies outside
+    the bound cwd, nor when its command word is a relative path (`./x` is
+    not the script a rule names)."""
+    if where == cwd:
+        return line
+    from . import commandline
+
+    if not _under(where, os.path.realpath(cwd)):
+        why = "it runs in %s, outside the cwd" % where
+    elif any("/" in c.words[0] and not c.words[0].startswith("/") for c in line.commands if c.words):
+        why = "a relative command path, run in %s" % where
+    else:
+        return line
+    return commandline.Line(line.commands, line.why or why, line.all_views)
 
 
 def _decide_line(binding: Dict[str, Any], request: Dict[str, Any], line: Line,

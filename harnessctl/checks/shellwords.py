@@ -3,6 +3,11 @@ expansion and glob noted), its control operators and redirections, grouped
 into simple commands.  No judgement here: commandline.py decides what the
 simple commands run and whether the line can be verified.
 
+A line may be run by zsh too (codex and Claude Code run commands in the
+user's login shell, zsh on macOS), so what zsh reads otherwise is read the
+safe way: its redirections (`>!`, `>>|`, `&>!` ...) are redirections, and
+its own expansions (`=cmd`, `$=x`, a subscript) are noted like bash's.
+
 Hand-written and stdlib only: `shlex` knows neither operators nor `$(...)`,
 and a decision must take well under a millisecond.  Whatever the scanner
 cannot read for certain (a substitution, an expansion with side effects)
@@ -24,8 +29,10 @@ SEPARATORS = frozenset(("&&", "||", ";", "|", "\n"))
 OPERATOR_WHY = {"&": "a command in the background (&)", "|&": "the operator |&", "(": "a subshell ( )",
                 ")": "a subshell ( )", ";;": "a case clause (;;)", ";&": "a case clause (;&)",
                 ";;&": "a case clause (;;&)"}
-OPERATORS = (";;&", "&>>", "&&", "&>", "||", "|&", ";;", ";&", "&", "|", ";", "(", ")")
-REDIRECTS = ("<<<", "<<-", "<<", "<>", "<&", ">>", ">&", ">|", "<", ">")
+# zsh's clobbering forms end in ! or | (bash reads `>!` as `>` into a file named `!`); longest first.
+ZSH_REDIRECTS = (">>&!", ">>&|", ">>&", ">&!", ">&|", ">>!", ">>|", ">!")
+OPERATORS = (";;&", "&>>!", "&>>|", "&>>", "&>!", "&>|", "&&", "&>", "||", "|&", ";;", ";&", "&", "|", ";", "(", ")")
+REDIRECTS = ("<<<", "<<-") + ZSH_REDIRECTS + ("<<", "<>", "<&", ">>", ">&", ">|", "<", ">")
 
 _PLAIN = re.compile(r"[^ \t\n;&|()<>\\'\"`$*?\[~]+")  # a run of characters that are themselves
 _DOUBLE_PLAIN = re.compile(r'[^"\\$`]+')
@@ -65,7 +72,6 @@ def split_pattern(text: str) -> Optional[Tuple[str, ...]]:
 # -- words and operators ---------------------------------------------------------------------------
 
 
-
 class Lexer:
     """The tokens of a line: words, control operators and redirections, with
     the first reason the line cannot be verified and the text of every
@@ -102,7 +108,7 @@ class Lexer:
                 out.append(("r", self._operator(REDIRECTS), ""))
             elif c in ";&|()":
                 op = self._operator(OPERATORS)
-                out.append(("r", op[1:], "&") if op in ("&>", "&>>") else ("op", op, ""))
+                out.append(("r", op[1:], "&") if op.startswith("&>") else ("op", op, ""))
             else:
                 word = self._word()
                 if (self.i < n and s[self.i] in "<>" and not s.startswith("(", self.i + 1)
@@ -161,6 +167,8 @@ class Lexer:
                 self.i += 1
         if _BRACES.search("".join(unquoted)):
             self.note("a brace expansion {a,b}")
+        if s.startswith("=", start) and self.i > start + 1:
+            self.note("a word that starts with =, which zsh expands (=cmd is the path of cmd)")
         return Word("".join(out), s[start:self.i], self.expands, self.glob)
 
     def _double(self, out: List[str]) -> None:
@@ -223,6 +231,11 @@ class Lexer:
         elif _NAME.match(s, i + 1):
             end = _NAME.match(s, i + 1).end()  # type: ignore[union-attr]
             self._variable(quoted)
+            if s.startswith("[", end):
+                self.note("a subscript $%s[...], which zsh evaluates" % s[i + 1:end])
+        elif following and following in "=~^+":
+            self.note("the zsh expansion $%s" % following)
+            end = i + 1
         elif following and following in "0123456789@*#?$!-":
             end = i + 2
             self._variable(quoted)

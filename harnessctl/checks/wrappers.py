@@ -7,11 +7,14 @@ as written.
 
 from __future__ import annotations
 
+from .options import Options, read
 from .shellwords import ASSIGNMENT, split_pattern
 
 TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Callable, Dict, List, Optional, Tuple
+
+    Run = Tuple[List[str], Optional[str]]  # (the command a wrapper runs, why that is a guess or None)
 
 
 def _after_options(words: List[str], valued: str = "", long_valued: Tuple[str, ...] = ()) -> List[str]:
@@ -78,17 +81,65 @@ def find_runs(args: List[str]) -> List[List[str]]:
     return runs
 
 
-def _env(args: List[str]) -> List[str]:
-    """`env [-S STRING] ... CMD`: -S splits STRING into the words before CMD."""
-    command = _drop_assignments(_after_options(args, "uCS", ("unset", "chdir", "split-string")))
-    options = args[:len(args) - len(command)]
-    given = ""
-    for k, arg in enumerate(options):
-        if arg in ("-S", "--split-string") and k + 1 < len(options):
-            given = options[k + 1]
-        elif arg.startswith("--split-string=") or arg.startswith("-S") and len(arg) > 2:
-            given = arg.partition("=")[2] if arg.startswith("--") else arg[2:]
-    return list(split_pattern(given) or given.split()) + command if given else command
+ENV = Options(" \t0iv", "aCLPSUu", {
+    "ignore-environment": "", "null": "", "unset": "=", "chdir": "=", "split-string": "=", "argv0": "=",
+    "block-signal": "?", "default-signal": "?", "ignore-signal": "?", "list-signal-handling": "", "debug": "",
+    "help": "", "version": ""})  # GNU env, and BSD's -L -P -U
+SUDO = Options("ABbEeHhiKklNnPSsVv", "aCcDgpRrTtUu", {
+    "askpass": "", "auth-type": "=", "background": "", "bell": "", "close-from": "=", "login-class": "=",
+    "preserve-env": "?", "edit": "", "group": "=", "set-home": "", "help": "", "host": "=", "login": "",
+    "remove-timestamp": "", "reset-timestamp": "", "list": "", "no-update": "", "non-interactive": "",
+    "preserve-groups": "", "prompt": "=", "chdir": "=", "chroot": "=", "role": "=", "stdin": "", "shell": "",
+    "type": "=", "command-timeout": "=", "other-user": "=", "user": "=", "version": "", "validate": ""})
+DOAS = Options("Lns", "aCu", {})
+_SU_LONGS = {"command": "=", "session-command": "=", "fast": "", "group": "=", "supp-group": "=", "login": "",
+             "preserve-environment": "", "pty": "", "shell": "=", "whitelist-environment": "=", "help": "",
+             "version": ""}
+SU = Options("fhlmpPV", "cgGsw", _SU_LONGS, permute=True)  # util-linux su (and BSD's -f -l -m)
+RUNUSER = Options("fhlmpPV", "cgGsuw", dict(_SU_LONGS, user="="), permute=True)
+RUNUSER_COMMAND = Options(RUNUSER.flags, RUNUSER.valued, RUNUSER.longs)  # `runuser -u USER CMD ...`
+
+
+def _env(args: List[str]) -> Run:
+    """`env [options] [-] [NAME=VALUE ...] CMD`.  `-S STRING` (`-iS`,
+    `--split-string=`) is split into words that stand in its place, and
+    env reads its options again from there."""
+    options, operands, why = read(args, ENV)
+    split = next(((value, end) for name, value, end in options if name in ("S", "split-string")), None)
+    if split is not None:
+        value, end = split
+        words = None if "$" in value or "\\" in value else split_pattern(value)  # env -S expands ${X}, \_ ...
+        inner, inner_why = _env(list(words if words is not None else value.split()) + args[end:])
+        return inner, why or inner_why or (None if words is not None else "a -S string harnessctl cannot split")
+    if operands[:1] == ["-"]:  # `env - CMD` is `env -i CMD`
+        operands = operands[1:]
+    return _drop_assignments(operands), why
+
+
+def _sudo(args: List[str]) -> Run:
+    options, operands, why = read(args, SUDO)
+    return _drop_assignments(operands), why
+
+
+def _doas(args: List[str]) -> Run:
+    options, operands, why = read(args, DOAS)
+    return operands, why
+
+
+def _su(args: List[str], spec: Options = SU) -> Run:
+    """`su [options] [-] [USER [ARGS]]`: the shell runs `-c CMD` (anywhere
+    among the options, or `--command=`, `--session-command=`), else ARGS
+    (`su root -- -c CMD`).  `runuser -u USER CMD ARGS` runs CMD itself."""
+    options, operands, why = read(args, spec)
+    if any(name in ("u", "user") for name, _, _ in options):
+        options, operands, why = read(args, RUNUSER_COMMAND)
+        return operands, why
+    scripts = [value for name, value, _ in options if name in ("c", "command", "session-command")]
+    if operands[:1] == ["-"]:
+        operands = operands[1:]
+    if scripts:
+        return ["sh", "-c", "\n".join(scripts)], why
+    return (["sh"] + operands[1:] if operands[1:] else []), why
 
 
 def _chrt(args: List[str]) -> List[str]:
@@ -96,26 +147,52 @@ def _chrt(args: List[str]) -> List[str]:
     return rest[1:] if rest and rest[0].isdigit() else rest
 
 
-# What runs under each wrapper: its arguments -> the command it runs.
-WRAPPERS: Dict[str, Callable[[List[str]], List[str]]] = {
+def _plain(run: Callable[[List[str]], List[str]]) -> Callable[[List[str]], Run]:
+    """A wrapper whose options are read leniently: nothing it runs is a guess."""
+    return lambda args: (run(args), None)
+
+
+def command_name(word: str) -> str:
+    """The command a word names: `/bin/rm`, `\\rm` and zsh's `=rm` are `rm`."""
+    return word.lstrip("\\=").rpartition("/")[2]
+
+
+def unreadable(words: List[str]) -> Optional[str]:
+    """Why what a command runs through its wrappers cannot be read for
+    certain (an option a wrapper does not take, a -S string harnessctl
+    cannot split), or None: each wrapper in turn, as a deny sees them."""
+    while words and command_name(words[0]) in WRAPPERS:
+        name = command_name(words[0])
+        words, why = WRAPPERS[name](words[1:])
+        if why is not None:
+            return "%s: %s" % (name, why)
+    return None
+
+
+# What runs under each wrapper: its arguments -> (the command it runs, why that is a guess or None).
+WRAPPERS: Dict[str, Callable[[List[str]], Run]] = {
     "env": _env,
-    "command": lambda a: _after_options(a),
-    "builtin": lambda a: _after_options(a),
-    "sudo": lambda a: _drop_assignments(_after_options(a, "ugCDhprtTU", (
-        "user", "group", "close-from", "chdir", "host", "prompt", "role", "type", "command-timeout",
-        "other-user"))),
-    "doas": lambda a: _after_options(a, "uC"),
-    "nice": lambda a: _after_options(a, "n", ("adjustment",)),
-    "timeout": lambda a: _skip_one(_after_options(a, "sk", ("signal", "kill-after"))),
-    "nohup": lambda a: _after_options(a),
-    "stdbuf": lambda a: _after_options(a, "ioe", ("input", "output", "error")),
-    "ionice": lambda a: _after_options(a, "cnpPu", ("class", "classdata", "pid", "pgid", "uid")),
-    "chrt": _chrt,
-    "setsid": lambda a: _after_options(a),
-    "time": lambda a: _after_options(a, "fo", ("format", "output")),
-    "exec": lambda a: _after_options(a, "a"),
-    "busybox": lambda a: a,
-    "watch": lambda a: _after_options(a, "nq", ("interval",)),
-    "xargs": lambda a: _after_options(a, "aEIdLnPs", ("arg-file", "delimiter", "max-args", "max-procs",
-                                                      "max-chars", "process-slot-var")),
+    "sudo": _sudo,
+    "doas": _doas,
+    "su": _su,
+    "runuser": lambda a: _su(a, RUNUSER),
+    "command": _plain(_after_options),
+    "builtin": _plain(_after_options),
+    "nice": _plain(lambda a: _after_options(a, "n", ("adjustment",))),
+    "timeout": _plain(lambda a: _skip_one(_after_options(a, "sk", ("signal", "kill-after")))),
+    "nohup": _plain(_after_options),
+    "stdbuf": _plain(lambda a: _after_options(a, "ioe", ("input", "output", "error"))),
+    "ionice": _plain(lambda a: _after_options(a, "cnpPu", ("class", "classdata", "pid", "pgid", "uid"))),
+    "chrt": _plain(_chrt),
+    "setsid": _plain(_after_options),
+    "time": _plain(lambda a: _after_options(a, "fo", ("format", "output"))),
+    "exec": _plain(lambda a: _after_options(a, "a")),
+    "busybox": _plain(lambda a: a),
+    "noglob": _plain(lambda a: a),  # zsh's precommand modifiers
+    "nocorrect": _plain(lambda a: a),
+    "-": _plain(lambda a: a),
+    "repeat": _plain(_skip_one),  # zsh: `repeat N CMD`
+    "watch": _plain(lambda a: _after_options(a, "nq", ("interval",))),
+    "xargs": _plain(lambda a: _after_options(a, "aEIdLnPs", ("arg-file", "delimiter", "max-args", "max-procs",
+                                                             "max-chars", "process-slot-var"))),
 }

@@ -217,18 +217,21 @@ SHELLS = ("sh", "bash", "zsh", "dash")  # an argv [SHELL, -c/-lc, LINE] runs LIN
 
 
 def permission_subject(tool: str, name: Optional[str] = None, command: Optional[str] = None,
-                       paths: Optional[List[str]] = None, mcp_tool: Optional[str] = None) -> Dict[str, Any]:
+                       paths: Optional[List[str]] = None, mcp_tool: Optional[str] = None,
+                       cwd: Optional[str] = None) -> Dict[str, Any]:
     """The fields of a permission request that `--allow`/`--deny` rules match
     (policy.py), to merge into `Host.request(details=...)`: `tool` its kind
     (TOOL_KINDS), `name` the harness's own tool name, `command` the command
     line as `log` shows it (a shell wrapper such as `bash -lc` removed),
     `paths` every path a file change touches (as the harness gives them,
-    absolute or relative to the bound cwd), `mcp_tool` `server.tool`.  Leave
-    out what the harness does not say: such a request matches only rules
-    without a pattern."""
+    absolute or relative to the bound cwd), `mcp_tool` `server.tool`, `cwd`
+    the directory the harness says the tool runs in (absolute or relative to
+    the bound cwd): the rules judge the command's redirections and relative
+    paths there, since that is where they land.  Leave out what the harness
+    does not say: such a request matches only rules without a pattern."""
     _check("tool kind", tool, TOOL_KINDS)
     return _present(tool=tool, name=name, command=command,
-                    paths=[str(p) for p in paths] if paths else None, mcp_tool=mcp_tool)
+                    paths=[str(p) for p in paths] if paths else None, mcp_tool=mcp_tool, cwd=cwd or None)
 
 
 def argv_line(argv: List[str]) -> str:

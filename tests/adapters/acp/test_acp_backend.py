@@ -703,6 +703,12 @@ def test_a_command_given_as_a_list_of_commands_is_their_chain():
     assert wire.command_line({"commands": ["make", "make test"]}) == "make && make test"  # cline 3.0.65
 
 
+@pytest.mark.parametrize("key", ["cwd", "workdir"])
+def test_a_command_request_carries_the_cwd_its_raw_input_names_for_the_rules(key):
+    details = wire.permission_subject("execute", None, "ls", {"command": "ls", key: "/elsewhere"}, None, None)
+    assert (details["command"], details["cwd"]) == ("ls", "/elsewhere")
+
+
 def test_two_options_of_one_kind_are_named_by_the_agents_words_and_no_reject_option_adds_deny():
     names, texts, mapping = wire.permission_options([  # qwen 0.15.10's four options
         {"optionId": "once", "name": "Allow", "kind": "allow_once"},

@@ -48,6 +48,11 @@ def test_command_approval_without_available_decisions_offers_every_plain_decisio
     assert request["options"] == ["allow", "deny", "allow-session", "cancel"]
 
 
+def test_a_command_approval_carries_the_cwd_codex_runs_it_in_for_the_rules(wire, host):
+    request = ask(wire, host, "item/commandExecution/requestApproval", {"command": "ls", "cwd": "/elsewhere"})
+    assert request["details"]["cwd"] == "/elsewhere"
+
+
 def test_deny_is_offered_even_where_codex_leaves_decline_out(wire, host):
     request = ask(wire, host, "item/commandExecution/requestApproval",
                   {"command": "ls", "availableDecisions": ["accept", "cancel"]})
