@@ -84,8 +84,14 @@ def run(command: str, args: List[str], options: Dict[str, str], rules: List[Tupl
     if command in NAMING:
         return relay(remote, words(command, paths, options, rules), stdin,
                      lambda line: emit(json_shown(renamed(line, asked))))
-    clean = json_shown if "--json" in options else lambda line: shown(line, lines=True)
-    return relay(remote, words(command, paths, options, rules), stdin, lambda line: emit(clean(line)))
+    return relay(remote, words(command, paths, options, rules), stdin, lambda line: emit(cleaned(line)))
+
+
+def cleaned(line: str) -> str:
+    """A line of the remote's output as it may reach a terminal (visible.py):
+    a JSON line (`log --json`, `rebind`) with JSON escapes, so that it stays
+    the same JSON; any other (`log`) as text, `\\x1b` shown."""
+    return json_shown(line) if line.startswith("{") else shown(line, lines=True)
 
 
 def same_machine(remote: Remote, other: str) -> Remote:
