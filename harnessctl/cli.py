@@ -340,7 +340,7 @@ def remote(command: str, args: List[str], options: Dict[str, str], rules: List[T
         stdin, args = forward.send_stdin(schema, text), args[:1]
     elif command == "reply":
         stdin, args = (args[2] if len(args) > 2 else read_stdin("ANSWER")).encode("utf-8"), args[:2]
-    return forward.run(command, args, options, rules, stdin, lambda line: emit(json_line(line)))
+    return forward.run(command, args, options, rules, stdin, emit)  # each line cleaned there
 
 
 def hooks(options: Dict[str, str]) -> Dict[str, str]:

@@ -343,6 +343,8 @@ options:
   --host ADDR     the address to listen on (default 127.0.0.1); any other than
                   loopback warns: the token is then all that guards your agents
 
+knobs: HARNESSCTL_SERVE_TIMEOUT (10 s: to send a request), HARNESSCTL_DEBUG
+
 exit codes:
 {codes}""",
     "mcp": """\

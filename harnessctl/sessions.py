@@ -122,7 +122,7 @@ class Sessions:
 
         new = same_machine(remote, new_file)
         _, out = self._output(remote, "fork", [new.path], options={"--cwd": cwd} if cwd else None)
-        return renamed(out.strip(), remote)
+        return renamed(out.strip(), [remote, new])
 
     def binding(self, file: str) -> Optional[Dict[str, Any]]:
         """The file's bound mode and rules; None for a file no send bound yet.

@@ -321,13 +321,32 @@ class Server:
 
     def send(self, message: Dict[str, Any]) -> None:
         """One line to the client; a client gone is noticed by the reader (EOF)."""
-        data = json.dumps(message, separators=(",", ":")).encode("ascii") + b"\n"
+        text = json.dumps(message, separators=(",", ":"))
+        if "\\ud" in text:  # a surrogate, maybe a lone one: what the client sent, echoed
+            text = json.dumps(whole(message), separators=(",", ":"))
+        data = text.encode("ascii") + b"\n"
         with self.write_lock:
             try:
                 self.out.write(data)
                 self.out.flush()
             except (OSError, ValueError):
                 pass
+
+
+def whole(value: Any) -> Any:
+    """`value` with each lone surrogate of its strings (keys too) replaced by
+    U+FFFD: json.dumps would write it as `\\ud800`, which is no character, and
+    a strict parser (jq) refuses the whole line.  A client's id, method or
+    arguments may hold one (a JSON escape), and an answer echoes them."""
+    if isinstance(value, str):
+        if value.isprintable():  # a surrogate is not
+            return value
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in value)
+    if isinstance(value, dict):
+        return {whole(key): whole(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [whole(item) for item in value]
+    return value
 
 
 def lines(reader: BinaryIO) -> Iterator[Optional[bytes]]:

@@ -77,4 +77,4 @@ def wait(remote: Remote, input_id: Optional[str], timeout: float, settings: Dict
     code, out = output(remote, words("wait", [remote.path] + ([input_id] if input_id else []),
                                      {"--timeout": repr(timeout)}, []), ok=(0, *WAIT_CODES), settings=settings)
     kind = WAIT_CODES.get(code) or ("completed" if input_id else "status")
-    return kind, renamed(out.strip(), remote)
+    return kind, renamed(out.strip(), [remote])

@@ -74,7 +74,11 @@ def _collect(remotes: List[Remote], proc: subprocess.Popen[bytes]) -> List[Lines
     error = error_of(remotes[0], proc.returncode, err)
     if not lines and error is not None:  # one argument: its error is the command's (stderr), as `status FILE` alone
         return [[(error_line(remotes[0].given, str(error), error.exit_code), error.exit_code)]]
-    return _attributed(remotes, [(renamed(line, remotes[0]), _code(line)) for line in lines])
+    try:
+        named = [(renamed(line, remotes), _code(line)) for line in lines]
+    except HarnessctlError as e:  # a line about a file not asked: nothing this machine said is passed on
+        return [[(error_line(r.given, str(e), e.exit_code), e.exit_code)] for r in remotes]
+    return _attributed(remotes, named)
 
 
 def _code(line: str) -> int:
@@ -169,7 +173,7 @@ def _race(args: List[str], timeout: Optional[float]) -> Tuple[str, str]:
         proc = start(remotes[0].machine, words("wait", [r.path for r in remotes], dict(options, **{"--any": ""}), []),
                      False, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         procs.append(proc)
-        threading.Thread(target=_remote_answer, args=(remotes[0], proc, answers), daemon=True).start()
+        threading.Thread(target=_remote_answer, args=(remotes, proc, answers), daemon=True).start()
     if local:
         threading.Thread(target=_local_answer, args=(local, timeout, answers), daemon=True).start()
     try:
@@ -186,11 +190,15 @@ def _race(args: List[str], timeout: Optional[float]) -> Tuple[str, str]:
                 proc.kill()
 
 
-def _remote_answer(remote: Remote, proc: subprocess.Popen[bytes], answers: Any) -> None:
+def _remote_answer(remotes: List[Remote], proc: subprocess.Popen[bytes], answers: Any) -> None:
     out, err = proc.communicate()
     line = out.decode("utf-8", "surrogateescape").strip()
-    answers.put(("status" if line else "timeout", renamed(line, remote) if line else "",
-                 error_of(remote, proc.returncode, err, (0, 10))))
+    error = error_of(remotes[0], proc.returncode, err, (0, 10))
+    try:
+        line = renamed(line, remotes) if line and error is None else line
+    except HarnessctlError as e:
+        error = e
+    answers.put(("status" if line else "timeout", line, error))
 
 
 def _local_answer(files: List[str], timeout: Optional[float], answers: Any) -> None:

@@ -1,22 +1,25 @@
 """A command of this command line run on one remote session: the same
 command on the session's machine, its output and exit code passed back.
 
-The one change to the output: the `"file"` of the lines `status`, `wait` and
+The changes to the output: the `"file"` of the lines `status`, `wait` and
 `send --wait` print is the address as the user gave it (ssh://…), as it is
-the FILE as given locally, so that a line names a session the user can act on."""
+the FILE as given locally, so that a line names a session the user can act
+on, and a line naming a file not asked is refused; every line, on stdout and
+stderr, is cleaned as a local agent's text is (visible.py)."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-from ..errors import UsageError
+from ..errors import HarnessctlError, UsageError
+from ..visible import json_shown, shown
 from .address import Remote, is_remote, parse
 from .ssh import Child, command_line, end_with_signals, failure
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Optional, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 NAMING = ("status", "wait", "send", "fork")  # the commands whose lines carry "file"
 CHUNK = 65536
@@ -69,14 +72,26 @@ def run(command: str, args: List[str], options: Dict[str, str], rules: List[Tupl
         stdin: Optional[bytes], emit: Callable[[str], None]) -> int:
     """Run `command` on the session args[0] names (ssh://…); for fork, args[1]
     must be on the same machine.  Returns the remote exit code; `emit` prints
-    a line of the commands whose lines name their file."""
+    each line of its output, cleaned here."""
     remote = parse(args[0])
+    asked = [remote]
     paths = [remote.path] + args[1:]
     if command == "fork":
-        paths[1] = same_machine(remote, args[1]).path
+        asked.append(same_machine(remote, args[1]))
+        paths[1] = asked[1].path
     if command == "wait" or command == "log" and "--follow" in options or command == "send" and "--wait" in options:
         end_with_signals()  # only a command that may wait long pays for the import of signal (enum: ~4 ms)
-    return relay(remote, words(command, paths, options, rules), stdin, emit if command in NAMING else None)
+    if command in NAMING:
+        return relay(remote, words(command, paths, options, rules), stdin,
+                     lambda line: emit(json_shown(renamed(line, asked))))
+    return relay(remote, words(command, paths, options, rules), stdin, lambda line: emit(cleaned(line)))
+
+
+def cleaned(line: str) -> str:
+    """A line of the remote's output as it may reach a terminal (visible.py):
+    a JSON line (`log --json`, `rebind`) with JSON escapes, so that it stays
+    the same JSON; any other (`log`) as text, `\\x1b` shown."""
+    return json_shown(line) if line.startswith("{") else shown(line, lines=True)
 
 
 def same_machine(remote: Remote, other: str) -> Remote:
@@ -85,18 +100,18 @@ def same_machine(remote: Remote, other: str) -> Remote:
     return parse(other)
 
 
-def relay(remote: Remote, remote_words: List[str], stdin: Optional[bytes], emit: Optional[Callable[[str], None]]
-          ) -> int:
+def relay(remote: Remote, remote_words: List[str], stdin: Optional[bytes], emit: Callable[[str], None]) -> int:
     """Run the remote command: `stdin` written to it, its stdout passed on
-    (line by line to `emit` with "file" renamed, or without `emit` straight
-    to our stdout), its stderr passed on as it comes.  What ssh itself says (lines
-    that are not `harnessctl: …`) is held to the end: when ssh fails it is the
-    cause in our one-line error, else it follows the output."""
-    child = Child(command_line(remote.machine, remote_words), stdin is not None, emit is not None)
+    line by line to `emit`, its stderr passed on as it comes, cleaned as a
+    local agent's text is (visible.py: an OSC 52 clipboard write is shown,
+    not obeyed).  What ssh itself says (lines that are not `harnessctl: …`)
+    is held to the end: when ssh fails it is the cause in our one-line
+    error, else it follows the output."""
+    child = Child(command_line(remote.machine, remote_words), stdin is not None, True)
     held: List[bytes] = []
     try:
         _pump(child, stdin or b"", lambda line: _stderr_line(line, held),
-              None if emit is None else lambda line: emit(renamed(line.decode("utf-8", "surrogateescape"), remote)))
+              lambda line: emit(line.decode("utf-8", "surrogateescape")))
         code = child.wait()
     except BaseException:
         child.kill()
@@ -104,20 +119,19 @@ def relay(remote: Remote, remote_words: List[str], stdin: Optional[bytes], emit:
     error = failure(remote.machine, code, b"\n".join(held).decode("utf-8", "replace"))
     if error is not None:
         raise error
-    if held:
-        _write(sys.stderr, b"\n".join(held) + b"\n")
+    for line in held:
+        _write(sys.stderr, _shown(line))
     return code
 
 
-def _pump(child: Child, data: bytes, on_stderr: Callable[[bytes], None],
-          on_stdout: Optional[Callable[[bytes], None]]) -> None:
+def _pump(child: Child, data: bytes, on_stderr: Callable[[bytes], None], on_stdout: Callable[[bytes], None]) -> None:
     """Write `data` to the child's stdin (then close it: the remote reads to
     EOF) while its stderr and stdout come line by line, until both end."""
     import select
 
     poller = select.poll()
     readers = {child.stderr: on_stderr}
-    if child.stdout is not None and on_stdout is not None:
+    if child.stdout is not None:
         readers[child.stdout] = on_stdout
     pending = dict.fromkeys(readers, b"")
     for fd in readers:
@@ -164,30 +178,54 @@ def _feed(child: Child, left: memoryview, poller: Any) -> memoryview:
 
 def _stderr_line(line: bytes, held: List[bytes]) -> None:
     if line.startswith(b"harnessctl: "):
-        _write(sys.stderr, line + b"\n")
+        _write(sys.stderr, _shown(line))
     elif line.strip():
         held.append(line)
 
 
-def renamed(line: str, remote: Remote) -> str:
-    """A JSON line whose "file" is a path on `remote`, with that file's address instead."""
-    if not line.startswith('{"file":'):
+def _shown(line: bytes) -> bytes:
+    """A line of the remote's stderr as it may reach a terminal, with its newline."""
+    return (shown(line.decode("utf-8", "surrogateescape")) + "\n").encode("utf-8")
+
+
+def renamed(line: str, asked: Sequence[Remote]) -> str:
+    """A JSON line whose "file" (and a fork's "forked_from") is a file asked
+    (or one in a folder asked), with that file's address instead.  A line
+    about any other file is refused (HarnessctlError): a compromised remote
+    must not hand a script a local path, or another machine's file, to act
+    on.  A line that is no JSON (an input id) names no file: it passes."""
+    if not line.lstrip().startswith(("{", "[")):
         return line
     from ..commands import json_string
 
-    plain = '{"file":%s,' % json_string(remote.path)
-    if line.startswith(plain) and ',"forked_from":' not in line:  # the usual line: no json to import
-        return '{"file":%s,' % json_string(remote.given) + line[len(plain):]
+    for remote in asked:  # the usual line: its first key the file asked, and no other that could name one
+        plain = '{"file":%s,' % json_string(remote.path)
+        rest = line[len(plain):]
+        if line.startswith(plain) and not any(mark in rest for mark in ('file"', "forked_from", "\\u")):
+            return '{"file":%s,' % json_string(remote.given) + rest
     import json
 
     try:
         value = json.loads(line)
-    except ValueError:
-        return line
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        raise HarnessctlError("%s: the remote harnessctl answered a line that is no JSON object" % asked[0].given)
     for key in ("file", "forked_from"):
-        if isinstance(value.get(key), str) and value[key].startswith("/"):
-            value[key] = remote.with_path(value[key])
+        if key in value:
+            value[key] = _address(value[key], asked)
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _address(path: Any, asked: Sequence[Remote]) -> str:
+    """The address of `path` when it names a file asked, or one that `status`
+    lists in a folder asked (the folder as given, joined to the file's name)."""
+    for remote in asked:
+        name = os.path.basename(path) if isinstance(path, str) else ""
+        if path == remote.path or name not in ("", ".", "..") and os.path.join(remote.path, name) == path:
+            return remote.with_path(path)
+    raise HarnessctlError("%s: the remote harnessctl answered about %s, a file not asked: refused"
+                          % (asked[0].given, ("%r" % (path,))[:200]))
 
 
 def _write(stream: Any, data: bytes) -> None:

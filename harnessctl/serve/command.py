@@ -3,13 +3,15 @@ on one port, until interrupted (docs/PROTOCOL.md section 24)."""
 
 from __future__ import annotations
 
+import os
 import signal
 
+from .. import knobs
 from ..errors import UnavailableError, UsageError
 from ..sessions import Sessions
 from .fleet import Fleet
 from .guard import Guard, is_loopback
-from .handler import Server
+from .handler import REQUEST_TIMEOUT, Server
 
 TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -21,10 +23,11 @@ DEFAULT_HOST = "127.0.0.1"
 def serve_fleet(args: List[str], port: str, host: str, emit: Callable[[str], None], say: Callable[[str], None]) -> int:
     """Serve until SIGINT or SIGTERM (exit 0).  `emit` prints the URL line,
     `say` a warning: cli.py's, so that every line out is cleaned the same way."""
+    timeout = knobs.seconds(os.environ, "HARNESSCTL_SERVE_TIMEOUT", REQUEST_TIMEOUT)
     fleet = Fleet(args or ["."], Sessions([]))
     fleet.look()  # a folder that is not there is this command's error, before any port is taken
     try:
-        server = Server((host, _port(port)), Guard(host, 0), fleet)
+        server = Server((host, _port(port)), Guard(host, 0), fleet, timeout)
     except OSError as e:
         raise UnavailableError("cannot listen on %s port %s: %s" % (host, port, e.strerror or e)) from None
     server.guard.port = server.server_address[1]

@@ -6,9 +6,12 @@ as the command line, so the event file records them as the CLI would.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import queue
+import socket
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -25,6 +28,7 @@ if TYPE_CHECKING:
     from .fleet import Fleet, Subscriber
     from .guard import Guard
 
+REQUEST_TIMEOUT = 10.0  # seconds a connection has to send its request: HARNESSCTL_SERVE_TIMEOUT
 KEEPALIVE = 15.0  # seconds between two comments on a quiet feed: how a page that left is noticed
 BODY_LIMIT = 1 << 20  # bytes of a POST's JSON body
 POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
@@ -39,12 +43,12 @@ class Server(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, address: Tuple[str, int], guard: Guard, fleet: Fleet) -> None:
+    def __init__(self, address: Tuple[str, int], guard: Guard, fleet: Fleet,
+                 request_timeout: float = REQUEST_TIMEOUT) -> None:
         if ":" in address[0]:
-            import socket
-
             self.address_family = socket.AF_INET6
         super().__init__(address, Handler)
+        self.request_timeout = request_timeout
         self.guard = guard
         self.fleet = fleet
         self.sessions = fleet.sessions
@@ -55,11 +59,38 @@ class Server(ThreadingHTTPServer):
                 self.static[path] = f.read()
 
 
+class Deadline(io.RawIOBase):
+    """A connection's bytes, read before a deadline: a connection that sends
+    its request slowly or never (one thread each) is dropped when it passes,
+    however it trickles its bytes (a per-read timeout alone would not be)."""
+
+    def __init__(self, connection: socket.socket, seconds: float) -> None:
+        super().__init__()
+        self.connection = connection
+        self.deadline = time.monotonic() + seconds
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("the request took too long to arrive")
+        self.connection.settimeout(left)
+        return self.connection.recv_into(buffer)
+
+
 class Handler(BaseHTTPRequestHandler):
     """One request: refused unless its Host names this server and it carries the token."""
 
     server: Server
     server_version = "harnessctl"
+
+    def setup(self) -> None:
+        """The request (line, headers, body) must be in within the server's
+        request_timeout; BaseHTTPRequestHandler drops the connection when not."""
+        super().setup()
+        self.rfile = io.BufferedReader(Deadline(self.connection, self.server.request_timeout))
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: serve's output is its URL (and its warnings) alone."""
@@ -230,6 +261,9 @@ class Handler(BaseHTTPRequestHandler):
             follows.close()
 
     def _begin_feed(self) -> None:
+        """A feed lives as long as its page: no deadline once it is open (a
+        page that left is noticed by the keep-alive write that fails)."""
+        self.connection.settimeout(None)
         self.send_response(200)
         self._headers("text/event-stream; charset=utf-8")
         self.end_headers()
@@ -259,6 +293,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
 
     def _answer(self, status: int, content_type: str, body: bytes) -> None:
+        self.connection.settimeout(self.server.request_timeout)  # as long to take an answer as to ask
         self.send_response(status)
         self._headers(content_type)
         self.send_header("Content-Length", str(len(body)))

@@ -460,7 +460,7 @@ def test_a_path_with_a_nul_or_a_lone_surrogate_fails_only_itself_in_status(mcp, 
     mcp.tool("send", file=efile, text="hi", adapter="mock", wait=True)
     nul, surrogate = str(workdir / "a\x00b.jsonl"), str(workdir / "a\ud800b.jsonl")
     found = structured(mcp.tool("status", files=[nul, efile, surrogate]))["statuses"]
-    assert [line["file"] for line in found] == [nul, efile, surrogate]
+    assert [line["file"] for line in found] == [nul, efile, surrogate.replace("\ud800", "\ufffd")]  # strict JSON
     assert found[0]["exit_code"] == 2 and "holds a NUL character" in found[0]["error"]
     assert found[1]["state"] == "idle"
     assert found[2]["exit_code"] == 2 and "lone surrogate" in found[2]["error"]
@@ -487,10 +487,11 @@ def test_a_string_argument_with_a_nul_or_a_lone_surrogate_is_a_tool_error(mcp, e
 
 
 def test_a_path_that_is_not_utf8_as_status_writes_it_still_names_its_file(mcp, workdir):
+    """Given with its bytes as \\udc80-\\udcff, it works; the answer, strict UTF-8 JSON, shows each as U+FFFD."""
     path = os.fsencode(str(workdir)) + b"/caf\xe9.jsonl"
     ok("send", os.fsdecode(path), "hi", "--adapter", "mock", "--wait")
     found = structured(mcp.tool("status", files=[os.fsdecode(path)]))["statuses"][0]
-    assert found["state"] == "idle" and found["file"] == os.fsdecode(path)
+    assert found["state"] == "idle" and found["file"] == str(workdir) + "/caf\ufffd.jsonl"
 
 
 def test_a_tool_error_shows_the_callers_control_characters_escaped(mcp, efile):
