@@ -67,8 +67,8 @@ def test_status_shows_each_field_as_its_row_says(field):
 def test_status_keeps_its_order_of_keys():
     report = status_report(Conversation(), SAMPLES, alive=True)
     assert list(report) == ["state", "run_id", "queued", "requests", "cwd", "model", "adapter", "mode", "runtime",
-                            "last_activity", "agent", "rules", "sandbox", "sandbox_write", "totals", "max_tokens", "max_cost_usd", "on_request",
-                            "on_result"]
+                            "last_activity", "agent", "rules", "sandbox", "sandbox_write", "totals", "max_tokens",
+                            "max_cost_usd", "on_request", "on_result"]
 
 
 @pytest.mark.parametrize("field", FIELDS, ids=NAMES)
