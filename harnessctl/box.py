@@ -137,14 +137,23 @@ class Box:
                     raise UsageError("--sandbox: %s %s lies inside %s, which the agent must neither read nor "
                                      "write" % (what, place, denied))
 
+    def _make_folders(self) -> None:
+        """The box folder, its TMPDIR and state folder, each 0700 and ours (the
+        folder of all boxes too: their names are no one else's business)."""
+        from .private import make_dir
+
+        boxes = os.path.dirname(self.folder)
+        os.makedirs(os.path.dirname(boxes), exist_ok=True)
+        for path in (boxes, self.folder, *(self.env()[name] for name in ("TMPDIR", "HARNESSCTL_STATE_DIR"))):
+            make_dir(path)
+
     def ruleset(self) -> Ruleset:
         """The ruleset, built now (folders the agent's program needs are made
         first, 0700): read everywhere but the denied paths, write where `writable` says."""
         from .landlock import ALL, READ, READ_DIR, Ruleset
 
         self.check()
-        for name in ("TMPDIR", "HARNESSCTL_STATE_DIR"):
-            os.makedirs(self.env()[name], mode=0o700, exist_ok=True)
+        self._make_folders()
         for path in self.agent_writes:
             if path.endswith("/"):
                 os.makedirs(path, mode=0o700, exist_ok=True)

@@ -5,7 +5,8 @@ thread (and every process it starts from then on) inside it for good.
 Landlock only adds restrictions: a right the ruleset handles is denied
 everywhere except beneath a path that a rule grants it on, and a process can
 never leave its domain nor widen it.  Its ptrace rule (since ABI 1) keeps a
-boxed process from reading or writing the memory of one outside; the scopes
+boxed process from attaching to one outside, or opening its memory and
+descriptors (root still reads its /proc/PID/environ and maps); the scopes
 of ABI 6 keep it from signalling one and from connecting to an abstract Unix
 socket one bound.  Linux only; see docs/OPERATIONS.md, "The box".
 """

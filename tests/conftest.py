@@ -25,6 +25,7 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     old, made = config.harnessctl_state
     shutil.rmtree(made, ignore_errors=True)
+    shutil.rmtree(made + "-boxes", ignore_errors=True)  # the --sandbox sessions' box folders (harnessctl/box.py)
     if old is None:
         os.environ.pop("HARNESSCTL_STATE_DIR", None)
     else:
