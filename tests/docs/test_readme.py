@@ -20,7 +20,9 @@ import sys
 
 import pytest
 import readme
-from cliutil import ROOT, cli_env, command, events, of_type, ok, wait_for
+from cliutil import ROOT, cli_env, command, events, of_type, ok, status, wait_for
+
+from harnessctl import landlock
 
 pytestmark = pytest.mark.skipif(shutil.which("jq") is None, reason="the recipes use jq, which is not installed")
 
@@ -45,7 +47,7 @@ def on_the_mock(code: str, task: str = "") -> str:
 
 
 def test_every_recipe_has_a_test():
-    tested = (ANSWER, FILES_TO_FIX, BUDGET, SEND_AND_ACT, APPROVAL_BOT, RULES_BOT, FOLLOW, WAIT_IDLE, FLEET, DENY_ALL,
+    tested = (ANSWER, FILES_TO_FIX, BUDGET, SEND_AND_ACT, APPROVAL_BOT, UNATTENDED, RULES_BOT, FOLLOW, WAIT_IDLE, FLEET, DENY_ALL,
               CRON, NIGHTLY, NOTIFY, WEBHOOK, MAIL, INSTEAD, THREE_WAYS)
     assert sorted(next(t for t in tested if code.startswith(t)) for _, code in RECIPES) == sorted(tested)
 
@@ -66,6 +68,8 @@ def shell(workdir):
         for old, new in replace:
             assert old in code, old
             code = code.replace(old, new)
+        if "--sandbox" in code and landlock.why_not() is not None:
+            pytest.skip(str(landlock.why_not()))
         return subprocess.run(["bash", "-c", code], cwd=str(workdir), env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, timeout=60)
 
@@ -144,6 +148,17 @@ def test_approval_bot_recipe_denies_the_rest(shell):
 def test_approval_bot_recipe_with_no_request_prints_the_result(shell):
     proc = shell(recipe(APPROVAL_BOT))
     assert (proc.returncode, proc.stdout) == (0, ("completed: echo: %s\n" % TASK).encode()), proc.stderr
+
+
+UNATTENDED = "harnessctl send fix.jsonl"
+
+
+def test_unattended_recipe_runs_the_agent_in_full_mode_inside_a_box(shell, workdir):
+    proc = shell(recipe(UNATTENDED))
+    assert (proc.returncode, proc.stdout) == (0, b"completed: echo: make the test suite pass\n"), proc.stderr
+    assert proc.stderr == b""  # no warning: --mode full is boxed
+    line = status(str(workdir / "fix.jsonl"), env=shell.env)
+    assert (line["mode"], line["sandbox"], line["cwd"]) == ("full", True, str(workdir / "home" / "repo"))
 
 
 RULES_BOT = 'harnessctl send rules.jsonl "run the test suite and fix what fails" --cwd ~/repo --mode ask'
