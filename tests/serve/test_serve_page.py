@@ -13,6 +13,8 @@ import cliutil
 import pytest
 import serve_support
 
+from harnessctl import landlock
+
 IMAGES = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "docs", "images")
 HOSTILE = "<script>alert(1)</script> <img src=x onerror=alert(2)> \x1b[31mred\x1b]0;title\x07"
 ASK_NPM_TEST = "/permission command:npm test"
@@ -123,6 +125,17 @@ def test_fleet_page_lists_every_session_and_shows_the_one_awaiting_a_reply(page,
     assert "npm test" in shown["cells"]["activity"], shown
     idle = row(page, fleet, "idle.jsonl")
     assert idle is not None and "awaiting" not in idle["classes"], idle
+
+
+@pytest.mark.skipif(landlock.why_not() is not None, reason=str(landlock.why_not()))
+def test_a_boxed_session_says_so_on_its_row_and_on_its_page(page, fleet):
+    fleet.send("boxed.jsonl", "hello", "--sandbox", "--wait")
+    fleet.send("open.jsonl", "hello", "--wait")
+    open_fleet(page, fleet, 2)
+    assert row(page, fleet, "boxed.jsonl")["cells"]["agent"] == "mock (boxed)"
+    assert row(page, fleet, "open.jsonl")["cells"]["agent"] == "mock"
+    open_session(page, fleet, "boxed.jsonl")
+    assert "boxed" in page.wait_for("document.getElementById('facts').textContent")
 
 
 def test_fleet_page_shows_a_new_session_as_its_file_appears(page, fleet):

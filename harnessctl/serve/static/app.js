@@ -73,7 +73,7 @@ function fleetPage() {
     const link = el("a", "", row.name);
     link.href = "/session?" + new URLSearchParams({file: row.file, token: token}).toString();
     cells[0].replaceChildren(link);
-    cells[1].textContent = row.agent || row.adapter || "";
+    cells[1].textContent = (row.agent || row.adapter || "") + (row.sandbox ? " (boxed)" : "");
     cells[2].textContent = row.error ? "error" : (row.state || "");
     if (row.state === "awaiting_reply" && row.requests) {
       cells[2].textContent = "awaiting reply (" + row.requests.length + ")";
@@ -231,7 +231,8 @@ function sessionPage() {
     const state = document.getElementById("state");
     state.textContent = row.error ? "error: " + row.error : (row.state || "").replace("_", " ");
     state.className = "state-" + (row.error ? "error" : row.state);
-    const facts = [row.agent || row.adapter, row.mode ? "mode " + row.mode : "", spent(row.totals),
+    const facts = [row.agent || row.adapter, row.mode ? "mode " + row.mode : "", row.sandbox ? "boxed" : "",
+                   spent(row.totals),
                    row.activity || "", ago(row.last_activity)];
     document.getElementById("facts").textContent = facts.filter(Boolean).join(" · ");
     document.getElementById("cancel").disabled = !(row.state === "running" || row.state === "awaiting_reply");
