@@ -15,9 +15,8 @@ entry of each folder on the way down to a denied path, and nothing to the
 folders on the way themselves: a file made in one of them later cannot be
 read.  Names can be listed everywhere, the denied folders' too (never a
 file's content): a harnessctl the agent runs builds its own box inside this
-one from those listings.  A denied path beneath
-a folder the agent may write could not be kept from it: that is refused
-(exit 2), never boxed loosely.
+one from those listings.  A denied path beneath a folder the agent may
+write could not be kept from it: that is refused (exit 2), never boxed loosely.
 """
 
 from __future__ import annotations
@@ -176,10 +175,10 @@ class Box:
 def _denied(state: str, event_path: str, others: bool) -> List[str]:
     """harnessctl's state folder, every box folder, and the event file and
     sidecar of this session and (`others`) of each one the state folder records."""
-    paths = {state, state + "-boxes", event_path, event_path + ".d"}
+    paths = {state, state + "-boxes", event_path, event_path + ".d"}  # denied whether they exist yet or not
     for other in _recorded_sessions(state) if others else []:
-        paths.update((other, other + ".d"))
-    return sorted(path for path in paths if path == event_path or os.path.lexists(path))
+        paths.update(path for path in (other, other + ".d") if os.path.lexists(path))
+    return sorted(paths)
 
 
 def _recorded_sessions(state: str) -> List[str]:
@@ -234,9 +233,10 @@ def _grant(ruleset: Ruleset, path: str, rights: int, around: Optional[List[str]]
     """Grant `rights` beneath `path` as it is opened now, by descriptor.  With
     `kept` (the denied paths' and their folders' device and inode), a bind
     mount of one is not granted; with `around` (the denied paths: for a
-    symlink), neither is what the descriptor's real path shows to be a denied
-    path or a folder above one.  The agent does not run yet (a restart's earlier
-    agent is gone): nothing swaps an entry between the open and the grant."""
+    symlink, or a place the agent may write, which an earlier agent's
+    detached child could have swapped for one), neither is what the
+    descriptor's real path shows to be a denied path or a folder above one.
+    The folders on the way down to a denied path are no agent's to change."""
     from .landlock import FILE_RIGHTS
 
     try:
