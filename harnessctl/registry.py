@@ -39,10 +39,10 @@ KEYS = {"name": "string", "version": "string", "description": "string", "backend
         "capabilities": "array", "agents": "object"}
 HARNESS_KEYS = {"name": "string", "version": "string", "package": "string", "binary": "string or null",
                 "binary_env": "string or null", "args_env": "string or null", "agent_env": "string or null",
-                "mode_env": "string or null", "schema_refusal": "string", "sandbox_writes": "array"}
+                "mode_env": "string or null", "sandbox_writes": "array", "schema_refusal": "string"}
 AGENT_KEYS = {"command": "string", "command_env": "string", "package": "string or null", "registry": "string",
               "version": "string or null", "capabilities": "array", "degraded": "object", "modes": "object",
-              "tests": "string", "unproven": "string", "sandbox_writes": "array"}
+              "sandbox_writes": "array", "tests": "string", "unproven": "string"}
 # keys a manifest, its harness or a preset may omit
 OPTIONAL = ("package", "agent_env", "mode_env", "schema_refusal", "agents", "degraded", "modes", "tests", "unproven",
             "registry", "sandbox_writes")
