@@ -47,7 +47,7 @@ def status_once(addr: Address, deadline: float) -> Optional[str]:
 def exchange(addr: Address, fields: List[str], deadline: float, retry_on_eof: bool) -> str:
     """One request, one response: the response text, or the error it carries
     raised.  NoRuntime if nobody listens (or the runtime is exiting)."""
-    request = ipc.encode_request(fields)
+    request = b""  # made once a runtime answers the connect: no key is made for a file without one
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -59,6 +59,7 @@ def exchange(addr: Address, fields: List[str], deadline: float, retry_on_eof: bo
         except OSError:
             raise NoRuntime() from None
         try:
+            request = request or ipc.encode_request(fields)
             ipc.send_all(conn, request)
             conn.settimeout(max(0.001, deadline - time.monotonic()))
             data = ipc.read_all(conn)
