@@ -190,8 +190,9 @@ class CommandServer:
         with self.intake:
             if not self._proven(request.pop(0)):
                 waiter.fail(UnavailableError(
-                    "refused: this command cannot read harnessctl's state folder, so it may not use this runtime "
-                    "(a command inside a --sandbox box reaches no runtime outside it)"))
+                    "refused: this command cannot read the state folder this runtime uses, so it may not use the "
+                    "runtime (give every command of a session the same HARNESSCTL_STATE_DIR; a command inside a "
+                    "--sandbox box reaches no runtime outside it)"))
             elif self.stopping:
                 waiter.retry()
             elif request[0] == "wait" and not holding:

@@ -155,7 +155,7 @@ def test_a_runtime_refuses_a_request_without_the_proof(efile, work):
     wait_results(efile, 1)
     for request in (ipc.encode_fields(["status"]), ipc.encode_fields([ipc.PROOF + "0" * 32, "status"])):
         answer = _ask(efile + ".d/runtime.sock", request)
-        assert answer.startswith("5 refused: this command cannot read harnessctl's state folder"), answer
+        assert answer.startswith("5 refused: this command cannot read the state folder this runtime uses"), answer
 
 
 def test_a_runtime_answers_a_request_with_the_proof(efile, work):

@@ -106,8 +106,10 @@ def test_a_sender_killed_while_it_waits_leaves_its_input_whole_or_absent(workdir
 
 
 def test_a_cron_like_job_without_tty_or_environment_gets_a_detached_runtime(efile, workdir):
+    # cron's bare environment, but this test session's state folder (conftest.py): the runtime answers only
+    # a command that reads the state folder it uses, and the user's own is no test's to write
     env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "SHELL": "/bin/sh", "LOGNAME": "root",
-           "PYTHONPATH": ROOT}
+           "PYTHONPATH": ROOT, "HARNESSCTL_STATE_DIR": os.environ["HARNESSCTL_STATE_DIR"]}
     job = start("send", efile, "/sleep 1\nfrom cron", *MOCK, stdin=subprocess.DEVNULL, env=env, cwd="/",
                 start_new_session=True)
     out, err = job.communicate(timeout=20)  # returns only once nobody holds the job's pipes any more
