@@ -4,14 +4,16 @@ runtime needs that backend.
 
 The repository's `adapters/` folder is found in two layouts:
 
-- beside this package (a checkout, or a per-adapter package's `lib/`): the
-  package `adapters`, importable because whoever starts the runtime puts their
-  common parent first on `sys.path` (client.py, package.py's entry point);
+- beside this package (a checkout, an editable install of one, or a
+  per-adapter package's `lib/`): the package `adapters`;
 - inside this package (`pip install`: pyproject.toml installs the folder as
   `harnessctl.adapters`, so no top-level `adapters` lands in site-packages).
 
-A manifest names its backend relative to its own package (".backend:Class"),
-which resolves in either layout.  `problems()` holds a manifest to
+The package is imported from the folder found, not looked up on `sys.path`:
+an editable install's command has harnessctl without the checkout on it, and
+`fork` imports a backend in the command (`package()`).  A manifest names its
+backend relative to its own package (".backend:Class"), which resolves in
+either layout.  `problems()` holds a manifest to
 schema/manifest.schema.json (package.py and tests/adapters/test_manifest.py use it)."""
 
 from __future__ import annotations
@@ -92,8 +94,35 @@ def backend_class(name: str) -> Any:
     import importlib  # only a runtime imports a backend: a command never needs it
 
     module_name, _, class_name = manifest(name)["backend"].partition(":")
-    module = importlib.import_module(module_name, "%s.%s" % (ADAPTERS_PACKAGE, name))
+    module = importlib.import_module(module_name, "%s.%s" % (package(), name))
     return getattr(module, class_name)
+
+
+def package() -> str:
+    """ADAPTERS_PACKAGE, imported (once) from ADAPTERS_DIR itself; its name.
+
+    A name looked up on sys.path may not resolve: an editable install maps
+    harnessctl to the checkout without putting the checkout on sys.path, so a
+    command (`fork`) finds no top-level `adapters`, or finds a PyPI
+    distribution of that name instead.  The folder the manifests came from is
+    the package their backends import from."""
+    import sys
+
+    if ADAPTERS_PACKAGE not in sys.modules:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(ADAPTERS_PACKAGE, os.path.join(ADAPTERS_DIR, "__init__.py"),
+                                                      submodule_search_locations=[ADAPTERS_DIR])
+        if spec is None or spec.loader is None:
+            raise ImportError("no adapters package in %s" % ADAPTERS_DIR)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[ADAPTERS_PACKAGE] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[ADAPTERS_PACKAGE]
+            raise
+    return ADAPTERS_PACKAGE
 
 
 def problems(name: str) -> List[str]:

@@ -271,6 +271,18 @@ def test_development_install_sees_an_adapter_added_to_the_checkout(development):
     assert helped.returncode == 0 and b"tiny" in helped.stdout, helped.stderr
 
 
+def test_development_install_forks_a_session(development, workdir):
+    """`fork` imports the bound adapter's backend in the command itself, which the editable install runs
+    without the checkout on sys.path (issue 47: before, `No module named 'adapters'`)."""
+    harnessctl = str(development / ".venv" / "bin" / "harnessctl")
+    for args in (("send", "a.jsonl", "hi", "--adapter", "mock", "--wait"), ("fork", "a.jsonl", "b.jsonl"),
+                 ("send", "b.jsonl", "again", "--wait")):
+        proc = subprocess.run([harnessctl, *args], env=outside_env(), cwd=str(workdir), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=120)
+        assert proc.returncode == 0, (args, proc.stderr.decode())
+    assert json.loads(proc.stdout)["status"] == "completed"
+
+
 def test_module_outside_the_repository_needs_the_install(workdir):
     """Without the install (or PYTHONPATH), `python3 -m harnessctl` works only from the repository root."""
     proc = run("--version", env=outside_env(), cwd=str(workdir), timeout=None)
