@@ -9,8 +9,18 @@ import shlex
 import signal
 import sys
 
+import pytest
 from cliutil import alive, cli_env, matching, ok, run, runtime_pids, wait_for, wait_matching, wait_results
 from hookutil import gone, hook, raw_line, records, wait_records
+
+
+@pytest.fixture
+def project(workdir):
+    """The sessions' cwd: a scratch folder, never the checkout the tests run from, which may hold the
+    interpreter the hooks run (the README's venv lies inside it, and a hook inside the cwd is refused)."""
+    folder = workdir / "project"
+    folder.mkdir(exist_ok=True)
+    return str(folder)
 
 
 def test_a_parked_request_runs_the_request_hook_with_its_line_env_and_cwd(efile, workdir):
@@ -32,10 +42,10 @@ def test_a_parked_request_runs_the_request_hook_with_its_line_env_and_cwd(efile,
     assert len(records(out)) == 1  # the reply and the result run no request hook
 
 
-def test_a_request_a_rule_answers_runs_no_request_hook(efile, workdir):
+def test_a_request_a_rule_answers_runs_no_request_hook(efile, workdir, project):
     command, out = hook(workdir)
-    ok("send", efile, "/permission command:ls", "--adapter", "mock", "--mode", "ask", "--allow", "command:*",
-       "--on-request", command, "--wait")
+    ok("send", efile, "/permission command:ls", "--adapter", "mock", "--cwd", project, "--mode", "ask",
+       "--allow", "command:*", "--on-request", command, "--wait")
     assert matching(efile, "request", request_id="req-1", state="replied")
     ok("send", efile, "/permission ask me")  # parked: its hook is the first and only one
     record = wait_records(out, 1)[0]
@@ -45,9 +55,9 @@ def test_a_request_a_rule_answers_runs_no_request_hook(efile, workdir):
     assert len(records(out)) == 1
 
 
-def test_every_result_runs_the_result_hook_with_its_line(efile, workdir):
+def test_every_result_runs_the_result_hook_with_its_line(efile, workdir, project):
     command, out = hook(workdir)
-    ok("send", efile, "one", "--adapter", "mock", "--on-result", command, "--wait")
+    ok("send", efile, "one", "--adapter", "mock", "--cwd", project, "--on-result", command, "--wait")
     ok("send", efile, "two", "--wait")
     ran = wait_records(out, 2)
     results = wait_results(efile, 2)
@@ -55,18 +65,18 @@ def test_every_result_runs_the_result_hook_with_its_line(efile, workdir):
     assert {r["event"] for r in ran} == {"result"}
 
 
-def test_a_cancelled_run_runs_the_result_hook(efile, workdir):
+def test_a_cancelled_run_runs_the_result_hook(efile, workdir, project):
     command, out = hook(workdir)
-    ok("send", efile, "/sleep 30", "--adapter", "mock", "--on-result", command)
+    ok("send", efile, "/sleep 30", "--adapter", "mock", "--cwd", project, "--on-result", command)
     ok("cancel", efile)
     result = wait_results(efile, 1)[0]
     assert json.loads(wait_records(out, 1)[0]["stdin"]) == result and result["status"] == "cancelled"
 
 
-def test_the_hooks_default_to_the_variables_for_a_new_file(efile, workdir):
+def test_the_hooks_default_to_the_variables_for_a_new_file(efile, workdir, project):
     command, out = hook(workdir)
     env = cli_env(HARNESSCTL_ON_REQUEST=command, HARNESSCTL_ON_RESULT=command)
-    ok("send", efile, "/permission ask me", "--adapter", "mock", env=env)
+    ok("send", efile, "/permission ask me", "--adapter", "mock", "--cwd", project, env=env)
     assert wait_records(out, 1)[0]["event"] == "request"
     ok("reply", efile, "req-1", "allow")
     assert {r["event"] for r in wait_records(out, 2)} == {"request", "result"}
@@ -75,10 +85,10 @@ def test_the_hooks_default_to_the_variables_for_a_new_file(efile, workdir):
     assert shlex.split(binding["on_result"])[2:] == shlex.split(command)[2:]
 
 
-def test_a_hook_that_hangs_is_killed_with_its_process_group_and_logged(efile, workdir):
+def test_a_hook_that_hangs_is_killed_with_its_process_group_and_logged(efile, workdir, project):
     command, out = hook(workdir, "hang")
     env = cli_env(HARNESSCTL_HOOK_TIMEOUT="1")
-    ok("send", efile, "/permission ask me", "--adapter", "mock", "--on-request", command, env=env)
+    ok("send", efile, "/permission ask me", "--adapter", "mock", "--cwd", project, "--on-request", command, env=env)
     ok("reply", efile, "req-1", "allow")
     assert wait_results(efile, 1)[0]["status"] == "completed"
     note = wait_matching(efile, "log", kind="diagnostic", hook="on_request")[0]
@@ -90,10 +100,10 @@ def test_a_hook_that_hangs_is_killed_with_its_process_group_and_logged(efile, wo
     ok("send", efile, "again", "--wait")  # the session goes on
 
 
-def test_a_hanging_hook_does_not_delay_the_run_or_its_result(efile, workdir):
+def test_a_hanging_hook_does_not_delay_the_run_or_its_result(efile, workdir, project):
     command, out = hook(workdir, "hang")
-    ok("send", efile, "/permission ask me", "--adapter", "mock", "--on-request", command, "--on-result", command,
-       env=cli_env(HARNESSCTL_HOOK_TIMEOUT="600"))
+    ok("send", efile, "/permission ask me", "--adapter", "mock", "--cwd", project, "--on-request", command,
+       "--on-result", command, env=cli_env(HARNESSCTL_HOOK_TIMEOUT="600"))
     first = wait_records(out, 1)[0]
     ok("reply", efile, "req-1", "allow")
     assert wait_results(efile, 1)[0]["status"] == "completed"
@@ -102,9 +112,9 @@ def test_a_hanging_hook_does_not_delay_the_run_or_its_result(efile, workdir):
     wait_records(out, 3)
 
 
-def test_a_hook_that_fails_is_logged_with_its_exit_code(efile, workdir):
+def test_a_hook_that_fails_is_logged_with_its_exit_code(efile, workdir, project):
     command, out = hook(workdir, "fail")
-    ok("send", efile, "hi", "--adapter", "mock", "--on-result", command, "--wait")
+    ok("send", efile, "hi", "--adapter", "mock", "--cwd", project, "--on-result", command, "--wait")
     note = wait_matching(efile, "log", kind="diagnostic", hook="on_result")[0]
     result = matching(efile, "result")[0]
     assert note["exit_code"] == 3 and note["run_id"] == result["run_id"] and note["event_seq"] == result["seq"]
@@ -112,26 +122,26 @@ def test_a_hook_that_fails_is_logged_with_its_exit_code(efile, workdir):
     assert "exited with code 3" in note["message"]
 
 
-def test_a_failing_hooks_diagnostic_names_the_runtime_log_that_holds_its_stderr(efile, workdir):
+def test_a_failing_hooks_diagnostic_names_the_runtime_log_that_holds_its_stderr(efile, workdir, project):
     command = "%s -c %s" % (shlex.quote(sys.executable), shlex.quote("import sys; sys.exit('hook says no')"))
-    ok("send", efile, "hi", "--adapter", "mock", "--on-result", command, "--wait")
+    ok("send", efile, "hi", "--adapter", "mock", "--cwd", project, "--on-result", command, "--wait")
     note = wait_matching(efile, "log", kind="diagnostic", hook="on_result")[0]
     runtime_log = os.path.realpath(efile) + ".d/runtime.log"
     assert note["message"].endswith("exited with code 1; its stderr went to %s" % runtime_log), note["message"]
     assert b"hook says no" in open(runtime_log, "rb").read()
 
 
-def test_a_hook_that_succeeds_leaves_no_line_in_the_file(efile, workdir):
+def test_a_hook_that_succeeds_leaves_no_line_in_the_file(efile, workdir, project):
     command, out = hook(workdir)
-    ok("send", efile, "hi", "--adapter", "mock", "--on-result", command, "--wait")
+    ok("send", efile, "hi", "--adapter", "mock", "--cwd", project, "--on-result", command, "--wait")
     wait_records(out, 1)
     wait_for(lambda: b"succeeded" in open(efile + ".d/runtime.log", "rb").read(), what="the runtime log's note")
     assert not matching(efile, "log", kind="diagnostic")
 
 
-def test_a_hook_program_removed_after_the_first_send_is_logged(efile, workdir):
+def test_a_hook_program_removed_after_the_first_send_is_logged(efile, workdir, project):
     gone_later = program(workdir / "bin", "gone-later", "cat >/dev/null")
-    ok("send", efile, "hi", "--adapter", "mock", "--on-result", gone_later + " --flag", "--wait")
+    ok("send", efile, "hi", "--adapter", "mock", "--cwd", project, "--on-result", gone_later + " --flag", "--wait")
     wait_for(lambda: b"succeeded" in open(efile + ".d/runtime.log", "rb").read(), what="the first hook's end")
     os.unlink(gone_later)  # not before: the shell may not have read it yet
     ok("send", efile, "again", "--wait")
@@ -141,15 +151,16 @@ def test_a_hook_program_removed_after_the_first_send_is_logged(efile, workdir):
     ok("send", efile, "third", "--wait")
 
 
-def test_a_hook_program_that_does_not_exist_is_refused_by_the_first_send(efile, workdir):
-    proc = run("send", efile, "hi", "--adapter", "mock", "--on-result", str(workdir / "no-such-hook") + " --flag")
+def test_a_hook_program_that_does_not_exist_is_refused_by_the_first_send(efile, workdir, project):
+    proc = run("send", efile, "hi", "--adapter", "mock", "--cwd", project, "--on-result",
+               str(workdir / "no-such-hook") + " --flag")
     assert proc.returncode == 2 and b"is not a file" in proc.stderr and proc.stderr.count(b"\n") == 1
     assert not os.path.exists(efile)
 
 
-def test_at_most_four_hooks_run_at_once_and_the_others_wait(efile, workdir):
+def test_at_most_four_hooks_run_at_once_and_the_others_wait(efile, workdir, project):
     command, out = hook(workdir, "release")
-    ok("send", efile, "0", "--adapter", "mock", "--on-result", command, "--wait")
+    ok("send", efile, "0", "--adapter", "mock", "--cwd", project, "--on-result", command, "--wait")
     for n in range(1, 6):
         ok("send", efile, str(n), "--wait")
     assert len(wait_records(out, 4)) == 4
@@ -168,9 +179,9 @@ def test_at_most_four_hooks_run_at_once_and_the_others_wait(efile, workdir):
     assert len({json.loads(r["stdin"])["seq"] for r in records(out)}) == 6
 
 
-def test_an_idle_exit_waits_for_the_running_hooks(efile, workdir):
+def test_an_idle_exit_waits_for_the_running_hooks(efile, workdir, project):
     command, out = hook(workdir, "release")
-    ok("send", efile, "hi", "--adapter", "mock", "--on-result", command, "--wait",
+    ok("send", efile, "hi", "--adapter", "mock", "--cwd", project, "--on-result", command, "--wait",
        env=cli_env(HARNESSCTL_IDLE_TIMEOUT="0.2"))
     record = wait_records(out, 1)[0]
     assert runtime_pids(efile)  # the hook keeps it: it would have idled out
@@ -179,9 +190,9 @@ def test_an_idle_exit_waits_for_the_running_hooks(efile, workdir):
     assert os.path.exists(str(out / ("end-%d" % record["pid"])))
 
 
-def test_a_binding_edited_to_add_a_hook_is_refused_and_the_hook_never_runs(efile, workdir):
+def test_a_binding_edited_to_add_a_hook_is_refused_and_the_hook_never_runs(efile, workdir, project):
     command, out = hook(workdir)
-    ok("send", efile, "hi", "--adapter", "mock", "--wait", env=cli_env(HARNESSCTL_IDLE_TIMEOUT="0.3"))
+    ok("send", efile, "hi", "--adapter", "mock", "--cwd", project, "--wait", env=cli_env(HARNESSCTL_IDLE_TIMEOUT="0.3"))
     wait_for(lambda: not runtime_pids(efile), what="idle exit")
     binding = json.load(open(efile + ".d/binding.json"))
     with open(efile + ".d/binding.json", "w") as f:
@@ -192,9 +203,9 @@ def test_a_binding_edited_to_add_a_hook_is_refused_and_the_hook_never_runs(efile
     assert records(out) == []
 
 
-def test_a_later_send_cannot_change_or_add_a_hook(efile, workdir):
+def test_a_later_send_cannot_change_or_add_a_hook(efile, workdir, project):
     command, _ = hook(workdir)
-    ok("send", efile, "hi", "--adapter", "mock", "--wait")
+    ok("send", efile, "hi", "--adapter", "mock", "--cwd", project, "--wait")
     proc = run("send", efile, "again", "--on-result", command)
     assert proc.returncode == 2 and b"on_result is bound" in proc.stderr
 
@@ -206,10 +217,10 @@ def test_send_help_lists_the_hooks_and_their_knobs():
         assert part in text, part
 
 
-def test_sigterm_kills_the_running_hooks_and_the_results_it_writes_run_none(efile, workdir):
+def test_sigterm_kills_the_running_hooks_and_the_results_it_writes_run_none(efile, workdir, project):
     command, out = hook(workdir, "hang")
-    ok("send", efile, "/permission ask me", "--adapter", "mock", "--on-request", command, "--on-result", command,
-       env=cli_env(HARNESSCTL_HOOK_TIMEOUT="600"))
+    ok("send", efile, "/permission ask me", "--adapter", "mock", "--cwd", project, "--on-request", command,
+       "--on-result", command, env=cli_env(HARNESSCTL_HOOK_TIMEOUT="600"))
     wait_records(out, 1)
     (pid,) = runtime_pids(efile)
     os.kill(pid, signal.SIGTERM)
@@ -219,16 +230,16 @@ def test_sigterm_kills_the_running_hooks_and_the_results_it_writes_run_none(efil
     assert len(records(out)) == 1 and not matching(efile, "log", kind="diagnostic")
 
 
-def test_a_hook_timeout_that_is_not_a_number_is_refused_by_the_send(efile, workdir):
+def test_a_hook_timeout_that_is_not_a_number_is_refused_by_the_send(efile, workdir, project):
     command, _ = hook(workdir)
-    proc = run("send", efile, "hi", "--adapter", "mock", "--on-result", command,
+    proc = run("send", efile, "hi", "--adapter", "mock", "--cwd", project, "--on-result", command,
                env=cli_env(HARNESSCTL_HOOK_TIMEOUT="soon"))
     assert proc.returncode == 2 and b"HARNESSCTL_HOOK_TIMEOUT" in proc.stderr
 
 
-def test_a_run_the_harness_ends_by_crashing_runs_the_result_hook(efile, workdir):
+def test_a_run_the_harness_ends_by_crashing_runs_the_result_hook(efile, workdir, project):
     command, out = hook(workdir)
-    ok("send", efile, "/crash", "--adapter", "mock", "--on-result", command)
+    ok("send", efile, "/crash", "--adapter", "mock", "--cwd", project, "--on-result", command)
     result = wait_results(efile, 1)[0]
     assert result["status"] == "failed"
     record = wait_records(out, 1)[0]
@@ -262,9 +273,9 @@ def test_hooks_beyond_four_running_and_sixty_four_waiting_are_dropped_with_a_dia
     assert not runner._queue
 
 
-def test_a_binding_edited_under_a_live_runtime_to_add_a_hook_never_runs_it(efile, workdir):
+def test_a_binding_edited_under_a_live_runtime_to_add_a_hook_never_runs_it(efile, workdir, project):
     command, out = hook(workdir)
-    ok("send", efile, "hi", "--adapter", "mock", "--wait", env=cli_env(HARNESSCTL_IDLE_TIMEOUT="1"))
+    ok("send", efile, "hi", "--adapter", "mock", "--cwd", project, "--wait", env=cli_env(HARNESSCTL_IDLE_TIMEOUT="1"))
     binding = json.load(open(efile + ".d/binding.json"))
     with open(efile + ".d/binding.json", "w") as f:
         json.dump(dict(binding, on_result=command), f)
@@ -330,10 +341,10 @@ def test_an_interpreters_script_outside_the_cwd_is_recorded_absolute(efile, work
     assert words[1:] == ["-u", os.path.realpath(str(workdir / "hook.py")), "x"]
 
 
-def test_a_hook_program_found_on_path_is_recorded_absolute(efile, workdir):
+def test_a_hook_program_found_on_path_is_recorded_absolute(efile, workdir, project):
     path = program(workdir / "bin", "my-notify", "cat >/dev/null")
     env = cli_env(PATH="%s:%s" % (workdir / "bin", os.environ["PATH"]))
-    ok("send", efile, "hi", "--adapter", "mock", "--on-result", "my-notify --quiet", env=env)
+    ok("send", efile, "hi", "--adapter", "mock", "--cwd", project, "--on-result", "my-notify --quiet", env=env)
     assert json.load(open(efile + ".d/binding.json"))["on_result"] == os.path.realpath(path) + " --quiet"
 
 
@@ -353,9 +364,9 @@ def test_a_hook_from_the_variable_inside_the_cwd_is_refused(efile, workdir):
     assert proc.returncode == 2 and b"HARNESSCTL_ON_RESULT: refusing the hook" in proc.stderr
 
 
-def test_status_shows_that_a_hook_is_bound_never_its_command_line(efile, workdir):
+def test_status_shows_that_a_hook_is_bound_never_its_command_line(efile, workdir, project):
     secret = "sh -c 'cat >/dev/null' -- 'Authorization: Bearer s3cret'"
-    ok("send", efile, "hi", "--adapter", "mock", "--on-result", secret, "--wait",
+    ok("send", efile, "hi", "--adapter", "mock", "--cwd", project, "--on-result", secret, "--wait",
        env=cli_env(HARNESSCTL_IDLE_TIMEOUT="0.3"))
     line = ok("status", efile).stdout
     assert json.loads(line)["on_result"] is True and "on_request" not in json.loads(line)

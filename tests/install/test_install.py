@@ -271,6 +271,18 @@ def test_development_install_sees_an_adapter_added_to_the_checkout(development):
     assert helped.returncode == 0 and b"tiny" in helped.stdout, helped.stderr
 
 
+def test_development_install_runs_the_hook_tests(development):
+    """The README's test command on the hook tests, from the venv it puts inside the checkout: they bind a
+    scratch cwd, never the checkout, which holds the interpreter their hooks run (issue 47: before, 14 hooks
+    refused as lying inside the bound cwd)."""
+    env = newcomer_env(str(development.parent / "home"))
+    env["PATH"] = str(development / ".venv" / "bin") + os.pathsep + env["PATH"]  # as `. .venv/bin/activate`
+    ran = subprocess.run(["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/commands/test_hooks.py",
+                          "--basetemp", str(development.parent / "hooks-tmp")], cwd=str(development), env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+    assert ran.returncode == 0, ran.stdout.decode()[-3000:]
+
+
 def test_development_install_forks_a_session(development, workdir):
     """`fork` imports the bound adapter's backend in the command itself, which the editable install runs
     without the checkout on sys.path (issue 47: before, `No module named 'adapters'`)."""
