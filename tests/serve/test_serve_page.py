@@ -1,6 +1,7 @@
 """The pages of `harnessctl serve` in a real headless Chromium: a real serve over mock sessions made with the
 real CLI, and each page used as a person uses it (a click, a typed text).  What the page does is judged by
-the event file, what it shows by the page's own elements.  The last test draws the README's pictures."""
+the event file, what it shows by the page's own elements.  The last test draws the README's pictures
+(into docs/images only with HARNESSCTL_REDRAW_PICTURES=1)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import serve_support
 from harnessctl import landlock
 
 IMAGES = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "docs", "images")
+REDRAW = "HARNESSCTL_REDRAW_PICTURES"  # =1: the last test redraws IMAGES (docs/DEVELOPMENT.md)
 HOSTILE = "<script>alert(1)</script> <img src=x onerror=alert(2)> \x1b[31mred\x1b]0;title\x07"
 ASK_NPM_TEST = "/permission command:npm test"
 
@@ -251,8 +253,33 @@ def test_cancel_button_cancels_the_running_run(page, fleet):
     assert result["status"] == "cancelled"
 
 
-def test_readme_pictures_of_the_fleet_and_of_a_session_awaiting_approval(page, fleet):
-    """docs/images/serve-fleet.png and serve-session.png, drawn anew by every run so they never go stale."""
+def pictures_folder(tmp_path) -> str:
+    """Where the README's pictures go: docs/images when HARNESSCTL_REDRAW_PICTURES=1 asks for them, else a
+    scratch folder, so that a test run leaves the checkout as it found it (.ci/run fails on a changed tracked
+    file) and still proves that the pictures can be taken."""
+    return IMAGES if os.environ.get(REDRAW) == "1" else str(tmp_path / "images")
+
+
+def tracked_pictures() -> Dict[str, bytes]:
+    """docs/images' files and their bytes."""
+    found = {}
+    for name in sorted(os.listdir(IMAGES)):
+        with open(os.path.join(IMAGES, name), "rb") as f:
+            found[name] = f.read()
+    return found
+
+
+def test_readme_pictures_are_drawn_in_the_checkout_only_when_asked(tmp_path, monkeypatch):
+    monkeypatch.delenv(REDRAW, raising=False)
+    assert pictures_folder(tmp_path) == str(tmp_path / "images")
+    monkeypatch.setenv(REDRAW, "1")
+    assert pictures_folder(tmp_path) == IMAGES
+
+
+def test_readme_pictures_of_the_fleet_and_of_a_session_awaiting_approval(page, fleet, tmp_path):
+    """docs/images/serve-fleet.png and serve-session.png: every run draws them, in a scratch folder, and
+    HARNESSCTL_REDRAW_PICTURES=1 over the tracked ones, so that a change to the pages is one command away from
+    its pictures."""
     fleet.send("fix-flaky-test.jsonl", "/plan x read the failing test | > fix the race in the queue | run the suite\n"
                "/tool npm test -- --runInBand\n/edit src/queue.js\n/permission command:npm test -- --runInBand")
     fleet.send("bump-dependencies.jsonl", "/usage 48210 3120\nbump the minor versions and update the lockfile",
@@ -268,15 +295,18 @@ def test_readme_pictures_of_the_fleet_and_of_a_session_awaiting_approval(page, f
     open_fleet(page, fleet, 6)
     page.wait_for("document.querySelectorAll('tr.awaiting').length === 2 && "
                   "document.querySelectorAll('tr.state-running').length === 1")
-    os.makedirs(IMAGES, exist_ok=True)
-    fleet_png = os.path.join(IMAGES, "serve-fleet.png")
+    images, before = pictures_folder(tmp_path), tracked_pictures()
+    os.makedirs(images, exist_ok=True)
+    fleet_png = os.path.join(images, "serve-fleet.png")
     page.screenshot(fleet_png)
     open_session(page, fleet, "fix-flaky-test.jsonl")
     page.wait_for("!!document.querySelector('button.answer[data-answer=\"allow\"]')")
     page.evaluate("document.querySelectorAll('#transcript details').forEach((fold) => { fold.open = true; })")
-    session_png = os.path.join(IMAGES, "serve-session.png")
+    session_png = os.path.join(images, "serve-session.png")
     page.screenshot(session_png)
     for path in (fleet_png, session_png):
         with open(path, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n", path
+    if images != IMAGES:
+        assert tracked_pictures() == before  # issue 47: every run redrew them, leaving the checkout changed
 
