@@ -622,6 +622,35 @@ def test_a_missing_dir_named_with_its_slash_is_exit_4(scratch):
     assert len(err.splitlines()) == 1 and "nonexistent" in err
 
 
+def test_a_file_not_there_yet_is_served_with_one_warning_line_naming_it(scratch):
+    """`serve ~/agnet` (a mistyped folder) is a FILE a send may create: served, but not silently."""
+    typo, later = os.path.join(scratch.base, "agnet"), scratch.file("later.jsonl")
+    serve = scratch.serve(typo, scratch.fleet, later)
+    feed = serve.feed()
+    assert [row["file"] for row in feed.first_rows()] == [typo, later]
+    feed.close()
+    code, _, err = serve.stop()
+    lines = err.decode().splitlines()
+    assert code == 0 and len(lines) == 2, lines
+    for line, path in zip(lines, (typo, later)):
+        assert line.startswith("harnessctl: warning: nothing at %s: " % path) and "folder" in line, line
+
+
+def test_a_file_in_a_folder_that_does_not_exist_is_exit_4(scratch):
+    """No send can create it (send refuses a missing folder), so it is the typo a missing DIR/ is."""
+    missing = os.path.join(scratch.base, "agnet")
+    code, out, err = serve_error(scratch, scratch.fleet, os.path.join(missing, "a.jsonl"))
+    assert (code, out) == (4, b"")
+    assert len(err.splitlines()) == 1 and "no such directory: %s " % missing in err, err
+
+
+def test_an_existing_file_and_folder_give_no_warning(scratch):
+    path = scratch.file("a.jsonl")
+    scratch.send(path, "hello", "--wait")
+    _, _, err = scratch.serve(scratch.fleet, path).stop()
+    assert err == b""
+
+
 def test_a_port_in_use_is_exit_5(scratch):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
