@@ -38,7 +38,8 @@ def serve_fleet(args: List[str], port: str, host: str, emit: Callable[[str], Non
     if not is_loopback(host):
         say("harnessctl: warning: serving on %s, not only on this machine: anyone who reaches it and learns the "
             "token can answer your agents' requests" % host)
-    signal.signal(signal.SIGTERM, _interrupted)
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal of `ssh -t box harnessctl serve` closed
+        signal.signal(signum, _interrupted)
     try:  # an interrupt as soon as the URL is out (a script that read it and stops serve) is exit 0 too
         fleet.start()
         emit(server.guard.url())

@@ -276,6 +276,12 @@ def test_sigterm_ends_serve_with_exit_0(scratch):
     assert scratch.serve().stop(signal.SIGTERM)[0] == 0
 
 
+def test_sighup_ends_serve_with_exit_0(scratch):
+    """`ssh -t box harnessctl serve`: the tunnel closing hangs up the remote terminal, and serve ends."""
+    code, _, err = scratch.serve().stop(signal.SIGHUP)
+    assert (code, err) == (0, b"")
+
+
 def test_sigint_ends_serve_with_exit_0(scratch):
     code, _, err = scratch.serve().stop(signal.SIGINT)
     assert (code, err) == (0, b"")
@@ -348,8 +354,22 @@ def test_a_post_naming_another_host_is_refused_even_with_the_token(bed):
     assert critical(target) == before
 
 
-def test_a_host_header_with_another_port_is_refused(bed):
-    assert bed.server.get("/", headers={"Host": "127.0.0.1:%d" % (bed.server.port + 1)})[0] == 403
+@pytest.mark.parametrize("name", ["localhost", "127.0.0.1"])
+def test_a_host_header_with_another_port_is_accepted_as_a_tunnel_sends_it(bed, name):
+    """`ssh -L 9090:127.0.0.1:8080 box harnessctl serve --port 8080`: the browser says port 9090.  The port
+    guards nothing (a rebinding page is told by its DNS name), so the tunnel works."""
+    headers = {"Host": "%s:%d" % (name, bed.server.port + 1)}
+    assert bed.server.get("/", headers=headers)[0] == 200
+    assert bed.server.get("/events", headers=headers)[0] == 200
+
+
+def test_a_refused_host_says_why_and_what_to_do_without_the_token(bed):
+    status, _, body = bed.server.get("/", headers={"Host": "evil.example:%d" % bed.server.port})
+    text = body.decode()
+    assert status == 403 and text.count("\n") == 1, text
+    for part in ("'evil.example:%d'" % bed.server.port, "DNS name", "127.0.0.1:LOCAL_PORT", "URL"):
+        assert part in text, (part, text)
+    assert bed.server.token not in text
 
 
 @pytest.mark.parametrize("name", ["localhost", "127.0.0.1"])
