@@ -564,6 +564,15 @@ def test_an_awaiting_reply_session_has_a_row_awaiting_reply(scratch):
     feed.close()
 
 
+def test_a_failed_session_has_a_row_failed_for_the_header_to_count(scratch):
+    path = scratch.file("a.jsonl")
+    scratch.send(path, "/fail")
+    wait_for(lambda: scratch.status(path)["state"] == "failed", WAIT, "failed")
+    feed = scratch.serve().feed()
+    assert [(row["name"], row["state"]) for row in feed.first_rows()] == [("a.jsonl", "failed")]
+    feed.close()
+
+
 def test_a_row_on_the_feed_follows_a_reply_made_from_the_command_line(scratch):
     path = scratch.file("a.jsonl")
     scratch.asking(path)
@@ -731,6 +740,8 @@ def test_an_ssh_address_is_listed_with_its_remote_state(scratch, ssh_bed):
     scratch.send(address, "/sleep 60")
     feed = scratch.serve(address).feed()
     _, row = feed.until(lambda name, data: name == "row" and data["file"] == address, "the remote row")
-    assert (row["state"], row["adapter"], row["name"]) == ("running", "mock", "remote.jsonl")
+    assert (row["state"], row["adapter"], row["name"]) == ("running", "mock", "remote.jsonl on h1")
+    _, _, page = scratch.serves[-1].get("/session", file=address)
+    assert "<h1>remote.jsonl on h1</h1>" in page.decode()
     feed.close()
     ok("cancel", address, env=scratch.env)
