@@ -176,7 +176,9 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
 
         say(overview())
         return 2
-    if "-h" in options_part or "--help" in options_part:
+    if ("-h" in options_part or "--help" in options_part) and (argv[0] in POSITIONALS or argv[0].startswith("-")):
+        # `nosuch --help` falls through to parse's unknown-command error (exit 2): a script asking
+        # whether a command exists must not be told yes by the overview and exit 0.
         from .helptext import command_help, overview
 
         emit(command_help(argv[0], fixed_adapter) if argv[0] in POSITIONALS else overview())

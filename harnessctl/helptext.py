@@ -107,8 +107,9 @@ CODES = {
     "fork": {0: "NEWFILE made: its line is printed", 1: None,
              2: "usage or input error: NEWFILE exists, or FILE's harness cannot fork (nothing was written)",
              3: "FILE has a run going or a request waiting, or no conversation yet", 4: None, 6: None},
-    "serve": {0: "interrupted (Ctrl-C, SIGTERM): it served until then", 1: None, 2: None,
-              4: "DIR/ (named with its slash) does not exist", 5: "the port cannot be listened on (in use, refused)"},
+    "serve": {0: "interrupted (Ctrl-C, SIGTERM, SIGHUP): it served until then", 1: None, 2: None,
+              4: "DIR/ (named with its slash), or a FILE's folder, does not exist",
+              5: "the port cannot be listened on (in use, refused)"},
 }
 
 
@@ -336,7 +337,8 @@ of the arguments.
 
 arguments:
   DIR|FILE        event files, and folders of them (their *.jsonl, new ones as
-                  they appear); ssh://host/PATH on another machine (default: .)
+                  they appear); ssh://host/PATH on another machine (default: .);
+                  a FILE not there yet warns, and shows once a send creates it
 
 options:
   --port N        the port (default 0: any free one)

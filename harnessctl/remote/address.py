@@ -32,10 +32,14 @@ class Remote:
         """What one ssh connection reaches: the files of one machine share it."""
         return self.user, self.host, self.port
 
+    @property
+    def authority(self) -> str:
+        """`[user@]host[:port]` as given: how a person named the machine."""
+        return self.given[len(SCHEME):].split("/", 1)[0]
+
     def with_path(self, path: str) -> str:
         """The address of another file on the same machine."""
-        authority = self.given[len(SCHEME):].split("/", 1)[0]
-        return SCHEME + authority + path
+        return SCHEME + self.authority + path
 
 
 def is_remote(text: str) -> bool:

@@ -7,7 +7,8 @@ import os
 import signal
 
 from .. import knobs
-from ..errors import UnavailableError, UsageError
+from ..errors import NotFoundError, UnavailableError, UsageError
+from ..remote.address import is_remote
 from ..sessions import Sessions
 from .fleet import Fleet
 from .guard import Guard, is_loopback
@@ -21,9 +22,12 @@ DEFAULT_HOST = "127.0.0.1"
 
 
 def serve_fleet(args: List[str], port: str, host: str, emit: Callable[[str], None], say: Callable[[str], None]) -> int:
-    """Serve until SIGINT or SIGTERM (exit 0).  `emit` prints the URL line,
+    """Serve until SIGINT, SIGTERM or SIGHUP (exit 0).  `emit` prints the URL line,
     `say` a warning: cli.py's, so that every line out is cleaned the same way."""
     timeout = knobs.seconds(os.environ, "HARNESSCTL_SERVE_TIMEOUT", REQUEST_TIMEOUT)
+    for arg in [arg for arg in args if _not_there_yet(arg)]:  # every exit 4 before any warning
+        say("harnessctl: warning: nothing at %s: served as an event file, shown once a send creates it "
+            "(if you meant a folder, it is not there)" % arg)
     fleet = Fleet(args or ["."], Sessions([]))
     fleet.look()  # a folder that is not there is this command's error, before any port is taken
     try:
@@ -34,7 +38,8 @@ def serve_fleet(args: List[str], port: str, host: str, emit: Callable[[str], Non
     if not is_loopback(host):
         say("harnessctl: warning: serving on %s, not only on this machine: anyone who reaches it and learns the "
             "token can answer your agents' requests" % host)
-    signal.signal(signal.SIGTERM, _interrupted)
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal of `ssh -t box harnessctl serve` closed
+        signal.signal(signum, _interrupted)
     try:  # an interrupt as soon as the URL is out (a script that read it and stops serve) is exit 0 too
         fleet.start()
         emit(server.guard.url())
@@ -45,6 +50,27 @@ def serve_fleet(args: List[str], port: str, host: str, emit: Callable[[str], Non
         fleet.stopped.set()
         server.server_close()
     return 0
+
+
+def _not_there_yet(arg: str) -> bool:
+    """Whether `arg` is a FILE that does not exist yet.  One is served on
+    purpose: its row shows once a send creates it (docs/PROTOCOL.md section
+    24).  But it is also what a mistyped folder looks like (`serve ~/agnet`),
+    so serve_fleet warns of it.  A FILE whose folder is missing too no send
+    can create (send refuses it): exit 4, as a missing DIR/ is."""
+    if is_remote(arg) or arg.endswith("/"):  # asked on its machine; a DIR/ is Fleet.look's error
+        return False
+    try:
+        os.stat(arg)
+        return False
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError):  # unreadable, or a NUL: its row says what is wrong
+        return False
+    folder = os.path.dirname(arg) or "."
+    if not os.path.isdir(folder):
+        raise NotFoundError("no such directory: %s (so no send can create %s)" % (folder, arg))
+    return True
 
 
 def _port(value: str) -> int:

@@ -19,7 +19,7 @@ import threading
 from ..address import under
 from ..commands import error_line, file_status, listed
 from ..errors import HarnessctlError
-from ..remote.address import is_remote
+from ..remote.address import is_remote, parse
 from ..sessions import latest_activity
 from ..visible import shown
 
@@ -190,8 +190,21 @@ class Fleet:
 
 def _placed(row: Row, index: int) -> Row:
     """A status line as a row: its place among the rows and the name it is shown by."""
-    row.update(index=index, name=os.path.basename(row["file"]) or row["file"])
+    row.update(index=index, name=shown_name(row["file"]))
     return row
+
+
+def shown_name(file: str) -> str:
+    """The name a page shows a session by: its file's name, and for an
+    ssh:// session the machine too (`a.jsonl on box`), since the same name
+    on two machines, or here and there, are two sessions."""
+    name = os.path.basename(file.rstrip("/")) or file
+    if is_remote(file):
+        try:
+            return "%s on %s" % (name, parse(file).authority)
+        except HarnessctlError:
+            return file  # not an address status would take: its row's error says so
+    return name
 
 
 def inert(value: Any) -> Any:

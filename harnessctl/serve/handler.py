@@ -150,8 +150,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def _allowed(self, token: Optional[str]) -> bool:
         guard = self.server.guard
-        if not guard.host_ok(self.headers.get("Host")):
-            self._error(403, "the Host header does not name this server")
+        refused = guard.host_refused(self.headers.get("Host"))
+        if refused is not None:
+            self._error(403, refused)
             return False
         if not guard.token_ok(token):
             self._error(403, "a token is needed: open the URL harnessctl serve printed")

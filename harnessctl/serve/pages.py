@@ -8,6 +8,7 @@ from __future__ import annotations
 from html import escape
 
 from ..visible import shown
+from .fleet import shown_name
 
 TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -46,6 +47,6 @@ def page(token: str, file: Optional[str] = None) -> bytes:
     """The fleet page, or with `file` that session's page."""
     if file is None:
         return ((HEAD % {"title": "harnessctl fleet", "token": escape(token)}) + FLEET).encode()
-    name = escape(shown(file.rstrip("/").rsplit("/", 1)[-1] or file))
+    name = escape(shown(shown_name(file)))
     values = {"title": name + " - harnessctl", "token": escape(token), "name": name}
     return ((HEAD % values) + SESSION % values).encode()

@@ -99,3 +99,13 @@ def test_usage_line_names_every_option_and_flag_the_command_accepts(command):
     usage = text.split("\n\n", 1)[0]
     for name in OPTIONS.get(command, ()) + FLAGS.get(command, ()):
         assert "[%s" % name in usage or "%s " % name in usage or "| %s]" % name in usage, name
+
+
+@pytest.mark.parametrize("argv", [("nosuch", "--help"), ("sned", "-h"), ("sned", "x.jsonl", "--help")])
+def test_help_of_an_unknown_command_is_the_unknown_command_error(argv):
+    """A script testing `harnessctl CMD --help` for a command must learn it does not exist (exit 2)."""
+    proc = run(*argv)
+    assert proc.returncode == 2 and proc.stdout == b"", proc
+    line = proc.stderr.decode()
+    assert line.startswith("harnessctl: unknown command %r" % argv[0]) and line.count("\n") == 1, line
+    assert ("did you mean 'send'?" in line) == (argv[0] == "sned"), line

@@ -276,6 +276,12 @@ def test_sigterm_ends_serve_with_exit_0(scratch):
     assert scratch.serve().stop(signal.SIGTERM)[0] == 0
 
 
+def test_sighup_ends_serve_with_exit_0(scratch):
+    """`ssh -t box harnessctl serve`: the tunnel closing hangs up the remote terminal, and serve ends."""
+    code, _, err = scratch.serve().stop(signal.SIGHUP)
+    assert (code, err) == (0, b"")
+
+
 def test_sigint_ends_serve_with_exit_0(scratch):
     code, _, err = scratch.serve().stop(signal.SIGINT)
     assert (code, err) == (0, b"")
@@ -348,8 +354,22 @@ def test_a_post_naming_another_host_is_refused_even_with_the_token(bed):
     assert critical(target) == before
 
 
-def test_a_host_header_with_another_port_is_refused(bed):
-    assert bed.server.get("/", headers={"Host": "127.0.0.1:%d" % (bed.server.port + 1)})[0] == 403
+@pytest.mark.parametrize("name", ["localhost", "127.0.0.1"])
+def test_a_host_header_with_another_port_is_accepted_as_a_tunnel_sends_it(bed, name):
+    """`ssh -L 9090:127.0.0.1:8080 box harnessctl serve --port 8080`: the browser says port 9090.  The port
+    guards nothing (a rebinding page is told by its DNS name), so the tunnel works."""
+    headers = {"Host": "%s:%d" % (name, bed.server.port + 1)}
+    assert bed.server.get("/", headers=headers)[0] == 200
+    assert bed.server.get("/events", headers=headers)[0] == 200
+
+
+def test_a_refused_host_says_why_and_what_to_do_without_the_token(bed):
+    status, _, body = bed.server.get("/", headers={"Host": "evil.example:%d" % bed.server.port})
+    text = body.decode()
+    assert status == 403 and text.count("\n") == 1, text
+    for part in ("'evil.example:%d'" % bed.server.port, "DNS name", "127.0.0.1:LOCAL_PORT", "URL"):
+        assert part in text, (part, text)
+    assert bed.server.token not in text
 
 
 @pytest.mark.parametrize("name", ["localhost", "127.0.0.1"])
@@ -544,6 +564,15 @@ def test_an_awaiting_reply_session_has_a_row_awaiting_reply(scratch):
     feed.close()
 
 
+def test_a_failed_session_has_a_row_failed_for_the_header_to_count(scratch):
+    path = scratch.file("a.jsonl")
+    scratch.send(path, "/fail")
+    wait_for(lambda: scratch.status(path)["state"] == "failed", WAIT, "failed")
+    feed = scratch.serve().feed()
+    assert [(row["name"], row["state"]) for row in feed.first_rows()] == [("a.jsonl", "failed")]
+    feed.close()
+
+
 def test_a_row_on_the_feed_follows_a_reply_made_from_the_command_line(scratch):
     path = scratch.file("a.jsonl")
     scratch.asking(path)
@@ -622,6 +651,35 @@ def test_a_missing_dir_named_with_its_slash_is_exit_4(scratch):
     assert len(err.splitlines()) == 1 and "nonexistent" in err
 
 
+def test_a_file_not_there_yet_is_served_with_one_warning_line_naming_it(scratch):
+    """`serve ~/agnet` (a mistyped folder) is a FILE a send may create: served, but not silently."""
+    typo, later = os.path.join(scratch.base, "agnet"), scratch.file("later.jsonl")
+    serve = scratch.serve(typo, scratch.fleet, later)
+    feed = serve.feed()
+    assert [row["file"] for row in feed.first_rows()] == [typo, later]
+    feed.close()
+    code, _, err = serve.stop()
+    lines = err.decode().splitlines()
+    assert code == 0 and len(lines) == 2, lines
+    for line, path in zip(lines, (typo, later)):
+        assert line.startswith("harnessctl: warning: nothing at %s: " % path) and "folder" in line, line
+
+
+def test_a_file_in_a_folder_that_does_not_exist_is_exit_4(scratch):
+    """No send can create it (send refuses a missing folder), so it is the typo a missing DIR/ is."""
+    missing = os.path.join(scratch.base, "agnet")
+    code, out, err = serve_error(scratch, scratch.fleet, os.path.join(missing, "a.jsonl"))
+    assert (code, out) == (4, b"")
+    assert len(err.splitlines()) == 1 and "no such directory: %s " % missing in err, err
+
+
+def test_an_existing_file_and_folder_give_no_warning(scratch):
+    path = scratch.file("a.jsonl")
+    scratch.send(path, "hello", "--wait")
+    _, _, err = scratch.serve(scratch.fleet, path).stop()
+    assert err == b""
+
+
 def test_a_port_in_use_is_exit_5(scratch):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -682,6 +740,8 @@ def test_an_ssh_address_is_listed_with_its_remote_state(scratch, ssh_bed):
     scratch.send(address, "/sleep 60")
     feed = scratch.serve(address).feed()
     _, row = feed.until(lambda name, data: name == "row" and data["file"] == address, "the remote row")
-    assert (row["state"], row["adapter"], row["name"]) == ("running", "mock", "remote.jsonl")
+    assert (row["state"], row["adapter"], row["name"]) == ("running", "mock", "remote.jsonl on h1")
+    _, _, page = scratch.serves[-1].get("/session", file=address)
+    assert "<h1>remote.jsonl on h1</h1>" in page.decode()
     feed.close()
     ok("cancel", address, env=scratch.env)

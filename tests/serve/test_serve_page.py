@@ -140,6 +140,16 @@ def test_a_boxed_session_says_so_on_its_row_and_on_its_page(page, fleet):
     assert "boxed" in page.wait_for("document.getElementById('facts').textContent")
 
 
+def test_fleet_header_counts_the_failed_sessions(page, fleet):
+    fleet.send("idle.jsonl", "hello", "--wait")
+    fleet.send("failed.jsonl", "/fail")
+    cliutil.wait_matching(fleet.path("failed.jsonl"), "result", status="failed")
+    open_fleet(page, fleet, 2)
+    page.wait_for("document.querySelectorAll('tr.session.state-failed').length === 1")
+    summary = page.evaluate("document.getElementById('summary').textContent")
+    assert summary == "2 sessions, 0 running, 0 awaiting a reply, 1 failed", summary
+
+
 def test_fleet_page_shows_a_new_session_as_its_file_appears(page, fleet):
     fleet.send("first.jsonl", "hello", "--wait")
     open_fleet(page, fleet, 1)

@@ -12,14 +12,29 @@ def test_a_loopback_server_answers_to_its_address_and_localhost(host):
     assert Guard("127.0.0.1", 8080).host_ok(host)
 
 
-@pytest.mark.parametrize("host", ["evil.example:8080", "127.0.0.1.nip.io:8080", "127.0.0.1:8081", "127.0.0.1",
-                                  ":8080", "", None, "[::1]"])
-def test_a_name_another_dns_may_rebind_or_another_port_is_refused(host):
+@pytest.mark.parametrize("host", ["evil.example:8080", "127.0.0.1.nip.io:8080", "evil.example", "localhost.:8080",
+                                  ":8080", "", None, "[evil.example]:8080", "127.0.0.1:80:80"])
+def test_a_name_another_dns_may_rebind_is_refused(host):
     assert not Guard("127.0.0.1", 8080).host_ok(host)
 
 
-def test_a_host_header_without_port_means_port_80():
-    assert Guard("127.0.0.1", 80).host_ok("localhost")
+@pytest.mark.parametrize("host", ["127.0.0.1:9090", "localhost:9090", "[::1]:9090", "127.0.0.1", "localhost", "[::1]"])
+def test_any_port_is_accepted_as_a_tunnel_or_a_forward_changes_it(host):
+    """The port guards nothing against rebinding (told by the name) and a forward changes it legitimately."""
+    assert Guard("127.0.0.1", 8080).host_ok(host)
+
+
+@pytest.mark.parametrize("host", ["evil.example:8080", None])
+def test_a_refused_host_says_what_to_do_and_never_holds_the_token(host):
+    guard = Guard("127.0.0.1", 8080)
+    reason = guard.host_refused(host)
+    assert reason is not None and "URL harnessctl serve printed" in reason and guard.token not in reason
+
+
+def test_a_refusal_names_the_names_the_server_answers_to():
+    assert "an IP address or localhost," in str(Guard("127.0.0.1", 8080).host_refused("evil.example:1"))
+    assert "an IP address or box.lan," in str(Guard("box.lan", 8080).host_refused("evil.example:1"))
+    assert "an IP address," in str(Guard("10.1.2.3", 8080).host_refused("evil.example:1"))
 
 
 def test_localhost_is_refused_when_serving_beyond_loopback():

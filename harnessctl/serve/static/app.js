@@ -109,8 +109,11 @@ function fleetPage() {
     const all = rows.size;
     const waiting = body.querySelectorAll("tr.awaiting").length;
     const running = body.querySelectorAll("tr.state-running").length;
+    const failed = body.querySelectorAll("tr.state-failed").length;
+    const errors = body.querySelectorAll("tr.state-error").length;  // a row whose status could not be read
     document.getElementById("summary").textContent =
-      all + " sessions, " + running + " running, " + waiting + " awaiting a reply";
+      all + " sessions, " + running + " running, " + waiting + " awaiting a reply, " + failed + " failed" +
+      (errors ? ", " + errors + " unreadable" : "");
     document.getElementById("empty").hidden = all > 0;
     document.title = (waiting ? "(" + waiting + ") " : "") + "harnessctl fleet";
   }
