@@ -265,10 +265,14 @@ class Runtime:
         if told and self._is_idle():
             self.shutdown("the harness could not start: %s" % error)
 
-    def harness_exited(self, while_starting: bool, returncode: Optional[int]) -> None:
+    def harness_exited(self, while_starting: bool, returncode: Optional[int], said: str) -> None:
+        """The harness is gone.  `said` (kit.backend.stderr_words) is what the
+        message quotes of its stderr: its own reason for exiting, which the
+        send that fails or the run that ends must show, not only the log."""
         if self.stopping:  # its backend said it could not start, and we stopped for that
             return
-        message = "the harness exited unexpectedly (exit code %s); see %s" % (returncode, self.addr.runtime_log)
+        message = "the harness exited unexpectedly (exit code %s)%s; see %s" % (returncode, said,
+                                                                               self.addr.runtime_log)
         if while_starting:
             self.harness_refused(UnavailableError(message))
             if self.stopping:
