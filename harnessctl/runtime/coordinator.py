@@ -145,7 +145,7 @@ class Runtime:
                 self.binding = self.spending.rebind(self.binding, wanted)  # the one place the binding changes
                 self.spending.check(self.binding)
                 if deliver == "interrupt":
-                    self._cancel()  # what runs and what is held ends; this input starts the next run
+                    self._cancel(item.input_id)  # what runs and what is held ends; this input starts the next run
                 self.sends.add(item, waiter, hold=deliver is not None)
             elif op == "status":
                 waiter.ok(status_line(self.status()))
@@ -217,8 +217,9 @@ class Runtime:
             # the adapter is reporting from inside one of its methods: it hears the cancel after it returned
             self.loop.call_later(0, lambda: self._cancel() if run_id in self.conv.open_runs else None)
 
-    def _cancel(self) -> None:
-        self.sends.drop_held()
+    def _cancel(self, interrupting: Optional[str] = None) -> None:
+        """`cancel FILE`, the budget, or `send --interrupt` (`interrupting`: its input id)."""
+        self.sends.drop_held(interrupting)
         self.cancel.request(sending=self.sends.in_flight is not None)
 
     def _revoke(self, input_id: str) -> None:
