@@ -65,7 +65,6 @@ PERMISSION_CANCELLED = {"outcome": {"outcome": "cancelled"}}  # only when harnes
 QUIET = 10.0  # seconds after session/prompt with no progress: a `warning` says so (docs/ACP.md)
 NO_PROGRESS_ENV = "HARNESSCTL_ACP_NO_PROGRESS_TIMEOUT"
 NO_PROGRESS = 300.0  # seconds with no progress after which a run is given up: cancelled, `failed`
-STDERR_LINES = 3  # lines of the agent's stderr tail a no-progress warning quotes
 
 
 class AcpBackend(ChildBackend):
@@ -389,15 +388,14 @@ class AcpBackend(ChildBackend):
 
     def _agent_words(self, run: Optional[Run]) -> str:
         """What the agent said (of the run): its last reported error, the last
-        line it wrote on stdout that was no message, the last lines of its stderr."""
+        line it wrote on stdout that was no message, and its stderr's line that
+        names an error (else its last lines): an agent's reason is often followed
+        by more output (claude-agent-acp's "Connection refused", fast-agent's
+        "No model configured")."""
         words = "; it reports: %s" % run.said if run is not None and run.said else ""
         if self.unreadable:
             words += "; its stdout said: %s" % wire.cut(self.unreadable, 300)
-        tail = self.child.stderr_tail() if self.child is not None else ""
-        lines = [line.strip() for line in tail.splitlines() if line.strip()][-STDERR_LINES:]
-        if lines:
-            return words + "; its stderr ends: %s" % wire.cut(" | ".join(lines), 600)
-        return words + "; it wrote nothing on stderr"
+        return words + self.stderr_words()
 
     def _steer(self, run: Run, item: Input) -> None:
         self.inflight = item

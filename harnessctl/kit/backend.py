@@ -57,6 +57,43 @@ DELIVERIES = ("start", "steer", "queued")  # Host.accepted(delivery=...)
 RESULT_STATUSES = ("completed", "cancelled", "failed")  # Host.result(status=...)
 REQUEST_KINDS = ("permission", "question", "mode")  # Host.request(kind=...); mode: the agent switches its own mode
 STDERR_TAIL = 2000  # bytes of a child's stderr kept for Child.stderr_tail
+STDERR_LINES = 3  # lines of a child's stderr tail quoted when none of them names an error
+STDERR_QUOTED = 300  # characters of a child's stderr a message quotes at most
+# What a line that says why reads like: codex's "Error: approval_policy = ... is no longer
+# supported", claude-agent-acp's "API Error: Connection refused", fast-agent's "No model configured";
+# an errno name (ECONNREFUSED) counts only in capitals.
+TELLING = (r"\b(errors?|refused|refusing|failed|failure|denied|not set|no model|not configured|not found|"
+           r"cannot|can't|unable|fatal|panic(ked)?|exception|invalid|unauthori[sz]ed|forbidden|(?-i:E[A-Z]{4,}))\b")
+
+
+def stderr_words(tail: str) -> str:
+    """What a message quotes of a child's stderr (`Child.stderr_tail`), as
+    `; its stderr says: LINE`, `; its stderr ends: A | B | C` or `; it wrote
+    nothing on stderr`.  The line quoted is the last that names an error, not
+    merely the last: an agent goes on writing after its reason (codex a stack
+    backtrace, claude-agent-acp its retries and phases, fast-agent advice), so
+    the end alone hides the cause.  An error line ending in `:` takes its
+    next line along (fast-agent's "Model Configuration Error:" / "No model
+    configured").  Cleaned (visible.shown) and at most STDERR_QUOTED characters."""
+    import re
+
+    from ..visible import shown
+
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    if not lines:
+        return "; it wrote nothing on stderr"
+    telling = [i for i, line in enumerate(lines) if re.search(TELLING, line, re.IGNORECASE)]
+    if telling:
+        i = telling[-1]
+        if i > 0 and lines[i - 1].endswith(":") and i - 1 in telling:
+            i -= 1
+        said, what = lines[i] + (" " + lines[i + 1] if lines[i].endswith(":") and i + 1 < len(lines) else ""), "says"
+    else:
+        said, what = " | ".join(lines[-STDERR_LINES:]), "ends"
+    said = shown(said)
+    if len(said) > STDERR_QUOTED:
+        said = said[:STDERR_QUOTED - 1] + "…"
+    return "; its stderr %s: %s" % (what, said)
 
 
 class Config:

@@ -17,7 +17,7 @@ import os
 
 from .. import private
 from ..errors import UsageError
-from .backend import Backend
+from .backend import Backend, stderr_words
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -124,6 +124,11 @@ class ChildBackend(Backend):
 
     def before_stop(self) -> None:
         """What to tell the harness before its stdin closes (e.g. interrupt a turn)."""
+
+    def stderr_words(self) -> str:
+        """What a message quotes of the child's stderr (kit.backend.stderr_words):
+        its line that says why, else its end; `; it wrote nothing on stderr`."""
+        return stderr_words(self.child.stderr_tail() if self.child is not None else "")
 
     # -- lines --------------------------------------------------------------------
 

@@ -83,8 +83,8 @@ def run(command: str, args: List[str], options: Dict[str, str], rules: List[Tupl
         end_with_signals()  # only a command that may wait long pays for the import of signal (enum: ~4 ms)
     if command in NAMING:
         return relay(remote, words(command, paths, options, rules), stdin,
-                     lambda line: emit(json_shown(renamed(line, asked))))
-    return relay(remote, words(command, paths, options, rules), stdin, lambda line: emit(cleaned(line)))
+                     lambda line: emit(json_shown(renamed(line, asked))), asked)
+    return relay(remote, words(command, paths, options, rules), stdin, lambda line: emit(cleaned(line)), asked)
 
 
 def cleaned(line: str) -> str:
@@ -100,17 +100,20 @@ def same_machine(remote: Remote, other: str) -> Remote:
     return parse(other)
 
 
-def relay(remote: Remote, remote_words: List[str], stdin: Optional[bytes], emit: Callable[[str], None]) -> int:
+def relay(remote: Remote, remote_words: List[str], stdin: Optional[bytes], emit: Callable[[str], None],
+          asked: Sequence[Remote] = ()) -> int:
     """Run the remote command: `stdin` written to it, its stdout passed on
     line by line to `emit`, its stderr passed on as it comes, cleaned as a
     local agent's text is (visible.py: an OSC 52 clipboard write is shown,
-    not obeyed).  What ssh itself says (lines that are not `harnessctl: …`)
+    not obeyed), each `harnessctl: …` line naming the files `asked` by
+    their addresses (`addressed`).  What ssh itself says (other lines)
     is held to the end: when ssh fails it is the cause in our one-line
     error, else it follows the output."""
     child = Child(command_line(remote.machine, remote_words), stdin is not None, True)
     held: List[bytes] = []
+    asked = asked or [remote]
     try:
-        _pump(child, stdin or b"", lambda line: _stderr_line(line, held),
+        _pump(child, stdin or b"", lambda line: _stderr_line(line, held, asked),
               lambda line: emit(line.decode("utf-8", "surrogateescape")))
         code = child.wait()
     except BaseException:
@@ -176,11 +179,29 @@ def _feed(child: Child, left: memoryview, poller: Any) -> memoryview:
     return left
 
 
-def _stderr_line(line: bytes, held: List[bytes]) -> None:
+def _stderr_line(line: bytes, held: List[bytes], asked: Sequence[Remote]) -> None:
     if line.startswith(b"harnessctl: "):
-        _write(sys.stderr, _shown(line))
+        _write(sys.stderr, _shown(addressed(line, asked)))
     elif line.strip():
         held.append(line)
+
+
+def addressed(line: bytes, asked: Sequence[Remote]) -> bytes:
+    """A `harnessctl: …` line of the remote's with the machine named: each
+    file asked that it names by its remote path is named by its address as
+    given (`no such event file: ssh://box/…/nope.jsonl`); a line that names
+    none of them (a path the remote resolved through a symlink, a message
+    about no file) gets the first address in front.  The remote harnessctl
+    knows nothing of ssh: without this, its error reads as a local file's."""
+    import re
+
+    given = {os.fsencode(remote.path): os.fsencode(remote.given) for remote in asked}
+    paths = b"|".join(re.escape(path) for path in sorted(given, key=len, reverse=True))  # one pass, longest first
+    named = re.sub(paths, lambda match: given[match.group()], line)
+    if named != line:
+        return named
+    prefix = b"harnessctl: "
+    return prefix + os.fsencode(asked[0].given) + b": " + line[len(prefix):]
 
 
 def _shown(line: bytes) -> bytes:

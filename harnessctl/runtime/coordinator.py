@@ -145,7 +145,7 @@ class Runtime:
                 self.binding = self.spending.rebind(self.binding, wanted)  # the one place the binding changes
                 self.spending.check(self.binding)
                 if deliver == "interrupt":
-                    self._cancel()  # what runs and what is held ends; this input starts the next run
+                    self._cancel(item.input_id)  # what runs and what is held ends; this input starts the next run
                 self.sends.add(item, waiter, hold=deliver is not None)
             elif op == "status":
                 waiter.ok(status_line(self.status()))
@@ -217,8 +217,9 @@ class Runtime:
             # the adapter is reporting from inside one of its methods: it hears the cancel after it returned
             self.loop.call_later(0, lambda: self._cancel() if run_id in self.conv.open_runs else None)
 
-    def _cancel(self) -> None:
-        self.sends.drop_held()
+    def _cancel(self, interrupting: Optional[str] = None) -> None:
+        """`cancel FILE`, the budget, or `send --interrupt` (`interrupting`: its input id)."""
+        self.sends.drop_held(interrupting)
         self.cancel.request(sending=self.sends.in_flight is not None)
 
     def _revoke(self, input_id: str) -> None:
@@ -265,10 +266,14 @@ class Runtime:
         if told and self._is_idle():
             self.shutdown("the harness could not start: %s" % error)
 
-    def harness_exited(self, while_starting: bool, returncode: Optional[int]) -> None:
+    def harness_exited(self, while_starting: bool, returncode: Optional[int], said: str) -> None:
+        """The harness is gone.  `said` (kit.backend.stderr_words) is what the
+        message quotes of its stderr: its own reason for exiting, which the
+        send that fails or the run that ends must show, not only the log."""
         if self.stopping:  # its backend said it could not start, and we stopped for that
             return
-        message = "the harness exited unexpectedly (exit code %s); see %s" % (returncode, self.addr.runtime_log)
+        message = "the harness exited unexpectedly (exit code %s)%s; see %s" % (returncode, said,
+                                                                               self.addr.runtime_log)
         if while_starting:
             self.harness_refused(UnavailableError(message))
             if self.stopping:

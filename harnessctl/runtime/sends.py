@@ -24,6 +24,8 @@ from .supervisor import READY, STOPPED
 
 REVOKED = "revoked"  # the error_class of a held input taken back by `cancel FILE INPUT_ID`
 REVOKED_WHY = "revoked by harnessctl cancel before it reached the harness"
+DROPPED = "dropped"  # the error_class of a held input a `send --interrupt` dropped
+DROPPED_WHY = "dropped by an --interrupt send (input %s) before it reached the harness"
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -131,10 +133,14 @@ class Sends:
         return ("input %s was already delivered to the harness (%s): `harnessctl cancel FILE` cancels the run"
                 % (input_id, "run %s" % run_id if run_id else "its run is not known yet"))
 
-    def drop_held(self) -> None:
-        """A cancel: every held input ends `cancelled`, in no run (as a harness's held ones do)."""
+    def drop_held(self, interrupting: Optional[str] = None) -> None:
+        """A cancel: every held input ends `cancelled`, in no run (as a harness's held ones do).
+        Dropped by `send --interrupt` (`interrupting`: its input id), each says so: a
+        result with no reason would read as a cancel nobody asked for."""
         items, self.held = list(self.held), deque()
-        if items:
+        if items and interrupting is not None:
+            self._hands.dropped([i.input_id for i in items], "cancelled", DROPPED_WHY % interrupting, DROPPED)
+        elif items:
             self._hands.dropped([i.input_id for i in items], "cancelled")
 
     def fail_held(self, error: HarnessctlError) -> None:

@@ -15,7 +15,7 @@ import time
 from .. import pidfile, registry
 from ..checks.policy import native_mode
 from ..errors import HarnessctlError, UnavailableError
-from ..kit.backend import Config
+from ..kit.backend import Config, stderr_words
 from .proc import MAX_LINE, Process
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
         def harness_refused(self, error: HarnessctlError) -> None: ...
 
-        def harness_exited(self, while_starting: bool, returncode: Optional[int]) -> None: ...
+        def harness_exited(self, while_starting: bool, returncode: Optional[int], said: str) -> None: ...
 
         def diagnostic(self, message: str, level: str = "warning", **fields: Any) -> None: ...
 
@@ -178,10 +178,13 @@ class Supervisor:
         if generation != self.generation:
             return
         was, backend = self.state, self.backend
+        # the harness's own reason (codex's "Error: approval_policy ... is no longer
+        # supported"), for whatever the exit ends: otherwise only in the runtime log
+        said = stderr_words(self.child.stderr_tail()) if self.child is not None else ""
         self.child = None
         try:
             if backend is not None:
                 backend.on_exit(returncode)
         finally:
             self.drop()
-        self.moments.harness_exited(was == STARTING, returncode)
+        self.moments.harness_exited(was == STARTING, returncode, said)

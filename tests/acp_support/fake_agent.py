@@ -37,8 +37,8 @@ What a prompt does is said by its text:
   /fail CODE      answer the prompt with a JSON-RPC error of that code
   /stop REASON    end with that stopReason
   /plan           a plan update
-  /silent         nothing over ACP until cancelled, "cannot reach the model" on stderr
-                  (claude-agent-acp retrying a closed port)
+  /silent         nothing over ACP until cancelled, "Connection refused" on stderr and
+                  then three lines of chatter (claude-agent-acp retrying a closed port)
   /notice         "echo: notice", then a warning notice (as a `notice` update when the
                   client advertised session.notices, else as claude-agent-acp's
                   informational message text)
@@ -225,7 +225,9 @@ def play(turn: Turn) -> Optional[str]:
         chunk(turn, "stopping", "msg-1")
         return words[1] if len(words) > 1 else "max_tokens"
     if command == "/silent":
-        sys.stderr.write("fake: API Error: Connection refused (ECONNREFUSED), retrying\n")
+        # as claude-agent-acp does: the reason, then lines that say nothing of it
+        sys.stderr.write("fake: API Error: Connection refused (ECONNREFUSED), retrying\n"
+                         + "[idle-compaction] skip: cache TTL is unknown, not 1h\n" * 3)
         sys.stderr.flush()
         turn.cancelled.wait(600)
         return "cancelled"

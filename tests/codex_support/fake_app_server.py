@@ -27,6 +27,10 @@ Environment knobs:
                             "no active turn to steer"; "late-ok": a steer is consumed and the
                             turn completes before the steer's own answer is written
     FAKE_CODEX_START_DELAY  seconds to wait before answering turn/start
+
+A config.toml in FAKE_CODEX_HOME holding `approval_policy = "untrusted"` makes it exit 1 at
+start with codex 0.171.0's stderr for that (its reason, then a stack backtrace), before reading
+a line.
 """
 
 from __future__ import annotations
@@ -357,5 +361,35 @@ class Server:
         self._complete("interrupted")
 
 
+# what codex 0.171.0 writes when its config.toml sets approval_policy = "untrusted" (recorded)
+UNTRUSTED_STDERR = """\
+WARNING: proceeding, even though we could not create PATH aliases: Refusing to create helper binaries \
+under temporary dir "/tmp" (codex_home: AbsolutePathBuf("/tmp/tmpa1b2c3"))
+Error: approval_policy = "untrusted" is no longer supported; remove this setting
+
+Stack backtrace:
+   0: <unknown>
+   1: <unknown>
+   2: <unknown>
+   3: <unknown>
+   4: <unknown>
+   5: <unknown>
+   6: <unknown>
+"""
+
+
+def refused_config():
+    """codex's refusal of its config.toml, as it starts (exits 1), else nothing."""
+    try:
+        with open(os.path.join(HOME, "config.toml")) as f:
+            config = f.read()
+    except OSError:
+        return
+    if 'approval_policy = "untrusted"' in config:
+        sys.stderr.write(UNTRUSTED_STDERR)
+        sys.exit(1)
+
+
 if __name__ == "__main__":
+    refused_config()
     Server().run()

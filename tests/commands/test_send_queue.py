@@ -10,6 +10,7 @@ import os
 import sys
 
 from cliutil import cli_env, of_type, ok, results, run, runtime_pids, status, wait_for, wait_results
+from schemacheck import check_event
 
 M = ("--adapter", "mock")
 WEDGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "wedge_agent.py")
@@ -103,13 +104,16 @@ def test_send_interrupt_to_an_idle_session_starts_a_run(efile):
     assert accepted(efile, input_id)["delivery"] == "start"
 
 
-def test_send_interrupt_drops_what_was_queued_before_it(efile):
+def test_send_interrupt_drops_what_was_queued_before_it_saying_why(efile):
     busy(efile)
     queued = sent(efile, "queued", "--queue")
-    sent(efile, "instead", "--interrupt")
+    interrupting = sent(efile, "instead", "--interrupt")
     wait_results(efile, 3)
     dropped = [r for r in results(efile) if r["input_ids"] == [queued]]
     assert [(r["status"], r["run_id"]) for r in dropped] == [("cancelled", None)]
+    assert dropped[0]["error"] == ("dropped by an --interrupt send (input %s) before it reached the harness"
+                                   % interrupting)
+    assert dropped[0]["error_class"] == "dropped" and check_event(dropped[0]) == []
     assert ["queued"] not in harness_saw(efile)
 
 

@@ -168,15 +168,25 @@ def test_a_local_schema_file_is_read_locally_and_sent(efile, ssh_env):
     assert of_type(efile, "accepted")[0]["schema"] == schema
 
 
-def test_a_missing_remote_file_exits_4_with_the_remote_error_line(workdir, ssh_env):
+def test_a_missing_remote_file_exits_4_with_the_remote_error_line_naming_its_address(workdir, ssh_env):
     missing = str(workdir / "none.jsonl")
     for args in (("status", address("h1", missing)), ("cancel", address("h1", missing)),
                  ("reply", address("h1", missing), "req-1", "allow")):
         proc = run(*args, env=ssh_env)
         assert (proc.returncode, proc.stdout) == (4, b""), (args, proc.stderr)
-        assert proc.stderr.startswith(b"harnessctl: ") and proc.stderr.count(b"\n") == 1, proc.stderr
-        assert os.fsencode(missing) in proc.stderr
+        assert proc.stderr == b"harnessctl: no such event file: %s (a send creates it)\n" % os.fsencode(
+            address("h1", missing)), proc.stderr
     assert not os.path.exists(missing)
+
+
+def test_a_remote_error_about_the_file_by_another_name_still_names_the_address(workdir, ssh_env):
+    """The remote names the file by its resolved path: the address asked leads the line."""
+    os.symlink(str(workdir), str(workdir / "link"))
+    missing = str(workdir / "link" / "none.jsonl")
+    proc = run("status", address("h1", missing), env=ssh_env)
+    assert (proc.returncode, proc.stdout) == (4, b""), proc.stderr
+    assert proc.stderr.startswith(b"harnessctl: %s: no such event file: " % os.fsencode(address("h1", missing)))
+    assert proc.stderr.count(b"\n") == 1, proc.stderr
 
 
 def test_an_answer_the_remote_request_does_not_allow_exits_2_and_changes_nothing(efile, ssh_env):

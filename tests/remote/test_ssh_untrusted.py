@@ -125,5 +125,6 @@ def test_the_remote_stderr_reaches_the_terminal_with_its_escapes_shown(fake, efi
     proc = run("log", address("h1", efile), env=env)
     assert proc.returncode == 0, proc.stderr
     assert b"\x1b" not in proc.stderr and b"\x07" not in proc.stderr, proc.stderr
-    assert proc.stderr.decode().splitlines() == ["harnessctl: warning: \\x1b]52;c;cm0gLXJmIH4K\\x07",
+    assert proc.stderr.decode().splitlines() == ["harnessctl: %s: warning: \\x1b]52;c;cm0gLXJmIH4K\\x07"
+                                                 % address("h1", efile),
                                                  "something else \\x1b]52;c;cm0gLXJmIH4K\\x07"]

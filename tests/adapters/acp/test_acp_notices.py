@@ -207,15 +207,38 @@ def test_a_tools_v1_name_field_names_it_from_the_start(tmp_path):
 # -- a run that makes no progress ----------------------------------------------------------------
 
 
-def test_a_run_without_progress_gets_a_warning_quoting_the_agents_stderr(tmp_path):
+def test_a_run_without_progress_gets_a_warning_quoting_the_agents_stderr_line_that_says_why(tmp_path):
+    """claude-agent-acp goes on writing after its reason: the end alone missed it."""
     host, backend = started_run(tmp_path)
-    host.children[-1].stderr = "[session/create] phase=register\n\nAPI Error: Connection refused (ECONNREFUSED)\n"
+    host.children[-1].stderr = ("[session/create] phase=register\n\nAPI Error: Connection refused (ECONNREFUSED)\n"
+                                + "[idle-compaction] skip: cache TTL is unknown, not 1h\n" * 3)
     fire(host, acp.QUIET)
     (warning,) = host.logged("warning")
     assert warning["source"] == "no_progress" and warning["run_id"] == "run-1"
     assert warning["message"] == ("the ACP agent fake-agent has shown no progress 10 s after the prompt; its "
-                                  "stderr ends: [session/create] phase=register | API Error: Connection refused "
-                                  "(ECONNREFUSED)")
+                                  "stderr says: API Error: Connection refused (ECONNREFUSED)")
+
+
+def test_the_no_progress_warning_quotes_fast_agents_missing_model_not_its_advice(tmp_path):
+    """fast-agent-mcp 0.10.48 without a model (its stderr as recorded)."""
+    host, backend = started_run(tmp_path)
+    host.children[-1].stderr = (
+        "\nModel Configuration Error:\nNo model configured\n\nDetails:\nSet an agent model, --model, "
+        "FAST_AGENT_MODEL, or default_model in \nfast-agent.yaml.\n\nCommon models: gpt-5.5, kimi, sonnet, "
+        "haiku. Set reasoning effort on supported \nmodels with gpt-5.4-mini?reasoning=high\n\n"
+        "Visit https://fast-agent.ai/ for more information\n")
+    fire(host, acp.QUIET)
+    assert host.logged("warning")[0]["message"].endswith(
+        "; its stderr says: Model Configuration Error: No model configured")
+
+
+def test_a_stderr_that_names_no_error_is_quoted_by_its_end_bounded_and_cleaned(tmp_path):
+    host, backend = started_run(tmp_path)
+    host.children[-1].stderr = "one\ntwo\nthree\nfour \x1b]52;c;eA==\x07" + "x" * 1000 + "\n"
+    fire(host, acp.QUIET)
+    quoted = host.logged("warning")[0]["message"].split("; its stderr ends: ", 1)[1]
+    assert quoted.startswith("two | three | four \\x1b]52;c;eA==\\x07xxx") and quoted.endswith("…")
+    assert len(quoted) == 300
 
 
 def test_a_silent_agent_is_said_to_have_written_nothing_on_stderr(tmp_path):
@@ -266,7 +289,7 @@ def test_a_run_without_progress_at_the_limit_is_cancelled_and_ends_failed_with_t
     (result,) = host.results()
     assert (result[3], result[4]["error_class"]) == ("failed", "no_progress")
     assert result[4]["error"] == ("the ACP agent fake-agent showed no progress in 300 s "
-                                  "(HARNESSCTL_ACP_NO_PROGRESS_TIMEOUT); its stderr ends: API Error: "
+                                  "(HARNESSCTL_ACP_NO_PROGRESS_TIMEOUT); its stderr says: API Error: "
                                   "Connection refused")
 
 

@@ -7,6 +7,8 @@ against the real codex are in test_codex_real.py.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from cliutil import cli_env, run, status, wait_for, wait_matching
 from codex_support.fixtures import fake_factory, fake_requests, recent, schema_errors
@@ -239,3 +241,16 @@ def test_a_fork_codex_cannot_make_fails_the_first_send_with_its_words(fake_codex
     proc = run("send", new, "hello", env=dict(s.env, FAKE_CODEX_HOME=str(elsewhere)))
     assert proc.returncode == 5
     assert "codex cannot fork thread" in proc.stderr.decode() and "no rollout found" in proc.stderr.decode()
+
+
+def test_a_codex_that_exits_at_start_fails_the_send_with_its_own_words(fake_codex):
+    """codex 0.171.0 refuses `approval_policy = "untrusted"` by exiting 1 at start, its
+    reason on stderr before a stack backtrace: the send's error quotes that reason."""
+    s = fake_codex()
+    with open(os.path.join(fake_codex.home, "config.toml"), "w") as f:
+        f.write('approval_policy = "untrusted"\n')
+    proc = run("send", s.path, "hello", "--adapter", "codex", "--cwd", s.cwd, env=s.env)
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 5 and stderr.count("\n") == 1, stderr
+    assert ('(exit code 1); its stderr says: Error: approval_policy = "untrusted" is no longer supported; '
+            "remove this setting; see %s.d/runtime.log" % os.path.realpath(s.path)) in stderr
