@@ -109,12 +109,21 @@ def test_a_pending_permission_shows_a_reply_command_per_option_that_works_as_pri
     assert "??? req-1 permission: may I?  -> allow" in log(path).splitlines()
 
 
-def test_a_pending_question_shows_its_reply_command_in_the_json_form(efile):
+def test_a_pending_question_shows_its_reply_commands_plain_text_and_json(efile):
     assert mock_session(efile, "/question Which colour?").returncode == 9
     lines = log(efile).splitlines()
     assert "    q1: Which colour?" in lines
-    command = [line.strip() for line in lines if line.strip().startswith("harnessctl reply")]
-    assert command == ["harnessctl reply %s req-1 '{\"q1\":\"...\"}'" % efile]
+    commands = [line.strip() for line in lines if line.strip().startswith("harnessctl reply")]
+    assert commands == ["harnessctl reply %s req-1 '...'" % efile,
+                        "harnessctl reply %s req-1 '{\"q1\":\"...\"}'" % efile]
+
+
+def test_the_plain_text_reply_log_suggests_for_one_question_works_as_printed(efile):
+    assert mock_session(efile, "/question Which colour?").returncode == 9
+    plain = [line.strip() for line in log(efile).splitlines() if line.strip().startswith("harnessctl reply")][0]
+    ok(*shlex.split(plain.replace("'...'", "'dark red'"))[1:])
+    wait_results(efile, 1)
+    assert '??? req-1 question: Which colour?  -> {"q1": "dark red"}' in log(efile).splitlines()
 
 
 def test_an_expired_request_is_marked_expired(efile):
