@@ -144,6 +144,8 @@ def _tool(e: Entry, style: Style) -> List[str]:
         outcome = style.paint("... running", "yellow")
     elif status == "completed":
         outcome = style.paint("ok", "green")
+    elif status == "ended":  # transcript.ENDED_WITH_RUN
+        outcome = style.paint("ended with its run, outcome unknown", "yellow")
     else:
         outcome = style.paint(status or "?", "red")
     line = "  %s %s  %s" % (style.paint(mark, "bold", "cyan"), title, outcome)

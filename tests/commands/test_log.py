@@ -177,6 +177,27 @@ def test_a_tool_started_without_completion_shows_as_running(efile):
     assert log(efile).splitlines() == ["  web harnessctl docs  ... running"]
 
 
+def test_a_tool_still_running_when_its_run_ended_shows_as_ended_with_the_run(efile):
+    """An ACP agent may leave a tool `running` (no tool.completed): once the run's result is written, the tool
+    is no longer running, and how it ended is unknown."""
+    write_events(efile, accepted("look it up"),
+                 {"kind": "tool.started", "tool_id": "t1", "tool": "web_search", "name": "search",
+                  "title": "harnessctl docs", "input": {}},
+                 {"kind": "tool.output", "tool_id": "t1", "text": "half a page"},
+                 result())
+    lines = log(efile).splitlines()
+    assert "  web harnessctl docs  ended with its run, outcome unknown" in lines and "      half a page" in lines
+    assert not [line for line in lines if "running" in line]
+    [tool] = [json.loads(line) for line in log(efile, "--json").splitlines() if '"entry":"tool"' in line]
+    assert tool["status"] == "ended"
+
+
+def test_a_tool_of_another_run_stays_running_when_one_run_ends(efile):
+    write_events(efile, {"kind": "tool.started", "tool_id": "t1", "tool": "command", "title": "make"},
+                 result(run_id="another-run"))
+    assert "  $ make  ... running" in log(efile).splitlines()
+
+
 def test_a_declined_tool_says_declined(efile):
     write_events(efile, {"kind": "tool.completed", "tool_id": "t1", "tool": "command", "name": "Bash",
                          "title": "rm -rf /", "status": "declined", "exit_code": None, "output": "",
@@ -727,7 +748,7 @@ def test_an_approval_naming_its_tool_is_shown_above_that_tool(efile):
              "input": {}}
     write_events(efile, *events[:2], other, *events[2:])  # the latest running command is not the one asked about
     lines = log(efile).splitlines()
-    assert lines[2:5] == TRANSCRIPT_APPROVED_FIRST + ["  $ ls  ... running"], lines
+    assert lines[2:5] == TRANSCRIPT_APPROVED_FIRST + ["  $ ls  ended with its run, outcome unknown"], lines
 
 
 def test_json_lists_an_approval_before_the_tool_it_approved(efile):
