@@ -15,7 +15,7 @@ import sys
 import threading
 
 import pytest
-from cliutil import ROOT, cli_env, interruptible, ok, run, runtime_pids, start, wait_for, wait_results
+from cliutil import ROOT, cli_env, interruptible, of_type, ok, run, runtime_pids, start, wait_for, wait_results
 
 RUN = "0b9e1111-2222-3333-4444-555566667777"
 
@@ -85,6 +85,13 @@ def test_streamed_deltas_of_a_message_that_exists_are_not_shown(efile):
     mock_session(efile, "/sleep 0.3\nhi")
     text = log(efile)
     assert "working" not in text and "echo: hi" in text
+
+
+def test_a_mock_sleep_streams_one_working_delta_not_a_flood(efile):
+    """`log` and the serve page show a cut-off run's streamed text: a /sleep fills it with one word."""
+    assert mock_session(efile, "/sleep 1.5\nhi").returncode == 0
+    streamed = "".join(e["text"] for e in of_type(efile, "log") if e["kind"] == "text.delta")
+    assert streamed == "working… "
 
 
 def test_a_run_cut_off_while_streaming_shows_its_streamed_text_marked_cut_off(efile):
