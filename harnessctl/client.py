@@ -141,11 +141,12 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
         schema_field = to_field(schema)
     request = send_request(text, schema_field, wanted, deliver)
     deadline = time.monotonic() + timeout_seconds()
-    warning = None  # said once the send is accepted: a refused send says only why
+    warnings: List[Optional[str]] = []  # said once the send is accepted: a refused send says only why
     while True:
         try:
             input_id = exchange(addr, request, deadline, retry_on_eof=False)
-            _warn(warning)
+            for warning in warnings:
+                _warn(warning)
             return input_id
         except NoRuntime:
             pass
@@ -164,9 +165,11 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
                     require_unused(addr)  # a used file whose binding.json is gone is never bound anew
                 binding = new_binding(retried(bound, wanted))
                 from .box import check_binding as check_box
+                from .commands import unlisted
                 from .trusted import inside_workspace
 
-                warning = check_box(addr.path, binding) or inside_workspace(addr.path, binding["cwd"])
+                warnings = [check_box(addr.path, binding) or inside_workspace(addr.path, binding["cwd"]),
+                            unlisted(addr.path)]
             _check_claims(bound or binding, schema, wanted["max_cost_usd"])
             ensure_runtime(addr, binding, deadline, starter)
 

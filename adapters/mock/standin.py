@@ -29,8 +29,9 @@ import select
 import sys
 import time
 
-# How often a /sleep emits a text delta; the benchmark floods with a tiny interval.
-DELTA_INTERVAL = float(os.environ.get("HARNESSCTL_MOCK_DELTA_INTERVAL") or 0.1)
+# How often a /sleep repeats its "working… " text delta, in seconds.  Unset: once, as the sleep starts
+# (more would flood `log` and the serve page); the benchmark floods with a tiny interval.
+DELTA_INTERVAL = float(os.environ.get("HARNESSCTL_MOCK_DELTA_INTERVAL") or "inf")
 # The tool kinds a `/permission KIND:SUBJECT` may name (the activity vocabulary's).
 KINDS = ("command", "file_change", "mcp", "web_search", "read", "search", "subagent", "other")
 VERBS = {"command": "Run", "file_change": "Edit", "read": "Read"}  # a permission's message: "Run: CMD"

@@ -24,6 +24,7 @@ LINE_LIMIT = 240  # characters of one output line shown
 TOOL_MARKS = {"command": "$", "file_change": "edit", "mcp": "mcp", "web_search": "web", "read": "read",
               "search": "search", "subagent": "agent", "other": "tool"}
 PLAN_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+PLACEHOLDER = "..."  # what a suggested answer to a question with no options holds
 COLOURS = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35",
            "cyan": "36"}
 
@@ -143,6 +144,8 @@ def _tool(e: Entry, style: Style) -> List[str]:
         outcome = style.paint("... running", "yellow")
     elif status == "completed":
         outcome = style.paint("ok", "green")
+    elif status == "ended":  # transcript.ENDED_WITH_RUN
+        outcome = style.paint("ended with its run, outcome unknown", "yellow")
     else:
         outcome = style.paint(status or "?", "red")
     line = "  %s %s  %s" % (style.paint(mark, "bold", "cyan"), title, outcome)
@@ -232,6 +235,9 @@ def reply_commands(e: Entry, file: str) -> List[str]:
         questions = [q for q in questions if q.get("optional") is not True] or questions[:1]
         answer = {str(q.get("id")): _first_option(q) for q in questions}
         fields = [base + quote(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))] if questions else []
+        text = _first_option(questions[0]) if len(questions) == 1 else None
+        if text is not None and text not in choices:  # plain text answers the one question (checks/answers.py)
+            fields.insert(0, base + ("'%s'" % text if text == PLACEHOLDER else quote(text)))
         return fields + options
     return options
 
@@ -250,7 +256,7 @@ def _first_option(question: Dict[str, Any]) -> str:
     options = question.get("options")
     if isinstance(options, list) and options and isinstance(options[0], str):
         return options[0]
-    return "..."
+    return PLACEHOLDER
 
 
 def _answer(answer: Any) -> str:

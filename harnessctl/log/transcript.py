@@ -46,6 +46,7 @@ OUTPUT_KEEP = 4000  # characters kept from the end of a running tool's streamed 
 LOG_TYPES = ("accepted", "message", "request", "result", "log")
 HIDDEN_LOG_KINDS = ("native",)  # harness wire messages: for debugging, never for reading
 SHOWN_LEVELS = ("info", "warning", "error")
+ENDED_WITH_RUN = "ended"  # a tool's status once its run ended and it never completed
 
 
 class Transcript:
@@ -196,7 +197,15 @@ class Transcript:
         streams = self.streams.get(run_id, [])
         for stream in streams:
             self.entries[stream]["cut_off"] = True
-        return streams + keys
+        return streams + self._end_tools(run_id) + keys
+
+    def _end_tools(self, run_id: Optional[str]) -> List[str]:
+        """The tools of a run that ended without their `tool.completed` (an
+        agent that never closed one): ended with the run, how is unknown."""
+        ended = self.running.pop(run_id, [])
+        for key in ended:
+            self.entries[key]["status"] = ENDED_WITH_RUN
+        return ended
 
     # -- log lines ---------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import sys
 import threading
 
 import pytest
-from cliutil import ROOT, cli_env, interruptible, ok, run, runtime_pids, start, wait_for, wait_results
+from cliutil import ROOT, cli_env, interruptible, of_type, ok, run, runtime_pids, start, wait_for, wait_results
 
 RUN = "0b9e1111-2222-3333-4444-555566667777"
 
@@ -87,6 +87,13 @@ def test_streamed_deltas_of_a_message_that_exists_are_not_shown(efile):
     assert "working" not in text and "echo: hi" in text
 
 
+def test_a_mock_sleep_streams_one_working_delta_not_a_flood(efile):
+    """`log` and the serve page show a cut-off run's streamed text: a /sleep fills it with one word."""
+    assert mock_session(efile, "/sleep 1.5\nhi").returncode == 0
+    streamed = "".join(e["text"] for e in of_type(efile, "log") if e["kind"] == "text.delta")
+    assert streamed == "working… "
+
+
 def test_a_run_cut_off_while_streaming_shows_its_streamed_text_marked_cut_off(efile):
     ok("send", efile, "/sleep 30", "--adapter", "mock")
     wait_for(lambda: "working" in open(efile).read(), what="a streamed delta")
@@ -109,12 +116,21 @@ def test_a_pending_permission_shows_a_reply_command_per_option_that_works_as_pri
     assert "??? req-1 permission: may I?  -> allow" in log(path).splitlines()
 
 
-def test_a_pending_question_shows_its_reply_command_in_the_json_form(efile):
+def test_a_pending_question_shows_its_reply_commands_plain_text_and_json(efile):
     assert mock_session(efile, "/question Which colour?").returncode == 9
     lines = log(efile).splitlines()
     assert "    q1: Which colour?" in lines
-    command = [line.strip() for line in lines if line.strip().startswith("harnessctl reply")]
-    assert command == ["harnessctl reply %s req-1 '{\"q1\":\"...\"}'" % efile]
+    commands = [line.strip() for line in lines if line.strip().startswith("harnessctl reply")]
+    assert commands == ["harnessctl reply %s req-1 '...'" % efile,
+                        "harnessctl reply %s req-1 '{\"q1\":\"...\"}'" % efile]
+
+
+def test_the_plain_text_reply_log_suggests_for_one_question_works_as_printed(efile):
+    assert mock_session(efile, "/question Which colour?").returncode == 9
+    plain = [line.strip() for line in log(efile).splitlines() if line.strip().startswith("harnessctl reply")][0]
+    ok(*shlex.split(plain.replace("'...'", "'dark red'"))[1:])
+    wait_results(efile, 1)
+    assert '??? req-1 question: Which colour?  -> {"q1": "dark red"}' in log(efile).splitlines()
 
 
 def test_an_expired_request_is_marked_expired(efile):
@@ -166,6 +182,27 @@ def test_a_tool_started_without_completion_shows_as_running(efile):
     write_events(efile, {"kind": "tool.started", "tool_id": "t1", "tool": "web_search", "name": "search",
                          "title": "harnessctl docs", "input": {}})
     assert log(efile).splitlines() == ["  web harnessctl docs  ... running"]
+
+
+def test_a_tool_still_running_when_its_run_ended_shows_as_ended_with_the_run(efile):
+    """An ACP agent may leave a tool `running` (no tool.completed): once the run's result is written, the tool
+    is no longer running, and how it ended is unknown."""
+    write_events(efile, accepted("look it up"),
+                 {"kind": "tool.started", "tool_id": "t1", "tool": "web_search", "name": "search",
+                  "title": "harnessctl docs", "input": {}},
+                 {"kind": "tool.output", "tool_id": "t1", "text": "half a page"},
+                 result())
+    lines = log(efile).splitlines()
+    assert "  web harnessctl docs  ended with its run, outcome unknown" in lines and "      half a page" in lines
+    assert not [line for line in lines if "running" in line]
+    [tool] = [json.loads(line) for line in log(efile, "--json").splitlines() if '"entry":"tool"' in line]
+    assert tool["status"] == "ended"
+
+
+def test_a_tool_of_another_run_stays_running_when_one_run_ends(efile):
+    write_events(efile, {"kind": "tool.started", "tool_id": "t1", "tool": "command", "title": "make"},
+                 result(run_id="another-run"))
+    assert "  $ make  ... running" in log(efile).splitlines()
 
 
 def test_a_declined_tool_says_declined(efile):
@@ -718,7 +755,7 @@ def test_an_approval_naming_its_tool_is_shown_above_that_tool(efile):
              "input": {}}
     write_events(efile, *events[:2], other, *events[2:])  # the latest running command is not the one asked about
     lines = log(efile).splitlines()
-    assert lines[2:5] == TRANSCRIPT_APPROVED_FIRST + ["  $ ls  ... running"], lines
+    assert lines[2:5] == TRANSCRIPT_APPROVED_FIRST + ["  $ ls  ended with its run, outcome unknown"], lines
 
 
 def test_json_lists_an_approval_before_the_tool_it_approved(efile):

@@ -211,3 +211,23 @@ def test_the_mcp_status_tool_takes_a_directory_and_holds_its_files_to_the_roots(
     assert refused["file"] == str(folder / "b.jsonl") and refused["exit_code"] == 2
     assert "not under the allowed roots" in refused["error"]
     assert missing["file"] == str(workdir / "empty") and missing["exit_code"] == 4
+
+
+# -- a send that binds a file `status DIR` will not list ---------------------------------------------------
+
+UNLISTED = "harnessctl: warning: `status DIR` lists only files named *.jsonl (not dot files): it will not list %s"
+
+
+@pytest.mark.parametrize("name", ["notes.txt", ".hidden.jsonl"])
+def test_the_send_that_binds_a_file_status_dir_does_not_list_warns_once(workdir, name):
+    path = str(workdir / name)
+    first = run("send", path, "hello", "--wait", *M)
+    assert first.returncode == 0 and first.stderr.decode().splitlines().count(UNLISTED % name) == 1, first.stderr
+    later = run("send", path, "again", "--wait")
+    assert later.returncode == 0 and b"status DIR" not in later.stderr
+    assert lines(ok("status", str(workdir))) == []
+
+
+def test_the_send_that_binds_a_jsonl_file_says_nothing_of_status_dir(workdir):
+    proc = run("send", str(workdir / "notes.jsonl"), "hello", "--wait", *M)
+    assert proc.returncode == 0 and b"status DIR" not in proc.stderr

@@ -259,6 +259,31 @@ def test_the_acp_agents_page_the_readme_links_for_logging_in_covers_every_preset
     assert sorted(set(presets) - rows) == []
 
 
+def acp_agent_rows() -> dict:
+    """The install column of docs/ACP-AGENTS.md's table, by preset."""
+    with open(os.path.join(ROOT, "docs", "ACP-AGENTS.md"), encoding="utf-8") as f:
+        cells = [line.split("|") for line in f if line.startswith("| `")]
+    return {cell[1].strip().strip("`"): cell[2] for cell in cells}
+
+
+def test_the_acp_agents_page_names_the_node_each_npm_agent_needs():
+    """An agent CI runs on a Node of its own (a recipe's NODE prefix, e.g. node22) says so in its row."""
+    from acp_support.recipes import REACH, recipe
+
+    rows = acp_agent_rows()
+    floors = {name: recipe(name).NODE for name in REACH if recipe(name).NODE}
+    assert floors, "no recipe runs on a Node of its own"
+    for name, node in floors.items():
+        assert "(Node ≥ %s." % node[len("node"):] in rows[name], (name, node)
+
+
+def test_the_acp_agents_page_installs_every_python_312_agent_with_a_python_312():
+    """pipx uses the Python it runs on; on 3.11 these agents' pinned versions do not install."""
+    rows = acp_agent_rows()
+    for name in ("fast-agent", "openhands", "kimi"):
+        assert "pipx install --python python3.12 " in rows[name], name
+
+
 # -- the rule recipes the docs teach (docs/PROTOCOL.md section 17) --
 
 RECIPE_RULE = re.compile(r"(?<!/permission )command:(npm (?:test|run lint)[^'\"`\]\\\n]*)")  # not a mock directive

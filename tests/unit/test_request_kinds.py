@@ -83,10 +83,21 @@ def test_a_mode_request_is_well_formed():
     assert wellformed.problem(line) is None
 
 
-def test_log_offers_a_forms_fields_then_its_options():
+def test_log_offers_a_forms_one_field_as_plain_text_and_json_then_its_options():
     commands = render.reply_commands(FORM, "f.jsonl")
-    assert commands == ["harnessctl reply f.jsonl req-1 '{\"title\":\"...\"}'",
+    assert commands == ["harnessctl reply f.jsonl req-1 '...'", "harnessctl reply f.jsonl req-1 '{\"title\":\"...\"}'",
                         "harnessctl reply f.jsonl req-1 decline", "harnessctl reply f.jsonl req-1 cancel"]
+
+
+def test_log_offers_no_plain_text_when_two_questions_must_be_answered():
+    request = dict(FORM, questions=FORM["questions"] + [{"id": "note", "question": "Note"}])
+    assert render.reply_commands(request, "f.jsonl")[0] == \
+        "harnessctl reply f.jsonl req-1 '{\"title\":\"...\",\"note\":\"...\"}'"
+
+
+def test_log_offers_a_first_option_as_the_plain_text_answer():
+    assert render.reply_commands(CLAUDE_ASKS, "f.jsonl")[:2] == [
+        "harnessctl reply f.jsonl req-1 Red", "harnessctl reply f.jsonl req-1 '{\"question_0\":\"Red\"}'"]
 
 
 def test_log_offers_a_url_its_options_only():
