@@ -225,3 +225,16 @@ def make_sidecar(addr: Address) -> Tuple[bool, Optional[Tuple[int, int]]]:
     st = os.fstat(fd)
     os.close(fd)
     return made_sidecar, (st.st_dev, st.st_ino)
+
+
+def in_a_listing(name: str) -> bool:
+    """Whether `status DIR` lists a file of this name: `*.jsonl`, not a dot file."""
+    return name.endswith(".jsonl") and not name.startswith(".")
+
+
+def unlisted(path: str) -> Optional[str]:
+    """The warning for an event file `status DIR` will never list (a send that binds `notes.txt`)."""
+    name = os.path.basename(path)
+    if in_a_listing(name):
+        return None
+    return "`status DIR` lists only files named *.jsonl (not dot files): it will not list %s" % name

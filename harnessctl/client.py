@@ -164,8 +164,8 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
                 if bound is None:
                     require_unused(addr)  # a used file whose binding.json is gone is never bound anew
                 binding = new_binding(retried(bound, wanted))
+                from .address import unlisted
                 from .box import check_binding as check_box
-                from .commands import unlisted
                 from .trusted import inside_workspace
 
                 warnings = [check_box(addr.path, binding) or inside_workspace(addr.path, binding["cwd"]),

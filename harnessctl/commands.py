@@ -185,25 +185,14 @@ def listed(path: str) -> Optional[List[str]]:
         raise UsageError("cannot access directory %s: %s" % (path, e.strerror)) from None
     if not is_dir:
         return None
+    from .address import in_a_listing
+
     try:
         with os.scandir(path) as entries:
             names = [entry.name for entry in entries if in_a_listing(entry.name) and _is_file(entry)]
     except OSError as e:
         raise UsageError("cannot read directory %s: %s" % (path, e.strerror)) from None
     return [os.path.join(path, name) for name in sorted(names, key=os.fsencode)]
-
-
-def in_a_listing(name: str) -> bool:
-    """Whether `status DIR` lists a file of this name: `*.jsonl`, not a dot file."""
-    return name.endswith(".jsonl") and not name.startswith(".")
-
-
-def unlisted(path: str) -> Optional[str]:
-    """The warning for an event file `status DIR` will never list (a send that binds `notes.txt`)."""
-    name = os.path.basename(path)
-    if in_a_listing(name):
-        return None
-    return "`status DIR` lists only files named *.jsonl (not dot files): it will not list %s" % name
 
 
 def _is_file(entry: os.DirEntry[str]) -> bool:
