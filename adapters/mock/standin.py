@@ -277,13 +277,15 @@ class StandIn:
         output = "\n".join(turn.lines) if status != "cancelled" else ""
         if status == "completed" and turn.schema is not None:
             output = turn.answer if turn.answer is not None else json.dumps(placeholder(turn.schema))
+        # saved before the turn is said done, as a real harness saves its session: a `fork` right after the
+        # result finds the turn
+        with private_file(self.transcript, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "a") as f:
+            f.write(json.dumps({"turn": turn.number, "inputs": turn.texts, "output": output}) + "\n")
         if status != "cancelled":
             emit(ev="message", turn=turn.number, id="msg-%d" % turn.number, text=output)
         emit(ev="done", turn=turn.number, status=status, inputs=turn.inputs, output=output, error=error,
              usage=turn.usage, deltas=turn.deltas, write_seconds=round(turn.write_seconds, 3),
              longest_write=round(turn.longest_write, 4), request_waits=turn.request_waits)
-        with private_file(self.transcript, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "a") as f:
-            f.write(json.dumps({"turn": turn.number, "inputs": turn.texts, "output": output}) + "\n")
 
 
 def placeholder(schema):
