@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -19,7 +18,7 @@ import sys
 
 import pytest
 import readme
-from cliutil import ROOT, cli_env, command, events, of_type, ok, status, wait_for
+from cliutil import ROOT, cli_env, events, launcher, of_type, ok, status, wait_for
 
 from harnessctl import landlock
 
@@ -45,9 +44,7 @@ def shell(workdir):
     """Runs a recipe in `workdir` as a user's shell would, `harnessctl` on PATH."""
     bin_dir = workdir / "bin"
     bin_dir.mkdir()
-    launcher = bin_dir / "harnessctl"  # the recipes spell `harnessctl`: a launcher of cliutil's command line
-    launcher.write_text('#!/bin/sh\nexec %s "$@"\n' % " ".join(map(shlex.quote, command())))
-    launcher.chmod(0o755)
+    launcher(bin_dir)
     (workdir / "home" / "repo").mkdir(parents=True)  # the recipes' workspace, ~/repo: not where the files are
     env = cli_env(HARNESSCTL_ADAPTER="mock", HOME=str(workdir / "home"),
                   PATH="%s%s%s" % (bin_dir, os.pathsep, os.environ["PATH"]))
