@@ -11,7 +11,8 @@ b. marked with a line `# needs: REASON`, what a test machine lacks (a codex
    grammar, harnessctl.arguments.parse;
 c. run here, verbatim, by bash (an sh block by sh) on the mock: a scratch HOME
    with ~/repo and ~/agent, `harnessctl` on PATH, HARNESSCTL_ADAPTER=mock, in a
-   copy of the checkout (what a block writes lands nowhere real); it must exit 0.
+   copy of the checkout (what a block writes lands nowhere real); every command
+   of it must succeed (-e); the runtimes it leaves are reaped (conftest's workdir).
    A `# mock:` line says how it runs on the mock, as in the README's recipes.
 
 Each block is a test case named page:line, the line of its opening fence."""
@@ -170,6 +171,6 @@ def test_block_runs_as_written_on_the_mock(block, workdir):
     path = os.pathsep.join((str(bin_dir), os.path.dirname(sys.executable), os.environ["PATH"]))  # python3: ours
     env = cli_env(HARNESSCTL_ADAPTER="mock", HOME=str(home), PATH=path)
     code = readme.on_the_mock(block.code) if readme.MOCK.search(block.code) else block.code
-    proc = subprocess.run([block.language, "-c", code], cwd=str(copy_checkout(workdir)), env=env,
+    proc = subprocess.run([block.language, "-e", "-c", code], cwd=str(copy_checkout(workdir)), env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
     assert proc.returncode == 0, (proc.stdout.decode()[-2000:], proc.stderr.decode()[-2000:])
