@@ -2,9 +2,9 @@
 types it: one bash runs the venv block under "Install", the "Try it" block and
 then every bash recipe, as written or as its `# mock:` line says (a command
 first, or a task the mock understands in place of the quoted one), with a
-scratch HOME and no harnessctl variable the README does not set.  That runs once for this module (the install
-takes a while); each test checks one thing about what it made.  The whole
-suite is never run inside it."""
+scratch HOME and no harnessctl variable the README does not set.  That runs
+once for this module (the install takes a while); each test checks one thing
+about what it made.  The whole suite is never run inside it."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def newcomer_script(folder):
     """The README's blocks as one bash script: install, try it, then each recipe
     (on the mock as its `# mock:` line says) in a file of its own, run in order
     from the shell the README set up, its output and exit code kept under
-    `folder`; and the recipes as written."""
+    `folder`.  Returns the script and the recipes as the README writes them."""
     install = [code for language, code in readme.blocks("## Install") if "venv" in code]
     lines = [install[0], readme.block_after(TRY)]
     recipes = [code for language, code in readme.blocks("## Recipes") if language == "bash"]
