@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -65,6 +68,24 @@ def start(*args: Union[str, bytes], env: Optional[Dict[str, str]] = None, cwd: O
     --follow`, sends racing each other); as `run`, but stdin is the test's own
     unless `popen` gives one."""
     return subprocess.Popen(command(*args), **_popen_args(env, cwd, popen))
+
+
+def launcher(bin_dir: pathlib.Path) -> None:
+    """bin_dir/harnessctl, a launcher of `command()`: a shell block spells
+    `harnessctl`, and finds this checkout's with bin_dir on its PATH."""
+    path = bin_dir / "harnessctl"
+    path.write_text('#!/bin/sh\nexec %s "$@"\n' % " ".join(map(shlex.quote, command())))
+    path.chmod(0o755)
+
+
+def copy_checkout(parent: pathlib.Path) -> pathlib.Path:
+    """A copy of the repository as parent/harnessctl, without git's folder or what
+    a build or a venv left in it: pip builds in the source tree, and a doc's
+    block may write into its working directory (package.py's dist/)."""
+    checkout = parent / "harnessctl"
+    shutil.copytree(ROOT, str(checkout), ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "build",
+                                                                          "dist", "*.egg-info"))
+    return checkout
 
 
 def interruptible() -> None:

@@ -32,6 +32,24 @@ def block_after(heading: str) -> str:
     return next(code for language, code in blocks(heading) if language == "bash")
 
 
+MOCK = re.compile(r"^# mock: (.*)$", re.M)
+TASK = re.compile(r'harnessctl send \S+ ("[^"]*")')  # the quoted task of a block's first send
+
+
+def on_the_mock(code: str) -> str:
+    """The block as its `# mock:` line says to run it on the mock, whose answer to
+    the block's own prompt would mean nothing: `first, COMMAND` runs COMMAND
+    first; `as the task, TASK` puts TASK in place of the quoted task of the
+    block's first `harnessctl send`."""
+    (line,) = MOCK.findall(code)
+    how, _, what = line.partition(", ")
+    if how == "first":
+        return what + "\n" + code
+    found = TASK.search(code)
+    assert how == "as the task" and found and code.count(found.group(1)) == 1, line
+    return code.replace(found.group(1), what)
+
+
 def presets_table() -> str:
     """docs/ACP.md's table of the ACP presets, as adapters/acp/manifest.json says
     it (test_acp_claims.py keeps them equal; print this to update the page)."""

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shlex
 import shutil
 import signal
 import subprocess
@@ -20,7 +18,7 @@ import sys
 
 import pytest
 import readme
-from cliutil import ROOT, cli_env, command, events, of_type, ok, status, wait_for
+from cliutil import ROOT, cli_env, events, launcher, of_type, ok, status, wait_for
 
 from harnessctl import landlock
 
@@ -35,17 +33,6 @@ def recipe(first_line: str) -> str:
     return code
 
 
-def on_the_mock(code: str, task: str = "") -> str:
-    """The recipe as its `# mock:` line says to run it on the mock: that task in
-    place of the quoted `task`, or that command first."""
-    (line,) = re.findall(r"^# mock: (.*)$", code, re.M)
-    how, _, what = line.partition(", ")
-    if how == "first":
-        return what + "\n" + code
-    assert how == "as the task" and code.count('"%s"' % task) == 1, line
-    return code.replace('"%s"' % task, what)
-
-
 def test_every_recipe_has_a_test():
     tested = (ANSWER, FILES_TO_FIX, BUDGET, SEND_AND_ACT, APPROVAL_BOT, UNATTENDED, RULES_BOT, FOLLOW, WAIT_IDLE, FLEET,
               DENY_ALL, CRON, NIGHTLY, NOTIFY, WEBHOOK, MAIL, INSTEAD, THREE_WAYS)
@@ -57,9 +44,7 @@ def shell(workdir):
     """Runs a recipe in `workdir` as a user's shell would, `harnessctl` on PATH."""
     bin_dir = workdir / "bin"
     bin_dir.mkdir()
-    launcher = bin_dir / "harnessctl"  # the recipes spell `harnessctl`: a launcher of cliutil's command line
-    launcher.write_text('#!/bin/sh\nexec %s "$@"\n' % " ".join(map(shlex.quote, command())))
-    launcher.chmod(0o755)
+    launcher(bin_dir)
     (workdir / "home" / "repo").mkdir(parents=True)  # the recipes' workspace, ~/repo: not where the files are
     env = cli_env(HARNESSCTL_ADAPTER="mock", HOME=str(workdir / "home"),
                   PATH="%s%s%s" % (bin_dir, os.pathsep, os.environ["PATH"]))
@@ -90,7 +75,7 @@ TRIAGE = "which files must change to fix the failing tests?"
 
 
 def test_files_to_fix_recipe_on_the_mock_starts_one_agent_per_file_of_the_answer(shell, workdir):
-    proc = shell(on_the_mock(recipe(FILES_TO_FIX), TRIAGE))
+    proc = shell(readme.on_the_mock(recipe(FILES_TO_FIX)))
     assert proc.returncode == 0, proc.stderr
     assert [e["text"] for e in events(str(workdir / "fix-a.py.jsonl")) if e["type"] == "accepted"] == ["fix src/a.py"]
     assert [e["text"] for e in events(str(workdir / "fix-b.py.jsonl")) if e["type"] == "accepted"] == ["fix lib/b.py"]
@@ -112,7 +97,7 @@ def test_budget_recipe_prints_the_output_of_a_run_within_the_budget(shell):
 
 
 def test_budget_recipe_on_the_mock_says_the_budget_is_spent(shell):
-    proc = shell(on_the_mock(recipe(BUDGET), TODO))
+    proc = shell(readme.on_the_mock(recipe(BUDGET)))
     assert proc.returncode == 0 and proc.stderr == b"budget spent: 2100000 tokens\n"
 
 
@@ -135,7 +120,7 @@ TASK = "run the test suite and fix what fails"
 
 
 def test_approval_bot_recipe_on_the_mock_allows_what_its_rule_allows_and_ends_with_the_result(shell, workdir):
-    proc = shell(on_the_mock(recipe(APPROVAL_BOT), TASK))
+    proc = shell(readme.on_the_mock(recipe(APPROVAL_BOT)))
     assert (proc.returncode, proc.stdout) == (0, b"completed: permission: allow\n"), proc.stderr
     assert [r["answer"] for r in of_type(str(workdir / "bot.jsonl"), "request") if r["state"] == "replied"] == ["allow"]
 
@@ -165,7 +150,7 @@ RULES_BOT = 'harnessctl send rules.jsonl "run the test suite and fix what fails"
 
 
 def test_rules_bot_recipe_on_the_mock_allows_what_its_rule_allows_with_no_reply(shell, workdir):
-    proc = shell(on_the_mock(recipe(RULES_BOT), TASK))
+    proc = shell(readme.on_the_mock(recipe(RULES_BOT)))
     assert (proc.returncode, proc.stdout) == (0, b"completed: permission: allow\n"), proc.stderr
     (answer,) = [r for r in of_type(str(workdir / "rules.jsonl"), "request") if r["state"] == "replied"]
     assert (answer["answer"], answer["by"], answer["rule"]) == ("allow", "rule", "command:pytest *")
@@ -239,7 +224,7 @@ INSTEAD = 'harnessctl send refactor.jsonl "stop; keep the public API'
 
 
 def test_stop_and_say_this_instead_recipe_cancels_the_run_and_prints_the_next_runs_result(shell, workdir):
-    proc = shell(on_the_mock(recipe(INSTEAD)))
+    proc = shell(readme.on_the_mock(recipe(INSTEAD)))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == b"completed: echo: stop; keep the public API and rename only the internals\n"
     busy, instead = of_type(str(workdir / "refactor.jsonl"), "result")
@@ -266,15 +251,17 @@ def test_fleet_recipe_names_the_sessions_that_await_a_reply_or_failed(shell, wor
 THREE_WAYS = "for i in 1 2 3; do\n  git -C ~/repo worktree add"
 
 
+def test_three_approaches_recipe_on_the_mock_keeps_the_worktree_of_a_fork_whose_tests_pass(shell):
+    proc = shell(readme.on_the_mock(recipe(THREE_WAYS)))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode() in ("keep ~/try-1\n", "keep ~/try-2\n", "keep ~/try-3\n"), proc.stderr
+
+
 def test_three_approaches_recipe_forks_into_worktrees_and_keeps_the_first_whose_tests_pass(shell, workdir):
-    home = workdir / "home"
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(home / "repo")]
-    subprocess.run(git + ["init", "-q"], check=True)
-    subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", "start"], check=True)
-    ok("send", str(workdir / "plan.jsonl"), "the plan", "--cwd", str(home / "repo"), "--wait", env=shell.env)
     # The mock changes no file: only the second worktree's tests pass.
-    proc = shell(recipe(THREE_WAYS), replace=[("make test", '[ "$(basename "$PWD")" = try-2 ]')])
+    proc = shell(readme.on_the_mock(recipe(THREE_WAYS)), replace=[("make test", '[ "$(basename "$PWD")" = try-2 ]')])
     assert (proc.returncode, proc.stdout) == (0, b"keep ~/try-2\n"), proc.stderr
+    home = workdir / "home"
     for n, text in ((1, "fix it with a lock"), (2, "fix it without shared state"),
                     (3, "fix it by retrying the failed call")):
         path = str(workdir / ("try-%d.jsonl" % n))
@@ -293,7 +280,7 @@ DENY_ALL = "# mock: first, harnessctl send lint.jsonl '/permission"
 
 def test_deny_all_recipe_on_the_mock_denies_every_pending_permission(shell, workdir):
     path = str(workdir / "lint.jsonl")
-    proc = shell(on_the_mock(recipe(DENY_ALL)))
+    proc = shell(readme.on_the_mock(recipe(DENY_ALL)))
     assert proc.returncode == 0, proc.stderr
     replied = [r for r in of_type(path, "request") if r["state"] == "replied"]
     assert [r["answer"] for r in replied] == ["deny"]

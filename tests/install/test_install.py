@@ -1,9 +1,10 @@
 """The README's set-up works on a fresh machine, in a fresh venv, as a newcomer
 types it: one bash runs the venv block under "Install", the "Try it" block and
-then every bash recipe, as written, with a scratch HOME and no harnessctl
-variable the README does not set.  That runs once for this module (the install
-takes a while); each test checks one thing about what it made.  The whole
-suite is never run inside it."""
+then every bash recipe, as written or as its `# mock:` line says (a command
+first, or a task the mock understands in place of the quoted one), with a
+scratch HOME and no harnessctl variable the README does not set.  That runs
+once for this module (the install takes a while); each test checks one thing
+about what it made.  The whole suite is never run inside it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import textwrap
 
 import pytest
 import readme
-from cliutil import ROOT, cli_env, kill_all_under, run, wait_results
+from cliutil import ROOT, cli_env, copy_checkout, kill_all_under, run, wait_results
 
 from harnessctl import registry
 
@@ -28,15 +29,16 @@ FOLLOW = "tail -n +1 -F"  # the recipe that follows the file for ever: run for a
 
 def newcomer_script(folder):
     """The README's blocks as one bash script: install, try it, then each recipe
-    in a file of its own, run in order from the shell the README set up, its
-    output and exit code kept under `folder`."""
+    (on the mock as its `# mock:` line says) in a file of its own, run in order
+    from the shell the README set up, its output and exit code kept under
+    `folder`.  Returns the script and the recipes as the README writes them."""
     install = [code for language, code in readme.blocks("## Install") if "venv" in code]
     lines = [install[0], readme.block_after(TRY)]
     recipes = [code for language, code in readme.blocks("## Recipes") if language == "bash"]
     for i, code in enumerate(recipes):
         path = os.path.join(folder, "recipe-%d" % i)
         with open(path + ".sh", "w") as f:
-            f.write(code)
+            f.write(readme.on_the_mock(code) if readme.MOCK.search(code) else code)
         limit = 5 if code.startswith(FOLLOW) else 120
         run = "timeout -s KILL %d bash %s.sh >%s.out 2>%s.err </dev/null" % (limit, path, path, path)
         lines.append("if %s; then echo 0; else echo $?; fi >%s.code" % (run, path))
@@ -72,14 +74,6 @@ def setup(tmp_path_factory):
         kill_all_under(str(home))
     assert ran.returncode == 0, (script, ran.stdout.decode()[-2000:], ran.stderr.decode()[-2000:])
     return checkout / ".venv", ran.stdout.decode(), home, folder
-
-
-def copy_checkout(parent):
-    """A copy of the repository to install from (pip builds in the source tree) as parent/harnessctl."""
-    checkout = parent / "harnessctl"
-    shutil.copytree(ROOT, str(checkout), ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "build",
-                                                                          "dist", "*.egg-info"))
-    return checkout
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +113,7 @@ def recipe_output(setup, first_line, suffix):
         return f.read()
 
 
-def test_every_recipe_runs_as_written_after_try_it(setup):
+def test_every_recipe_runs_after_try_it(setup):
     _, recipes = newcomer_script(str(setup[3]))
     failed = {}
     for code in recipes:
@@ -138,6 +132,11 @@ def test_the_follow_recipe_showed_the_session_so_far(setup):
 
 def test_the_answer_recipe_printed_the_mocks_answer(setup):
     assert recipe_output(setup, "answer=$(", "out") == "echo: what does src/main.py do? one paragraph\n"
+
+
+def test_the_fork_recipe_kept_the_worktree_of_a_fork_whose_tests_pass(setup):
+    out = recipe_output(setup, "for i in 1 2 3; do", "out")
+    assert out in ("keep ~/try-1\n", "keep ~/try-2\n", "keep ~/try-3\n"), out
 
 
 def outside_env():
