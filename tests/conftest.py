@@ -40,6 +40,16 @@ def workdir(tmp_path):
 
 
 @pytest.fixture
+def project(workdir):
+    """A session's cwd (`--cwd`): a scratch folder, never the checkout the tests run from, which may hold
+    the interpreter a hook runs (the README's venv lies inside it, and a hook inside the cwd is refused:
+    issue 47)."""
+    folder = workdir / "project"
+    folder.mkdir(exist_ok=True)
+    return str(folder)
+
+
+@pytest.fixture
 def efile(workdir):
     """The path of a not-yet-existing event file."""
     return str(workdir / "events.jsonl")

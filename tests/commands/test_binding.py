@@ -75,10 +75,10 @@ def test_an_earlier_binding_written_back_after_a_budget_raise_is_refused(workdir
     assert binding_of(path)["max_tokens"] == 200000
 
 
-def test_another_sessions_binding_copied_in_is_refused(workdir):
+def test_another_sessions_binding_copied_in_is_refused(workdir, project):
     a, b, state = str(workdir / "a.jsonl"), str(workdir / "b.jsonl"), workdir / "state"
-    bound(a, state, "--mode", "ask")
-    bound(b, state, "--mode", "full", "--on-result", "true")
+    bound(a, state, "--cwd", project, "--mode", "ask")
+    bound(b, state, "--cwd", project, "--mode", "full", "--on-result", "true")
     shutil.copy(b + ".d/binding.json", a + ".d/binding.json")
     proc = run("send", a, "again", "--wait", env=state_env(state))
     assert proc.returncode == 2 and b"has no record of it as this file's latest binding" in proc.stderr, proc.stderr

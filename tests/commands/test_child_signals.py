@@ -71,10 +71,10 @@ def test_a_harness_the_runtime_starts_has_default_signal_dispositions_and_an_emp
     assert masks(out) == {"SigIgn": set(), "SigBlk": set()}
 
 
-def test_a_hook_the_runtime_starts_has_default_signal_dispositions_and_an_empty_mask(workdir):
+def test_a_hook_the_runtime_starts_has_default_signal_dispositions_and_an_empty_mask(workdir, project):
     prefix, out = recorder(workdir, "hook")
     path = os.path.join(str(workdir), "events.jsonl")
-    proc = send(path, "hello", "--adapter", "mock", "--on-result", "%s cat" % prefix)
+    proc = send(path, "hello", "--adapter", "mock", "--cwd", project, "--on-result", "%s cat" % prefix)
     assert proc.returncode == 0, proc.stderr
     assert masks(out) == {"SigIgn": set(), "SigBlk": set()}
 

@@ -9,18 +9,8 @@ import shlex
 import signal
 import sys
 
-import pytest
 from cliutil import alive, cli_env, matching, ok, run, runtime_pids, wait_for, wait_matching, wait_results
 from hookutil import gone, hook, raw_line, records, wait_records
-
-
-@pytest.fixture
-def project(workdir):
-    """The sessions' cwd: a scratch folder, never the checkout the tests run from, which may hold the
-    interpreter the hooks run (the README's venv lies inside it, and a hook inside the cwd is refused)."""
-    folder = workdir / "project"
-    folder.mkdir(exist_ok=True)
-    return str(folder)
 
 
 def test_a_parked_request_runs_the_request_hook_with_its_line_env_and_cwd(efile, workdir):

@@ -510,8 +510,8 @@ def test_an_unknown_tool_or_method_name_is_shown_escaped(mcp):
     assert "\x1b" not in method["message"] and "\x07" not in method["message"]
 
 
-def test_the_status_tool_shows_that_a_hook_is_bound_never_its_command_line(mcp, efile):
-    ok("send", efile, "hi", "--adapter", "mock", "--wait",
+def test_the_status_tool_shows_that_a_hook_is_bound_never_its_command_line(mcp, efile, project):
+    ok("send", efile, "hi", "--adapter", "mock", "--cwd", project, "--wait",
        "--on-result", "sh -c 'cat >/dev/null' -- 'Authorization: Bearer s3cret'")
     result = mcp.tool("status", files=[efile])
     assert structured(result)["statuses"][0]["on_result"] is True

@@ -4,7 +4,9 @@ then every bash recipe, as written or as its `# mock:` line says (a command
 first, or a task the mock understands in place of the quoted one), with a
 scratch HOME and no harnessctl variable the README does not set.  That runs
 once for this module (the install takes a while); each test checks one thing
-about what it made.  The whole suite is never run inside it."""
+about what it made.  The whole suite is never run inside it.  Each user route
+(`pipx install .`, the venv, a per-adapter package) then runs the Try-it block
+as written and forks its session, as a user goes on from there."""
 
 from __future__ import annotations
 
@@ -16,10 +18,11 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from typing import List
 
 import pytest
 import readme
-from cliutil import ROOT, cli_env, copy_checkout, kill_all_under, run, wait_results
+from cliutil import ROOT, cli_env, copy_checkout, extract_archive, kill_all_under, matching, run, wait_results
 
 from harnessctl import registry
 
@@ -98,10 +101,43 @@ def unvarying(lines):
     return [re.sub(r"\b\d+ ms\b", "N ms", re.sub(r"run [0-9a-f]{8}", "run ID", line)) for line in lines]
 
 
+def shown_log() -> List[str]:
+    """The `log` output the README shows under Try it."""
+    return next(code for language, code in readme.blocks(TRY) if language == "text").splitlines()
+
+
 def test_try_it_log_prints_what_the_readme_shows(setup):
     _, log = demo_output(setup[1])
-    shown = next(code for language, code in readme.blocks(TRY) if language == "text")
-    assert unvarying(log) == unvarying(shown.splitlines())
+    assert unvarying(log) == unvarying(shown_log())
+
+
+def assert_demo_runs_and_forks(bin_dir: str, home: str) -> None:
+    """A route's install, as its user goes on: the README's Try-it block run by bash as written, with
+    `bin_dir`'s harnessctl first on PATH and `home` as HOME, prints the log the README shows; then
+    `fork` of its session and a send to the fork, from ~/agent, complete, the fork continuing the
+    conversation.  `fork` imports the bound adapter's backend in the command itself, which each install
+    layout must find (issue 47).  Reaps what the route left running."""
+    env = newcomer_env(home)
+    env["PATH"] = bin_dir + os.pathsep + env["PATH"]
+    harnessctl = shutil.which("harnessctl", path=env["PATH"])
+    assert harnessctl == os.path.join(bin_dir, "harnessctl")
+    agent = os.path.join(home, "agent")
+    try:
+        demo = subprocess.run(["bash", "-e", "-c", readme.block_after(TRY)], cwd=home, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=300)
+        assert demo.returncode == 0, demo.stderr.decode()[-2000:]
+        _, log = demo_output(demo.stdout.decode())
+        assert unvarying(log) == unvarying(shown_log())
+        for args in (("fork", "demo.jsonl", "forked.jsonl"), ("send", "forked.jsonl", "again", "--wait")):
+            proc = subprocess.run([harnessctl, *args], cwd=agent, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, timeout=120)
+            assert proc.returncode == 0, (args, proc.stderr.decode())
+    finally:
+        kill_all_under(home)
+    result = json.loads(proc.stdout)
+    assert result["status"] == "completed" and result["output"] == "echo: again"
+    resumed = matching(os.path.join(agent, "forked.jsonl"), "log", message="resumed the stand-in conversation")
+    assert [e["resumed_turns"] for e in resumed] == [2]
 
 
 def recipe_output(setup, first_line, suffix):
@@ -241,6 +277,11 @@ def test_adapters_install_under_harnessctl_with_every_file_and_no_top_level_adap
     assert found["names"] == registry.names() and {"mock", "codex", "claudecode"} <= set(found["names"])
 
 
+def test_venv_route_runs_the_demo_and_forks(venv, workdir):
+    (workdir / "home").mkdir()
+    assert_demo_runs_and_forks(str(venv / "bin"), str(workdir / "home"))
+
+
 @pytest.fixture(scope="module")
 def development(tmp_path_factory):
     """The README's Development install (editable, with the test extra) in a copy of the checkout."""
@@ -339,18 +380,42 @@ def pipx_command():
     pytest.skip("pipx is not installed")
 
 
-def test_pipx_install_command_runs(tmp_path):
-    """pipx exposes the launcher (a script of the distribution, as an entry point's would be) on its PATH.
-    Every folder pipx writes to is under tmp_path, never the user's."""
+@pytest.fixture(scope="module")
+def pipx_bin(tmp_path_factory):
+    """`pipx install .` in a copy of the checkout; the folder pipx put the command in.  Every folder pipx
+    writes to is under the fixture's own, never the user's."""
     pipx = pipx_command()
-    env = dict(outside_env(), PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "bin"),
-               PIPX_MAN_DIR=str(tmp_path / "man"), PIPX_COMPLETION_DIR=str(tmp_path / "completion"))
-    installed = subprocess.run([*pipx, "install", str(copy_checkout(tmp_path))], env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, timeout=600)
+    top = tmp_path_factory.mktemp("pipx")
+    env = dict(outside_env(), PIPX_HOME=str(top / "pipx"), PIPX_BIN_DIR=str(top / "bin"),
+               PIPX_MAN_DIR=str(top / "man"), PIPX_COMPLETION_DIR=str(top / "completion"))
+    installed = subprocess.run([*pipx, "install", "."], cwd=str(copy_checkout(top)), env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
     assert installed.returncode == 0, installed.stderr.decode()[-2000:]
-    version = subprocess.run([str(tmp_path / "bin" / "harnessctl"), "--version"], env=env, cwd="/",
+    yield top / "bin"
+    kill_all_under(str(top))
+
+
+def test_pipx_install_command_runs(pipx_bin):
+    """pipx exposes the launcher (a script of the distribution, as an entry point's would be) on its PATH."""
+    version = subprocess.run([str(pipx_bin / "harnessctl"), "--version"], env=outside_env(), cwd="/",
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert version.returncode == 0 and version.stdout.startswith(b"harnessctl "), version.stderr
+
+
+def test_pipx_route_runs_the_demo_and_forks(pipx_bin, workdir):
+    (workdir / "home").mkdir()
+    assert_demo_runs_and_forks(str(pipx_bin), str(workdir / "home"))
+
+
+def test_per_adapter_package_route_runs_the_demo_and_forks(workdir):
+    """docs/PROTOCOL.md section 13's archive, extracted: its entry point fixes the adapter to mock, which
+    Try-it's HARNESSCTL_ADAPTER=mock names too."""
+    built = subprocess.run([sys.executable, os.path.join(ROOT, "package.py"), "--adapter", "mock", "--output-dir",
+                            str(workdir / "dist")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert built.returncode == 0, built.stderr
+    home = workdir / "home"
+    extract_archive(built.stdout.decode().strip(), str(home / ".harness"))
+    assert_demo_runs_and_forks(str(home / ".harness" / "mock"), str(home))
 
 
 def test_pyproject_lists_every_subpackage_of_harnessctl_for_pip():
