@@ -32,6 +32,19 @@ def pytest_unconfigure(config):
         os.environ["HARNESSCTL_STATE_DIR"] = old
 
 
+SPREAD = {"test_acp_reach_real"}  # each test starts its own agent; together they outlast the rest of the suite
+
+
+def pytest_collection_modifyitems(items):
+    """Under pytest-xdist's `--dist loadgroup` (docs/DEVELOPMENT.md), a module's tests share one worker, so
+    what a module starts once (an sshd, a cluster, an install) starts once; only the modules in SPREAD are
+    dealt out test by test.  Without xdist the mark is inert."""
+    for item in items:
+        name = item.module.__name__.rpartition(".")[2]
+        if name not in SPREAD:
+            item.add_marker(pytest.mark.xdist_group(name))
+
+
 @pytest.fixture
 def workdir(tmp_path):
     """A fresh directory for event files; its processes are reaped afterwards."""
