@@ -368,12 +368,21 @@ def write_codex_home(
 ) -> Dict[str, str]:
     """Write a fresh CODEX_HOME/config.toml pointing codex at the mock (as recorded:
     retries off, no plugins / shell snapshot / login shell, so nothing leaves
-    127.0.0.1).  Returns the environment variables a test must add."""
+    127.0.0.1).  Returns the environment variables a test must add.
+
+    They include a TMPDIR beside the home (its parent's `tmp`): codex refuses to
+    make its `codex-linux-sandbox` helper when CODEX_HOME lies inside the
+    temporary folder ($TMPDIR, else /tmp), and with bubblewrap installed every
+    sandboxed command then fails (`bwrap: execvp codex-linux-sandbox: ...`,
+    issue 47).  A test's home is always under /tmp, so it gets a TMPDIR that
+    does not hold it."""
     home = os.fspath(home)
-    os.makedirs(home, exist_ok=True)
+    tmp = os.path.join(os.path.dirname(os.path.abspath(home)), "tmp")
+    for path in (home, tmp):
+        os.makedirs(path, exist_ok=True)
     flags = "".join("%s = %s\n" % (k, "true" if v else "false") for k, v in (features or {}).items())
     with open(os.path.join(home, "config.toml"), "w", encoding="utf-8") as f:
         f.write(CONFIG.format(approval_policy=approval_policy, sandbox_mode=sandbox_mode,
                               top=top, features=flags, base_url=base_url,
                               api_key_env=API_KEY_ENV))
-    return {"CODEX_HOME": home, API_KEY_ENV: "sk-mock-dummy"}
+    return {"CODEX_HOME": home, "TMPDIR": tmp, API_KEY_ENV: "sk-mock-dummy"}
