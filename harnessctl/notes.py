@@ -10,9 +10,10 @@ file and says, on stderr, one line for a `log` line of kind `warning`:
 
 A warning whose `source` is a harness's retry (codex's retried `error`,
 Claude's `api_retry`) "is retrying", any other "warns".  Once per kind (retry,
-no progress, warning) per command, each as soon as it is read: a retry or an
-ACP agent's lack of progress (`no_progress`) that follows an unrelated warning
-is news, and is never held back behind it.  stdout is never
+no progress, sandbox, warning) per command, each as soon as it is read: a retry,
+an ACP agent's lack of progress (`no_progress`) or commands the harness cannot
+sandbox (`sandbox`) that follow an unrelated warning are news, and are never
+held back behind it.  stdout is never
 written: it holds the answer only.
 
 The lines are read from the event file (from where the wait began), and only
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 WIDTH = 200  # characters of the harness's message kept
 RETRY_SOURCES = ("error", "api_retry")  # a `warning`'s sources that mean "retrying": codex, Claude Code
 STALL_SOURCE = "no_progress"  # the ACP adapter's warning of a run its agent shows nothing of
+SANDBOX_SOURCE = "sandbox"  # a harness that cannot sandbox its commands, so each one fails (codex: issue 47)
 CHUNK = 1024 * 1024
 NEEDLE = b'"kind":"warning"'  # in every warning line we write (compact JSON): others are not parsed
 
@@ -67,7 +69,8 @@ class Notes:
         if not (isinstance(event, dict) and event.get("type") == "log" and event.get("kind") == "warning"):
             return
         source = event.get("source")
-        kind = "retry" if source in RETRY_SOURCES else "stall" if source == STALL_SOURCE else "warning"
+        kind = ("retry" if source in RETRY_SOURCES else "stall" if source == STALL_SOURCE
+                else "sandbox" if source == SANDBOX_SOURCE else "warning")
         if kind not in self.said:
             message = event.get("message")
             self.pending[kind] = message if isinstance(message, str) and message.strip() else "(no message)"

@@ -135,6 +135,18 @@ def test_an_acp_agents_lack_of_progress_is_said_after_an_unrelated_warning():
                         "prompt; see harnessctl log /nowhere/events.jsonl"], said
 
 
+def test_commands_the_harness_cannot_sandbox_are_said_after_an_unrelated_warning():
+    n, said = notes()
+    n.seen(warning("warning", "Model metadata for `mock-model` not found"))
+    n.due()
+    n.seen(warning("sandbox", "codex cannot sandbox its commands, so each one fails: bwrap: execvp "
+                   "codex-linux-sandbox: No such file or directory"))
+    n.due()
+    assert said[1:] == ["harnessctl: the harness warns: codex cannot sandbox its commands, so each one fails: "
+                        "bwrap: execvp codex-linux-sandbox: No such file or directory; "
+                        "see harnessctl log /nowhere/events.jsonl"], said
+
+
 def test_a_note_is_one_line_of_at_most_200_characters_of_the_message():
     n, said = notes()
     n.seen(warning(None, "first line\nsecond line " + "x" * 500))
