@@ -101,6 +101,7 @@ class CodexBackend(ChildBackend):
         self.file_changes: Dict[str, List[Dict[str, Any]]] = {}  # "turn:item" -> its latest changes
         self.requests: Dict[Any, Dict[str, Any]] = {}  # codex request id -> its kind, turn, replies
         self.version: Optional[str] = None  # codex's, from initialize's userAgent
+        self.sandbox: Optional[str] = None  # the warning that codex cannot sandbox its commands, once said
 
     # ------------------------------------------------------------------ start / stop
 
@@ -182,6 +183,7 @@ class CodexBackend(ChildBackend):
         self.activity.session(thread_id, "codex", thread.get("cliVersion") or self.version,
                               (result or {}).get("model"), wire.policy_name((result or {}).get("approvalPolicy")),
                               wire.policy_name((result or {}).get("sandbox")))
+        self._check_helpers(wire.policy_name((result or {}).get("sandbox")))
         self.phase = "ready"
         self.host.ready()
         self._pump()
@@ -429,6 +431,8 @@ class CodexBackend(ChildBackend):
         prefix = run.turn_id + ":"
         for key in [k for k in self.file_changes if k.startswith(prefix)]:
             del self.file_changes[key]  # items an interrupt cut never complete
+        if error and self.sandbox:  # a failed run whose commands all failed says why
+            error = "%s; %s" % (error, self.sandbox)
         self.host.result(run.run_id, run.input_ids, status, output or "", run.usage, None, error, error_class)
 
     def _on_item_started(self, params: Dict[str, Any], run: Optional[Run], msg: Dict[str, Any]) -> None:
@@ -488,6 +492,32 @@ class CodexBackend(ChildBackend):
                         self.activity.file_changed(run_id, tool_id, path, how, diff, move_path)
         self.activity.tool_completed(run_id, tool_id, status, _int(item.get("exitCode")),
                                      wire.tool_output(item), _int(item.get("durationMs")))
+        failure = wire.sandbox_failure(item)
+        if failure:
+            self._sandbox_failed(run.run_id if run else None, failure)
+
+    def _check_helpers(self, sandbox: Optional[str]) -> None:
+        """Warn at once when codex said at start that it made no helpers, bubblewrap
+        is on the harness's PATH and the thread sandboxes its commands: codex
+        then runs each through `bwrap`, which cannot find codex-linux-sandbox, and
+        codex sends a failed command only now and then (0.171.0 as recorded:
+        often no item at all), so the failure cannot be waited for."""
+        import os
+        import shutil  # only here: it would cost every runtime start 1.5 ms
+
+        stderr = self.child.stderr_tail() if self.child is not None else ""
+        if sandbox != "dangerFullAccess" and wire.helpers_refused(stderr) \
+                and shutil.which("bwrap", path=self.config.env.get("PATH", os.defpath)):
+            self._sandbox_failed(None, None)
+
+    def _sandbox_failed(self, run_id: Optional[str], failure: Optional[str]) -> None:
+        """Say once per app-server, as a warning (a note of `send --wait`), that
+        codex cannot sandbox its commands: codex itself hands bubblewrap's
+        complaint only to the model, as each command's output, and its reason
+        only to its stderr (issue 47)."""
+        if self.sandbox is None:
+            self.sandbox = wire.sandbox_warning(failure, self.child.stderr_tail() if self.child is not None else "")
+            self.activity.warning(run_id, self.sandbox, "sandbox")
 
     def _message_id(self, run: Run, item: Dict[str, Any]) -> str:
         # codex item ids come from the model and are only unique within a turn

@@ -39,6 +39,11 @@ TOOL_STATUSES = {"completed": "completed", "failed": "failed", "declined": "decl
 
 PLAN_STATUSES = {"pending": "pending", "inProgress": "in_progress", "completed": "completed"}
 
+# codex's start-up warning (stderr) when it could not put its helpers (codex-linux-sandbox,
+# apply_patch) on PATH; 0.171.0: "WARNING: proceeding, even though we could not create PATH
+# aliases: Refusing to create helper binaries under temporary dir "/tmp" (codex_home: ...)"
+HELPERS_REFUSED = re.compile(r"could not (?:create PATH aliases|update PATH): (.+)")
+
 # `/bin/bash -c 'CMD'` (also sh/zsh, -lc): codex's wrapper around the model's command
 SHELL = re.compile(r"^(?:/usr)?(?:/bin/)?(?:ba|z)?sh$")
 
@@ -230,6 +235,41 @@ def tool_output(item: Dict[str, Any]) -> str:
     if kind == "imageGeneration":
         return str(item.get("savedPath") or "")
     return ""
+
+
+def sandbox_failure(item: Dict[str, Any]) -> Optional[str]:
+    """bubblewrap's own complaint when a command failed because codex could not
+    sandbox it, else None.  As recorded from 0.171.0 with bubblewrap installed
+    and CODEX_HOME inside the temporary folder: every command is a failed
+    commandExecution whose whole output is `bwrap: execvp codex-linux-sandbox:
+    No such file or directory` (the model gets it as the command's output, so
+    nothing else tells why)."""
+    if item.get("type") != "commandExecution" or tool_status(item) != "failed":
+        return None
+    first = tool_output(item).strip().split("\n", 1)[0].strip()
+    return first if first.startswith("bwrap: ") else None
+
+
+def helpers_refused(stderr: str) -> Optional[str]:
+    """codex's start-up reason for making no helpers (its stderr), or None."""
+    refusals = HELPERS_REFUSED.findall(stderr)
+    return refusals[-1].strip() if refusals else None
+
+
+def sandbox_warning(failure: Optional[str], stderr: str) -> str:
+    """The one line that says codex cannot sandbox its commands: bubblewrap's
+    complaint (None: not seen yet), and codex's start-up reason when its stderr
+    holds it (with what to change when the reason is CODEX_HOME inside the
+    temporary folder)."""
+    text = "codex cannot sandbox its commands, so each one fails"
+    if failure:
+        text += ": %s" % failure
+    refusal = helpers_refused(stderr)
+    if refusal:
+        text += "; at start codex said: %s" % refusal
+        if "temporary dir" in refusal:
+            text += " (CODEX_HOME must lie outside $TMPDIR, else /tmp)"
+    return text
 
 
 def as_object(value: Any) -> Dict[str, Any]:

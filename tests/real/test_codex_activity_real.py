@@ -8,7 +8,10 @@ match schema/events.schema.json (checked by `real_session`)."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
+from cliutil import missing_part
 from codex_support import mock_responses as mr
 from codex_support.fixtures import real_session
 
@@ -71,3 +74,42 @@ def test_a_failed_turn_carries_codexs_error_class(real_codex):
     (result,) = s.wait("result")
     assert result["status"] == "failed" and "401" in result["error"]
     assert result["error_class"] == "httpConnectionFailed"
+
+
+def unsandboxed(s, workdir) -> None:
+    """Issue 47's set-up: codex's temporary folder ($TMPDIR) holds its CODEX_HOME, so
+    codex makes no codex-linux-sandbox helper, and with bubblewrap installed every
+    sandboxed command fails.  Without bubblewrap codex uses its own and commands run."""
+    missing_part(None if shutil.which("bwrap") else "bubblewrap (bwrap) is not installed")
+    s.env["TMPDIR"] = str(workdir)
+
+
+def test_commands_codex_cannot_sandbox_are_said_in_one_warning_and_a_send_wait_note(real_codex, workdir):
+    s, mock = real_codex
+    unsandboxed(s, workdir)
+    mock.add(mr.exec_command("echo one", call_id="call_one"), mr.exec_command("echo two", call_id="call_two"),
+             mr.text("Both failed."))
+    proc = s.cmd("send", s.path, "Run echo twice.", "--adapter", "codex", "--cwd", s.cwd, "--wait")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert s.wait("result")[0]["status"] == "completed"
+    # codex 0.171.0 sends such a command's item only now and then; the model always sees this
+    outputs = mr.tool_outputs(mock.requests[-1])
+    assert sorted(outputs) == ["call_one", "call_two"]
+    assert all("bwrap: execvp codex-linux-sandbox: No such file or directory" in o for o in outputs.values())
+    assert all((t["status"], t["output"]) == ("failed", "bwrap: execvp codex-linux-sandbox: No such file or "
+                                              "directory\n") for t in s.events("log", kind="tool.completed"))
+    (warning,) = [w for w in s.events("log", kind="warning") if w["source"] == "sandbox"]
+    assert warning["message"].startswith("codex cannot sandbox its commands, so each one fails; at start codex "
+                                         "said: Refusing to create helper binaries under temporary dir ")
+    assert warning["message"].endswith("(CODEX_HOME must lie outside $TMPDIR, else /tmp)")
+    assert "harnessctl: codex warns: codex cannot sandbox its commands" in proc.stderr.decode()
+
+
+def test_a_run_that_fails_after_commands_codex_could_not_sandbox_says_so_in_its_error(real_codex, workdir):
+    s, mock = real_codex
+    unsandboxed(s, workdir)
+    mock.add(mr.exec_command("echo one"), mr.http_error(401, "Incorrect API key provided: sk-mock"))
+    s.send("Run echo.", first=True)
+    (result,) = s.wait("result")
+    assert result["status"] == "failed" and "401" in result["error"]
+    assert "; codex cannot sandbox its commands, so each one fails; at start codex said: Refusing" in result["error"]

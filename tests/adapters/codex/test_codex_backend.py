@@ -590,3 +590,53 @@ def test_stop_closes_stdin_and_waits(ready, host):
     backend, wire = ready
     backend.stop()
     assert wire.child.stdin_closed and not wire.child.killed
+
+
+# -- a sandbox codex cannot use (issue 47) ---------------------------------------------
+
+# codex 0.171.0's stderr and a command's item with bubblewrap installed and CODEX_HOME under $TMPDIR (recorded)
+REFUSED = ('WARNING: proceeding, even though we could not create PATH aliases: Refusing to create helper binaries '
+           'under temporary dir "/tmp" (codex_home: AbsolutePathBuf("/tmp/t/codex_home"))\n')
+BWRAP = "bwrap: execvp codex-linux-sandbox: No such file or directory\n"
+
+
+def unsandboxed_item(status):
+    return {"type": "commandExecution", "id": "call_echo", "command": "/bin/bash -c 'echo hi'", "cwd": "/w",
+            "source": "unifiedExecStartup", "status": status, "commandActions": [],
+            "aggregatedOutput": BWRAP if status == "failed" else None, "exitCode": 1 if status == "failed" else None}
+
+
+def test_a_command_codex_could_not_sandbox_is_one_warning_and_in_a_failed_runs_error(tmp_path, host):
+    backend, wire = make(tmp_path, host, env={"PATH": str(tmp_path / "nobwrap")})
+    backend.start()
+    wire.child.stderr = REFUSED
+    wire.handshake()
+    assert not host.logged("warning")  # no bubblewrap on PATH: codex uses its own, which works
+    run_turn(backend, wire)
+    for _ in range(2):
+        wire.notify("item/started", {"item": unsandboxed_item("inProgress"), "threadId": "thr-1", "turnId": T1})
+        wire.notify("item/completed", {"item": unsandboxed_item("failed"), "threadId": "thr-1", "turnId": T1})
+    (warning,) = host.logged("warning")
+    assert (warning["source"], warning["run_id"]) == ("sandbox", "run-1")
+    assert warning["message"] == ("codex cannot sandbox its commands, so each one fails: " + BWRAP.strip()
+                                  + '; at start codex said: Refusing to create helper binaries under temporary dir '
+                                  '"/tmp" (codex_home: AbsolutePathBuf("/tmp/t/codex_home")) '
+                                  "(CODEX_HOME must lie outside $TMPDIR, else /tmp)")
+    wire.complete_turn(T1, status="failed", error={"message": "unexpected status 401 Unauthorized"})
+    (result,) = host.named("result")
+    assert result[4]["error"] == "unexpected status 401 Unauthorized; " + warning["message"]
+
+
+def test_codexs_refusal_to_make_helpers_with_bubblewrap_on_path_is_said_at_start(tmp_path, host):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "bwrap").write_text("#!/bin/sh\n")
+    (bin_dir / "bwrap").chmod(0o755)
+    backend, wire = make(tmp_path, host, env={"PATH": str(bin_dir)})
+    backend.start()
+    wire.child.stderr = REFUSED
+    wire.handshake()
+    (warning,) = host.logged("warning")
+    assert warning["source"] == "sandbox" and warning["run_id"] is None
+    assert warning["message"].startswith("codex cannot sandbox its commands, so each one fails; at start codex "
+                                         "said: Refusing to create helper binaries")
