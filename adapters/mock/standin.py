@@ -278,9 +278,12 @@ class StandIn:
         if status == "completed" and turn.schema is not None:
             output = turn.answer if turn.answer is not None else json.dumps(placeholder(turn.schema))
         # saved before the turn is said done, as a real harness saves its session: a `fork` right after the
-        # result finds the turn
-        with private_file(self.transcript, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "a") as f:
-            f.write(json.dumps({"turn": turn.number, "inputs": turn.texts, "output": output}) + "\n")
+        # result finds the turn.  A full disk loses the turn's transcript, not the turn.
+        try:
+            with private_file(self.transcript, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "a") as f:
+                f.write(json.dumps({"turn": turn.number, "inputs": turn.texts, "output": output}) + "\n")
+        except OSError:
+            pass
         if status != "cancelled":
             emit(ev="message", turn=turn.number, id="msg-%d" % turn.number, text=output)
         emit(ev="done", turn=turn.number, status=status, inputs=turn.inputs, output=output, error=error,
