@@ -34,7 +34,6 @@ FIGURES = {
     # from "CI", ".ci/run" or "a whole run" to "about N minutes" within one sentence (a "." before a
     # blank ends it; ".ci", "3.9" do not)
     "how long CI takes": r"(?:\bCI\b|\.ci/run|whole (?:CI )?run)(?:[^.]|\.(?=\S)){0,400}?about (\d+) minutes",
-    "how long the tests take without the agents": r"tests take about (\d+) minutes",
     "how many tests need a real agent": r"\b(\d+)(?: or so)?(?: tests)? (?:that )?needs? (?:a real agent|one)\b",
     "how many more ACP agents the reach tests run": r"\b(\w+) other ACP agents\b",
     "the Python floor": r"Python (3\.\d+) or newer|interpreter older than (3\.\d+)|Python (3\.\d+) floor",
