@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 # AF_UNIX sun_path is 108 bytes including the terminating NUL.
 MAX_SOCKET_PATH = 107
+# ssh's master socket, DIR/ssh-%C (40 hex digits) while ssh binds it as that name plus ".<16 random>", is the
+# longest name harnessctl puts in the fallback folder: 107 - 45 - 17 bytes are left for DIR.
+MAX_SOCKET_DIR = 45
 MAX_SYMLINKS = 40  # as the kernel's own limit on a path's symlinks
 S_IFMT, S_IFLNK = 0o170000, 0o120000  # stat's, without importing stat (start-up cost)
 EVENT_TYPES = ("accepted", "message", "request", "result", "log")
@@ -72,8 +75,18 @@ class Address:
 
 def fallback_socket_dir() -> str:
     """A per-user 0700 directory under /tmp for sockets whose real path is too long.
-    A fixed place (not $TMPDIR) so that a cron job and a shell find the same socket."""
-    return "/tmp/harnessctl-%d" % os.getuid()
+    A fixed place (not $TMPDIR) so that a cron job and a shell find the same socket;
+    HARNESSCTL_SOCKET_DIR (absolute) replaces it, for a user who sets it everywhere
+    harnessctl runs and for test runs that must not share the machine's."""
+    explicit = os.environ.get("HARNESSCTL_SOCKET_DIR")
+    if explicit is None:
+        return "/tmp/harnessctl-%d" % os.getuid()
+    if not os.path.isabs(explicit):
+        raise UsageError("HARNESSCTL_SOCKET_DIR must be an absolute path, not %r" % explicit)
+    if len(os.fsencode(explicit)) > MAX_SOCKET_DIR:
+        raise UsageError("HARNESSCTL_SOCKET_DIR is longer than %d bytes, too long for the sockets it holds: %s"
+                         % (MAX_SOCKET_DIR, explicit))
+    return explicit
 
 
 def resolve(file: str) -> Address:

@@ -24,8 +24,9 @@ def cli_env(**overrides: str) -> Dict[str, str]:
         if name.startswith("HARNESSCTL_") and not name.startswith(("HARNESSCTL_TEST", "HARNESSCTL_REQUIRE")):
             del env[name]
     env["PYTHONPATH"] = ROOT
-    if "HARNESSCTL_STATE_DIR" in os.environ:  # conftest.py: this test session's own binding records
-        env["HARNESSCTL_STATE_DIR"] = os.environ["HARNESSCTL_STATE_DIR"]
+    for name in ("HARNESSCTL_STATE_DIR", "HARNESSCTL_SOCKET_DIR"):  # conftest.py: this test session's own
+        if name in os.environ:
+            env[name] = os.environ[name]
     # Long enough that no runtime idles out in the middle of a test that checks
     # it is alive, however loaded the machine; a test about the idle exit sets
     # its own value, and conftest.py kills what a test leaves running.

@@ -4,6 +4,7 @@ test started under it (runtimes, harnesses) is killed when the test ends."""
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import tempfile
 
@@ -20,16 +21,28 @@ def pytest_configure(config):
     (trusted.record, seals) use it too."""
     config.harnessctl_state = (os.environ.get("HARNESSCTL_STATE_DIR"), tempfile.mkdtemp(prefix="harnessctl-state-"))
     os.environ["HARNESSCTL_STATE_DIR"] = config.harnessctl_state[1]
+    config.harnessctl_sockets = (os.environ.get("HARNESSCTL_SOCKET_DIR"), socket_dir())
+    os.environ["HARNESSCTL_SOCKET_DIR"] = config.harnessctl_sockets[1]
+
+
+def socket_dir() -> str:
+    """The session's own fallback socket folder (HARNESSCTL_SOCKET_DIR), not the machine's /tmp/harnessctl-UID:
+    test runs side by side (CI runs three) must not meet there, and tests acting as another user plant and move
+    it.  Directly in /tmp, not made yet: harnessctl makes it, and the other user can plant one there."""
+    return "/tmp/harnessctl-%d-test-%s" % (os.getuid(), secrets.token_hex(4))
 
 
 def pytest_unconfigure(config):
     old, made = config.harnessctl_state
     shutil.rmtree(made, ignore_errors=True)
     shutil.rmtree(made + "-boxes", ignore_errors=True)  # the --sandbox sessions' box folders (harnessctl/box.py)
-    if old is None:
-        os.environ.pop("HARNESSCTL_STATE_DIR", None)
-    else:
-        os.environ["HARNESSCTL_STATE_DIR"] = old
+    old_sockets, sockets = config.harnessctl_sockets
+    shutil.rmtree(sockets, ignore_errors=True)
+    for name, value in (("HARNESSCTL_STATE_DIR", old), ("HARNESSCTL_SOCKET_DIR", old_sockets)):
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 SPREAD = {"test_acp_reach_real"}  # each test starts its own agent; together they outlast the rest of the suite

@@ -34,6 +34,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from cliutil import ROOT, cli_env, kill_all_under, run, runtime_pids, wait_for
 from torture_support import Sends, check, count, fold, leftovers, read_events, settle
 
+from harnessctl.address import fallback_socket_dir
+
 AGENT = os.path.join(ROOT, "tests", "acp_support", "hostile_agent.py")
 
 # The knob of the grace period after which a runtime stops an agent that ignores
@@ -289,7 +291,7 @@ class Round:
 
     def harnessctl_files(self) -> List[str]:
         files = [self.path]
-        for folder in (self.path + ".d", "/tmp/harnessctl-%d" % os.getuid()):
+        for folder in (self.path + ".d", fallback_socket_dir()):
             if os.path.isdir(folder):
                 files += [os.path.join(folder, n) for n in os.listdir(folder)
                           if os.path.isfile(os.path.join(folder, n))]

@@ -670,7 +670,7 @@ class Listener:
 
 @contextlib.contextmanager
 def their_fallback_dir(user: OtherUser, kind: str) -> Iterator[str]:
-    """For the block, /tmp/harnessctl-<our uid> is the other user's: the 0700
+    """For the block, our fallback socket folder (HARNESSCTL_SOCKET_DIR) is the other user's: the 0700
     directory they made there (`dir`), or their symlink there to a directory
     of theirs (`symlink`).  Yields the directory their socket goes into.  What
     was there before (our own, maybe with live sockets) is put back at once."""

@@ -131,7 +131,7 @@ def event_file() -> str:
 
 
 def runtime_dir() -> str:
-    return "/tmp/harnessctl-%d" % os.getuid()
+    return os.environ.get("HARNESSCTL_SOCKET_DIR") or "/tmp/harnessctl-%d" % os.getuid()
 
 
 def forged_binding(path: str, nonce: str) -> str:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import stat
+import tempfile
 
+import pytest
 from cliutil import cli_env, critical, events, of_type, ok, results, run, runtime_pids, status, wait_for, wait_results
 
 
@@ -232,6 +236,29 @@ def test_long_event_path_uses_a_fallback_socket(workdir):
     send(path, "hello", "--adapter", "mock")
     assert wait_results(path, 1)[0]["status"] == "completed"
     assert not os.path.exists(path + ".d/runtime.sock")
+
+
+def test_harnessctl_socket_dir_moves_the_fallback_socket_folder(workdir):
+    deep = workdir / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    path, short = str(deep / "events.jsonl"), tempfile.mkdtemp(dir="/tmp")
+    folder = os.path.join(short, "sockets")
+    env = cli_env(HARNESSCTL_SOCKET_DIR=folder)
+    try:
+        ok("send", path, "hello", "--adapter", "mock", "--wait", env=env)
+        assert [n for n in os.listdir(folder) if n.endswith(".sock")]
+        assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+        assert json.loads(ok("status", path, env=env).stdout)["runtime"] == "alive"
+    finally:  # the workdir fixture stops the runtime
+        shutil.rmtree(short)
+
+
+@pytest.mark.parametrize("folder, words", [("s", b"must be an absolute path"), ("/tmp/" + "s" * 41, b"longer than 45")])
+def test_a_socket_dir_that_is_relative_or_too_long_is_refused(workdir, folder, words):
+    deep = workdir / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    proc = run("send", str(deep / "events.jsonl"), "hi", "--adapter", "mock", env=cli_env(HARNESSCTL_SOCKET_DIR=folder))
+    assert proc.returncode == 2 and words in proc.stderr, proc.stderr
 
 
 def test_a_symlinked_event_path_is_the_same_session(efile, workdir):

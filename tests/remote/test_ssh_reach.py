@@ -14,6 +14,8 @@ import pytest
 from cliutil import events, of_type, run, wait_results
 from ssh_support import address
 
+from harnessctl.address import fallback_socket_dir
+
 M = ("--adapter", "mock")
 
 
@@ -91,7 +93,7 @@ def test_without_harnessctl_ssh_and_without_sharing_in_the_ssh_config_harnessctl
     ok("send", address("h1", efile), "hello", "--wait", *M, env=env)
     given = options(calls)
     assert "ControlMaster=auto" in given, given
-    assert any(o.startswith("ControlPath=/tmp/harnessctl-%d/" % os.getuid()) for o in given), given
+    assert any(o.startswith("ControlPath=%s/" % fallback_socket_dir()) for o in given), given
     assert any(o.startswith("ControlPersist=") for o in given), given
 
 
