@@ -79,22 +79,33 @@ def end_with_reader() -> None:
     the command would wait on, unseen, until its outcome).  A thread sleeps
     in poll() on fd 1, which says POLLERR or POLLHUP then; it runs only when
     stdout is a pipe or a socket, and nothing else ever ends it: the process
-    leaves by os._exit.  `_thread`, a SIGINT by number: `threading` and
-    `signal` would add ~5 ms to every `send --wait`."""
+    leaves by os._exit.  A caller may have SIGINT ignored or blocked (a
+    script's background job `harnessctl wait F | head -1 &` has it ignored):
+    then the thread ends the process itself, 130 all the same, without
+    undoing that caller's choice for a Ctrl-C.  `_thread`, `_signal`:
+    `threading` and `signal` would add ~5 ms to every `send --wait`."""
     try:
         kind = os.fstat(1).st_mode & 0o170000
     except OSError:
         return
     if kind not in (0o010000, 0o140000):  # S_IFIFO, S_IFSOCK
         return
+    import _signal  # type: ignore[import-not-found]  # no stub: `signal` itself imports enum
     import _thread
     import select
+
+    sigint = _signal.SIGINT
+    heard = _signal.getsignal(sigint) is _signal.default_int_handler
+    heard = heard and sigint not in _signal.pthread_sigmask(_signal.SIG_BLOCK, ())
 
     def watch() -> None:
         poller = select.poll()
         poller.register(1, 0)  # no event asked: POLLERR and POLLHUP come all the same
         if poller.poll():
-            os.kill(os.getpid(), 2)  # SIGINT: KeyboardInterrupt in the main thread
+            if heard:
+                os.kill(os.getpid(), sigint)  # KeyboardInterrupt in the main thread, as Ctrl-C
+            else:
+                os._exit(130)
 
     _thread.start_new_thread(watch, ())
 

@@ -24,9 +24,7 @@ def cli_env(**overrides: str) -> Dict[str, str]:
         if name.startswith("HARNESSCTL_") and not name.startswith(("HARNESSCTL_TEST", "HARNESSCTL_REQUIRE")):
             del env[name]
     env["PYTHONPATH"] = ROOT
-    for name in ("HARNESSCTL_STATE_DIR", "HARNESSCTL_SOCKET_DIR"):  # conftest.py: this test session's own
-        if name in os.environ:
-            env[name] = os.environ[name]
+    env.update(session_dirs())
     # Long enough that no runtime idles out in the middle of a test that checks
     # it is alive, however loaded the machine; a test about the idle exit sets
     # its own value, and conftest.py kills what a test leaves running.
@@ -34,6 +32,12 @@ def cli_env(**overrides: str) -> Dict[str, str]:
     env["HARNESSCTL_TIMEOUT"] = "30"
     env.update(overrides)
     return env
+
+
+def session_dirs() -> Dict[str, str]:
+    """This test session's own state and socket folders (conftest.py), for every environment a test builds:
+    test runs side by side never meet in the user's."""
+    return {name: os.environ[name] for name in ("HARNESSCTL_STATE_DIR", "HARNESSCTL_SOCKET_DIR") if name in os.environ}
 
 
 def command(*args: Union[str, bytes]) -> List[Union[str, bytes]]:

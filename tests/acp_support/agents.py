@@ -41,7 +41,7 @@ import subprocess
 from typing import Any, Dict, Iterator, List, Optional
 
 from claudecode_support import mock_messages as mm
-from cliutil import ROOT, events, matching, run, runtime_pids, start, wait_for, wait_matching
+from cliutil import ROOT, events, matching, run, runtime_pids, session_dirs, start, wait_for, wait_matching
 from codex_support import mock_responses as mr
 from schemacheck import check_event
 
@@ -109,6 +109,7 @@ def base_env(root: str) -> Dict[str, str]:
         "PYTHONPATH": ROOT,
         "HARNESSCTL_IDLE_TIMEOUT": "600",
         "HARNESSCTL_TIMEOUT": "60",
+        **session_dirs(),
     }
 
 

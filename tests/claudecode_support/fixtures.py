@@ -6,7 +6,7 @@ import os
 from typing import Any, Callable, Dict, Optional
 
 from cliutil import events as read_events  # noqa: F401  (re-exported to the claudecode tests)
-from cliutil import real_binary, wait_for  # noqa: F401
+from cliutil import real_binary, session_dirs, wait_for  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -43,6 +43,7 @@ def claude_env(root: str, base_url: str, **extra: str) -> Dict[str, str]:
         "DISABLE_AUTOUPDATER": "1",
         "DISABLE_ERROR_REPORTING": "1",
         "CLAUDE_CODE_MAX_RETRIES": "0",
+        **session_dirs(),
         "PYTHONPATH": REPO,
     }
     env.update(extra)

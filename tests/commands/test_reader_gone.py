@@ -4,9 +4,11 @@ It ends as Ctrl-C ends it, exit 130, and the run goes on."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 
-from cliutil import of_type, ok, start, status, wait_for
+import pytest
+from cliutil import interruptible, of_type, ok, start, status, wait_for
 
 
 def busy(efile):
@@ -14,8 +16,8 @@ def busy(efile):
     wait_for(lambda: status(efile)["state"] == "running", what="running")
 
 
-def ended_when_reader_gone(*args):
-    proc = start(*args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+def ended_when_reader_gone(*args, preexec_fn=interruptible):
+    proc = start(*args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, preexec_fn=preexec_fn)
     proc.stdout.close()  # the reader goes away
     wait_for(lambda: proc.poll() is not None, what="the command ended")
     return proc.returncode
@@ -43,3 +45,20 @@ def test_send_wait_ends_when_its_reader_is_gone_after_the_input_was_accepted(efi
     busy(efile)
     assert ended_when_reader_gone("send", efile, "steer", "--wait") == 130
     assert [e["text"] for e in of_type(efile, "accepted")] == ["/sleep 60", "steer"]
+
+
+def sigint_ignored():
+    """As a script's background job has it (`harnessctl wait F | head -1 &` in sh without job control)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def sigint_blocked():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+@pytest.mark.parametrize("caller", [sigint_ignored, sigint_blocked], ids=["ignored", "blocked"])
+def test_a_wait_whose_caller_ignores_or_blocks_sigint_still_ends_with_130_when_its_reader_is_gone(efile, caller):
+    busy(efile)
+    assert ended_when_reader_gone("wait", efile, preexec_fn=caller) == 130
+    assert status(efile)["state"] == "running"

@@ -17,7 +17,7 @@ import sys
 import time
 
 import pytest
-from cliutil import ROOT, cli_env, ok, run, runtime_pids, start, wait_for
+from cliutil import ROOT, cli_env, ok, run, runtime_pids, session_dirs, start, wait_for
 from torture_support import assert_no_leftovers, check, count, idle_race, kill_senders, of_kind, status_of, wait_results
 
 pytestmark = pytest.mark.torture
@@ -109,7 +109,7 @@ def test_a_cron_like_job_without_tty_or_environment_gets_a_detached_runtime(efil
     # cron's bare environment, but this test session's state folder (conftest.py): the runtime answers only
     # a command that reads the state folder it uses, and the user's own is no test's to write
     env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "SHELL": "/bin/sh", "LOGNAME": "root",
-           "PYTHONPATH": ROOT, "HARNESSCTL_STATE_DIR": os.environ["HARNESSCTL_STATE_DIR"]}
+           "PYTHONPATH": ROOT, **session_dirs()}
     job = start("send", efile, "/sleep 1\nfrom cron", *MOCK, stdin=subprocess.DEVNULL, env=env, cwd="/",
                 start_new_session=True)
     out, err = job.communicate(timeout=20)  # returns only once nobody holds the job's pipes any more
