@@ -108,7 +108,7 @@ def base_env(root: str) -> Dict[str, str]:
         "TERM": "dumb",
         "PYTHONPATH": ROOT,
         "HARNESSCTL_IDLE_TIMEOUT": "600",
-        "HARNESSCTL_TIMEOUT": "60",
+        "HARNESSCTL_TIMEOUT": "120",  # an agent gets 80 % of it to start: openclaw takes ~25 s on a busy machine
         **session_dirs(),
     }
 

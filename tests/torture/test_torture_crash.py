@@ -136,7 +136,8 @@ def test_a_harness_that_never_answers_the_start_exits_5_or_6_within_the_timeout(
     err = proc.stderr.decode()
     assert proc.returncode in (5, 6), err
     assert err.startswith("harnessctl: ") and err.count("\n") == 1, err
-    assert elapsed < 3 + 1.5, "took %.1fs with HARNESSCTL_TIMEOUT=3" % elapsed
+    # the knob holds: far below the default 30 s, with room for the start-ups of a loaded machine
+    assert elapsed < 3 + 7, "took %.1fs with HARNESSCTL_TIMEOUT=3" % elapsed
     assert not of_kind(efile, "accepted")
     assert_no_leftovers(str(workdir), [efile], timeout=10)
     check(efile)
