@@ -505,8 +505,7 @@ class CodexBackend(ChildBackend):
         import os
         import shutil  # only here: it would cost every runtime start 1.5 ms
 
-        stderr = self.child.stderr_tail() if self.child is not None else ""
-        if sandbox != "dangerFullAccess" and wire.helpers_refused(stderr) \
+        if sandbox != "dangerFullAccess" and wire.helpers_refused(self._stderr()) \
                 and shutil.which("bwrap", path=self.config.env.get("PATH", os.defpath)):
             self._sandbox_failed(None, None)
 
@@ -516,8 +515,12 @@ class CodexBackend(ChildBackend):
         complaint only to the model, as each command's output, and its reason
         only to its stderr (issue 47)."""
         if self.sandbox is None:
-            self.sandbox = wire.sandbox_warning(failure, self.child.stderr_tail() if self.child is not None else "")
+            self.sandbox = wire.sandbox_warning(failure, wire.helpers_refused(self._stderr()))
             self.activity.warning(run_id, self.sandbox, "sandbox")
+
+    def _stderr(self) -> str:
+        """The end of the app-server's stderr, where codex says why it made no helpers."""
+        return self.child.stderr_tail() if self.child is not None else ""
 
     def _message_id(self, run: Run, item: Dict[str, Any]) -> str:
         # codex item ids come from the model and are only unique within a turn

@@ -256,15 +256,13 @@ def helpers_refused(stderr: str) -> Optional[str]:
     return refusals[-1].strip() if refusals else None
 
 
-def sandbox_warning(failure: Optional[str], stderr: str) -> str:
+def sandbox_warning(failure: Optional[str], refusal: Optional[str]) -> str:
     """The one line that says codex cannot sandbox its commands: bubblewrap's
-    complaint (None: not seen yet), and codex's start-up reason when its stderr
-    holds it (with what to change when the reason is CODEX_HOME inside the
-    temporary folder)."""
+    complaint (None: not seen yet), and codex's start-up reason (helpers_refused;
+    with what to change when the reason is CODEX_HOME inside the temporary folder)."""
     text = "codex cannot sandbox its commands, so each one fails"
     if failure:
         text += ": %s" % failure
-    refusal = helpers_refused(stderr)
     if refusal:
         text += "; at start codex said: %s" % refusal
         if "temporary dir" in refusal:
