@@ -4,8 +4,9 @@ a directory outside as fast as it can (acp_support/flipper.py) while the file
 channel writes and reads through that folder.  Nothing may be written outside
 and no read may return what lies outside.
 
-HARNESSCTL_RACE_SECONDS sets how long the file channel is raced (default 30);
-the run through a real ACP agent takes a sixth of it."""
+HARNESSCTL_RACE_SECONDS sets how long the file channel is raced (default 10:
+thousands of flips; set more for a longer hunt); the run through a real ACP
+agent takes a sixth of it."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from cliutil import ROOT, cli_env, run
 from adapters.acp import wire
 from harnessctl.kit import Config
 
-SECONDS = float(os.environ.get("HARNESSCTL_RACE_SECONDS", "30"))
+SECONDS = float(os.environ.get("HARNESSCTL_RACE_SECONDS", "10"))
 FLIPPER = os.path.join(ROOT, "tests", "acp_support", "flipper.py")
 HOSTILE = os.path.join(ROOT, "tests", "acp_support", "hostile_agent.py")
 NAMES = ["secret.txt", "target.txt"]

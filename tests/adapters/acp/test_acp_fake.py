@@ -123,7 +123,9 @@ def test_an_input_held_for_an_agent_without_steering_can_be_revoked_and_never_re
     ok("cancel", agent.path, second, env=agent.env)
     code, revoked = agent.wait(second)
     assert (code, revoked["run_id"], revoked["error_class"]) == (8, None, "revoked")
-    assert agent.wait(first)[1]["status"] == "completed"
+    assert status(agent.path)["state"] == "running"  # the first run goes on
+    ok("cancel", agent.path, env=agent.env)  # the end of the run is when a held input would be sent
+    assert agent.wait(first)[1]["status"] == "cancelled"
     assert len(agent.received("session/prompt")) == 1
 
 
