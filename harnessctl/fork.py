@@ -16,7 +16,7 @@ import os
 import time
 
 from .address import check_event_file, require_exists, resolve
-from .errors import HarnessctlError, StateError, UsageError
+from .errors import StateError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ def _write(new: Address, new_file: str, source: Source) -> None:
 def _first_line(fd: int, new: Address, source: Source) -> None:
     """`{"type":"log",...,"seq":1,"level":"info","kind":"forked","from":PATH,
     "from_seq":N,"inputs":K}`, fsynced: N is the seq of FILE's last line, K
-    the inputs FILE had taken (moved_on compares it)."""
+    the inputs FILE had taken (eventfile.lineage.moved_on compares it)."""
     from .eventfile.eventlog import EventLog
 
     log = EventLog(os.dup(fd), new.path, 0)
@@ -226,41 +226,6 @@ def _first_line(fd: int, new: Address, source: Source) -> None:
                     "from_seq": source.seq, "inputs": source.inputs})
     finally:
         log.close()
-
-
-# -- NEWFILE's first start ---------------------------------------------------------
-
-
-def moved_on(addr: Address, resume_file: Optional[str]) -> Optional[str]:
-    """Why a forked file's harness must not fork now, or None.  The harness
-    forks at its first start, from the source as it is then: a source that
-    took inputs since `fork` would give the fork turns it was not forked
-    with, so that start is refused instead.  Once the backend keeps its own
-    handle (`resume_file`) the fork is made, and nothing is checked."""
-    import json
-
-    if resume_file is None or os.path.exists(os.path.join(addr.sidecar, resume_file)):
-        return None
-    try:
-        with open(addr.path, "rb") as f:
-            first = json.loads(f.readline(64 * 1024))
-    except (OSError, ValueError):
-        return None
-    if not (isinstance(first, dict) and first.get("kind") == "forked" and isinstance(first.get("from"), str)
-            and isinstance(first.get("inputs"), int)):
-        return None
-    from .eventfile import snapshot
-
-    source = resolve(first["from"])
-    try:
-        taken = snapshot.load(source)[0].inputs_seen - first["inputs"]
-    except (OSError, HarnessctlError):
-        return None
-    if taken <= 0:
-        return None
-    return ("%s took %d input(s) since %s was forked from it, and its harness forks the conversation only now: "
-            "the fork would hold them; fork again (harnessctl fork), and send to a fork before its source"
-            % (source.path, taken, addr.path))
 
 
 def _take_back(new: Address, made: List[str]) -> None:

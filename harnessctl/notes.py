@@ -11,9 +11,9 @@ file and says, on stderr, one line for a `log` line of kind `warning`:
 A warning whose `source` is a harness's retry (codex's retried `error`,
 Claude's `api_retry`) "is retrying", any other "warns".  Once per kind (retry,
 no progress, sandbox, warning) per command, each as soon as it is read: a retry,
-an ACP agent's lack of progress (`no_progress`) or commands the harness cannot
-sandbox (`sandbox`) that follow an unrelated warning are news, and are never
-held back behind it.  stdout is never
+an agent's lack of progress or commands the harness cannot sandbox (their
+sources: vocabulary.py) that follow an unrelated warning are news, and are
+never held back behind it.  stdout is never
 written: it holds the answer only.
 
 The lines are read from the event file (from where the wait began), and only
@@ -28,6 +28,7 @@ import os
 
 from .address import open_event_file, resolve
 from .errors import UsageError
+from .vocabulary import RETRY_SOURCES, SANDBOX_SOURCE, STALL_SOURCE
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -36,9 +37,6 @@ if TYPE_CHECKING:
     from .address import Address
 
 WIDTH = 200  # characters of the harness's message kept
-RETRY_SOURCES = ("error", "api_retry")  # a `warning`'s sources that mean "retrying": codex, Claude Code
-STALL_SOURCE = "no_progress"  # the ACP adapter's warning of a run its agent shows nothing of
-SANDBOX_SOURCE = "sandbox"  # a harness that cannot sandbox its commands, so each one fails (codex: issue 47)
 CHUNK = 1024 * 1024
 NEEDLE = b'"kind":"warning"'  # in every warning line we write (compact JSON): others are not parsed
 

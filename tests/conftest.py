@@ -81,6 +81,17 @@ def efile(workdir):
     return str(workdir / "events.jsonl")
 
 
+@pytest.fixture
+def mcp(workdir):
+    """`harnessctl mcp --root WORKDIR`, initialized (tests/mcp_support/client.py); stopped after the test."""
+    from mcp_support.client import Client
+
+    client = Client("--root", str(workdir), cwd=str(workdir))
+    client.initialize()
+    yield client
+    client.stop()
+
+
 @pytest.fixture(scope="session")
 def ssh_bed():
     """The OpenSSH test bed (tests/ssh_support.py) of the ssh:// tests: started once per test session,

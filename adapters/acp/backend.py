@@ -361,8 +361,8 @@ class AcpBackend(ChildBackend):
 
     def _quiet(self, run: Run, seconds: float) -> None:
         if self._waiting(run):
-            self.activity.warning(run.run_id, "the ACP agent %s has shown no progress %g s after the prompt%s"
-                                  % (self.short, seconds, self._agent_words(run)), source="no_progress")
+            self.activity.stalled(run.run_id, "the ACP agent %s has shown no progress %g s after the prompt%s"
+                                  % (self.short, seconds, self._agent_words(run)))
 
     def _stalled(self, run: Run, seconds: float) -> None:
         """No progress for the whole limit: cancel the turn; it ends `failed`

@@ -516,7 +516,7 @@ class CodexBackend(ChildBackend):
         only to its stderr (issue 47)."""
         if self.sandbox is None:
             self.sandbox = wire.sandbox_warning(failure, wire.helpers_refused(self._stderr()))
-            self.activity.warning(run_id, self.sandbox, "sandbox")
+            self.activity.cannot_sandbox(run_id, self.sandbox)
 
     def _stderr(self) -> str:
         """The end of the app-server's stderr, where codex says why it made no helpers."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 
-from ..vocabulary import TOOL_KINDS
+from ..vocabulary import SANDBOX_SOURCE, STALL_SOURCE, TOOL_KINDS
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -168,6 +168,14 @@ class Activity:
     def warning(self, run_id: Optional[str], message: str, source: Optional[str] = None) -> None:
         """A warning of the harness (its configuration, a retry, a model notice)."""
         self.host.log("warning", level="warning", run_id=run_id, message=message, source=source)
+
+    def stalled(self, run_id: Optional[str], message: str) -> None:
+        """A warning that the agent has shown nothing of the run for a while: a waiter says it at once."""
+        self.warning(run_id, message, STALL_SOURCE)
+
+    def cannot_sandbox(self, run_id: Optional[str], message: str) -> None:
+        """A warning that the harness cannot sandbox its commands, so each one fails: a waiter says it at once."""
+        self.warning(run_id, message, SANDBOX_SOURCE)
 
 
 # -- helpers adapters share -------------------------------------------------------------

@@ -14,7 +14,8 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Dict
 
-INVALID_PARAMS = -32602
+# JSON-RPC's error codes
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
 
 
 def tool_result(structured: Dict[str, Any], text: str) -> Dict[str, Any]:

@@ -28,7 +28,18 @@ from ..visible import shown
 from ..vocabulary import MODES
 from . import protocol
 from .call import Call, Cancelled, Deferred, Grants
-from .outcomes import INVALID_PARAMS, RpcError, busy, rpc_error, tool_error, tool_result
+from .outcomes import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    RpcError,
+    busy,
+    rpc_error,
+    tool_error,
+    tool_result,
+)
 from .protocol import TASKS, Revision
 from .roots import Roots
 from .tasks import Task, Tasks, listen, task_method, too_many
@@ -39,7 +50,6 @@ if TYPE_CHECKING:
 
     Work = Callable[[threading.Event], Optional[Dict[str, Any]]]  # a call's thread: its result, or None
 
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INTERNAL_ERROR = -32700, -32600, -32601, -32603
 TASK_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
 MAX_LINE = 16 * 1024 * 1024  # bytes of one message: a send's text (4 MiB) and schema fit, escaped
 MAX_CALLS = 16  # calls running at once (a thread each); one more is answered "busy" at once

@@ -23,7 +23,7 @@ import time
 from ..errors import HarnessctlError, StateError, UnavailableError
 from ..visible import shown
 from . import protocol
-from .outcomes import INVALID_PARAMS, RpcError, rpc_error, tool_error, tool_result
+from .outcomes import INTERNAL_ERROR, INVALID_PARAMS, RpcError, rpc_error, tool_error, tool_result
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ KEEP_GIVEN = 60.0  # seconds an ended task is kept after its answer was first gi
 POLL_MS = 1000  # the pollIntervalMs hint
 TERMINAL = ("completed", "failed", "cancelled")
 SUBSCRIPTION_LOOK = 0.25  # seconds between two looks at a subscription's tasks
-INTERNAL_ERROR = -32603
 
 
 class Task:
@@ -61,6 +60,8 @@ class Task:
         """The task as its event file has it now (tasks/get, notifications/tasks)."""
         with self.lock:
             self.look()
+            if self.status in TERMINAL and self.given is None:
+                self.given = time.monotonic()  # its end is given out now: kept KEEP_GIVEN longer
             return self.detailed()
 
     def look(self) -> None:
@@ -104,8 +105,6 @@ class Task:
             shown_task["inputRequests"] = {self.request["request_id"]: elicitation(self.request)}
         if self.status == "completed" and self.answer is not None:
             shown_task["result"] = self.answer
-        if self.status in TERMINAL and self.given is None:
-            self.given = time.monotonic()
         return shown_task
 
     def answers(self, responses: Dict[str, Any]) -> List[Tuple[str, str]]:

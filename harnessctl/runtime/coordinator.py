@@ -237,9 +237,9 @@ class Runtime:
     # -- the harness ----------------------------------------------------------
 
     def start_harness(self) -> None:
-        """Start the harness, once a forked file's source has not moved on (fork.moved_on)."""
+        """Start the harness, once a forked file's source has not moved on (eventfile.lineage.moved_on)."""
         if self.conv.inputs_seen == 0:
-            from ..fork import moved_on
+            from ..eventfile.lineage import moved_on
 
             why = moved_on(self.addr, registry.backend_class(self.binding["adapter"]).RESUME_FILE)
             if why is not None:

@@ -8,25 +8,10 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any, Dict
 
 import pytest
 from cliutil import ROOT, events, extract_archive, matching, ok, run, wait_for, wait_results
-from mcp_support.client import Client
-
-
-@pytest.fixture
-def mcp(workdir):
-    client = Client("--root", str(workdir), cwd=str(workdir))
-    client.initialize()
-    yield client
-    client.stop()
-
-
-def structured(result: Dict[str, Any]) -> Dict[str, Any]:
-    assert result["isError"] is False, result
-    return result["structuredContent"]
-
+from mcp_support.client import Client, structured
 
 # -- the lifecycle --------------------------------------------------------------------
 

@@ -7,22 +7,8 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
 from cliutil import ok
-from mcp_support.client import Client
-
-
-@pytest.fixture
-def mcp(workdir):
-    client = Client("--root", str(workdir), cwd=str(workdir))
-    client.initialize()
-    yield client
-    client.stop()
-
-
-def structured(result):
-    assert result["isError"] is False, result
-    return result["structuredContent"]
+from mcp_support.client import structured
 
 
 def test_the_fork_tool_gives_the_commands_line_and_the_fork_holds_the_conversation(mcp, workdir):

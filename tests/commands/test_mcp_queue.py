@@ -4,17 +4,7 @@ same as `send --queue`, `send --interrupt` and `cancel FILE INPUT_ID`
 
 from __future__ import annotations
 
-import pytest
 from cliutil import of_type, ok, results, wait_results
-from mcp_support.client import Client
-
-
-@pytest.fixture
-def mcp(workdir):
-    client = Client("--root", str(workdir), cwd=str(workdir))
-    client.initialize()
-    yield client
-    client.close()
 
 
 def busy(efile):

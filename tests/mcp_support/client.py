@@ -25,6 +25,12 @@ def modern_meta(tasks: bool = True, version: str = MODERN, **extra: Any) -> Dict
             "io.modelcontextprotocol/clientCapabilities": capabilities, **extra}
 
 
+def structured(result: Dict[str, Any]) -> Dict[str, Any]:
+    """The structured content of a tool result that is no error."""
+    assert result["isError"] is False, result
+    return result["structuredContent"]
+
+
 class Client:
     """The client side of one `harnessctl mcp`: requests, and everything it
     says in order (responses by id, notifications)."""

@@ -7,7 +7,7 @@ import os
 
 import pytest
 from cliutil import of_type, wait_for
-from mcp_support.client import Client
+from mcp_support.client import Client, structured
 from ssh_support import address
 
 
@@ -24,11 +24,6 @@ def mcp(root, ssh_env):
     client.initialize()
     yield client
     client.stop()
-
-
-def structured(result):
-    assert result["isError"] is False, result
-    return result["structuredContent"]
 
 
 def test_send_and_status_tools_run_on_an_ssh_file_under_an_ssh_root(mcp, root):
