@@ -28,6 +28,7 @@ from .commands import (
     with_file,
 )
 from .errors import HarnessctlError, OutcomeUnknownError, UsageError
+from .stdio import drop_stdout, emit, end_with_reader, hold_std_fds, say
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def main(argv: Optional[List[str]] = None, adapter: Optional[str] = None, agent:
     except BrokenPipeError:
         # The reader went away (`status | true`): quiet, as the standard library's
         # tools are on EPIPE, but not 0: the line did not arrive.
-        _drop_stdout()
+        drop_stdout()
         return UsageError.exit_code
     except HarnessctlError as e:
         return fail(str(e), e.exit_code)
@@ -71,104 +72,6 @@ def entry(adapter: Optional[str] = None, agent: Optional[str] = None) -> None:
     os._exit(code)
 
 
-def end_with_reader() -> None:
-    """A command that blocks (a wait, `log --follow`) ends as Ctrl-C ends it
-    (exit 130, the run goes on) once nobody reads its stdout: the pipe's
-    reader exited (`| head -1`), or the ssh that ran it on this machine is
-    gone (sshd closes the pipe; ssh passes no signal without a terminal, and
-    the command would wait on, unseen, until its outcome).  A thread sleeps
-    in poll() on fd 1, which says POLLERR or POLLHUP then; it runs only when
-    stdout is a pipe or a socket, and nothing else ever ends it: the process
-    leaves by os._exit.  A caller may have SIGINT ignored or blocked (a
-    script's background job `harnessctl wait F | head -1 &` has it ignored):
-    then the thread ends the process itself, 130 all the same, without
-    undoing that caller's choice for a Ctrl-C.  `_thread`, `_signal`:
-    `threading` and `signal` would add ~5 ms to every `send --wait`."""
-    try:
-        kind = os.fstat(1).st_mode & 0o170000
-    except OSError:
-        return
-    if kind not in (0o010000, 0o140000):  # S_IFIFO, S_IFSOCK
-        return
-    import _signal  # type: ignore[import-not-found]  # no stub: `signal` itself imports enum
-    import _thread
-    import select
-
-    sigint = _signal.SIGINT
-    heard = _signal.getsignal(sigint) is _signal.default_int_handler
-    heard = heard and sigint not in _signal.pthread_sigmask(_signal.SIG_BLOCK, ())
-
-    def watch() -> None:
-        poller = select.poll()
-        poller.register(1, 0)  # no event asked: POLLERR and POLLHUP come all the same
-        if poller.poll():
-            if heard:
-                os.kill(os.getpid(), sigint)  # KeyboardInterrupt in the main thread, as Ctrl-C
-            else:
-                os._exit(130)
-
-    _thread.start_new_thread(watch, ())
-
-
-def hold_std_fds() -> None:
-    """A caller may start us with fd 0, 1 or 2 closed (cron, `<&-`, `2>&-`).
-    Such a slot is filled with /dev/null opened the other way round (a closed
-    stdin by a write-only one, a closed stdout or stderr by a read-only one):
-    it still fails as a closed stream would, but the pipes and files we open
-    can no longer land on 0-2, where the runtime's spawn would put /dev/null
-    over them.  Costs three fstat calls when all three are open."""
-    for fd in (0, 1, 2):
-        try:
-            os.fstat(fd)
-        except OSError:
-            placeholder = os.open(os.devnull, os.O_WRONLY if fd == 0 else os.O_RDONLY)
-            if placeholder != fd:  # a lower slot was free after all: never so, as we go up
-                os.dup2(placeholder, fd, inheritable=False)
-                os.close(placeholder)
-
-
-def say(text: str) -> None:
-    """One message on stderr; nothing when stderr is closed or unusable (the
-    exit code still says what happened)."""
-    try:
-        if sys.stderr is not None:
-            sys.stderr.write(text + "\n")
-            sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-
-
-def emit(text: str) -> None:
-    """Print one line to stdout, or fail cleanly when stdout is closed
-    (`>&-`), broken (EPIPE: re-raised for main) or full (`> /dev/full`)."""
-    try:
-        if sys.stdout is None:
-            raise OSError(9, "stdout is closed")
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except (OSError, ValueError) as e:
-        _drop_stdout()
-        raise UsageError("cannot write to stdout: %s" % (getattr(e, "strerror", None) or e)) from None
-
-
-def _drop_stdout() -> None:
-    """Point fd 1 at /dev/null so that the interpreter's own flush at exit
-    does not report the same failure again with a traceback."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.close(devnull)
-    except OSError:
-        pass
-    if sys.stdout is not None:
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
-
-
 def fail(message: str, code: int) -> int:
     if os.environ.get("HARNESSCTL_DEBUG") == "1" and sys.exc_info()[0] is not None and sys.stderr is not None:
         import traceback
@@ -181,6 +84,25 @@ def fail(message: str, code: int) -> int:
 
 
 def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str] = None) -> int:
+    early = help_or_version(argv, fixed_adapter)
+    if early is not None:
+        return early
+    command, args, options, rules = parse(argv)
+    if any(name.startswith("ssh://") for name in files(command, args, options)):
+        return remote(command, args, options, rules, fixed_adapter, fixed_agent)
+    if command == "send":
+        return send(args, options, rules, fixed_adapter, fixed_agent)
+    if command == "mcp":
+        from .mcp.server import serve
+
+        return serve([root for verb, root in rules if verb == "root"], "--allow-agent-commands" in options,
+                     fixed_adapter, fixed_agent, options.get("--max-mode", "ask"), "--allow-rules" in options,
+                     "--sandbox" in options)
+    return LOCAL[command](args, options)
+
+
+def help_or_version(argv: List[str], fixed_adapter: Optional[str]) -> Optional[int]:
+    """The exit code of a run that only shows help or the version, else None."""
     options_part = argv[: argv.index("--")] if "--" in argv else argv
     if not argv:
         from .helptext import overview
@@ -197,63 +119,62 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
     if argv[0] == "--version":
         emit("harnessctl %s" % __version__ + (" (%s adapter)" % fixed_adapter if fixed_adapter else ""))
         return 0
-    command, args, options, rules = parse(argv)
-    if any(name.startswith("ssh://") for name in files(command, args, options)):
-        return remote(command, args, options, rules, fixed_adapter, fixed_agent)
-    if command == "log":
-        return log(args, options)
-    if command == "agents":
-        return agents(options)
-    if command == "rebind":
-        from .rebind import rebind
+    return None
 
-        binding, said = rebind(args[0], options.get("--accept"))
-        emit(binding)
-        say("harnessctl: %s" % said)
-        return 0
-    if command == "fork":
-        from .fork import fork
 
-        line, warning = fork(args[0], args[1], options.get("--cwd"))
-        if warning is not None:
-            say("harnessctl: warning: %s" % warning)
-        emit(json_line(line))
-        return 0
-    if command == "mcp":
-        from .mcp.server import serve
+def rebind(args: List[str], options: Dict[str, str]) -> int:
+    from . import rebind as rebinding
 
-        return serve([root for verb, root in rules if verb == "root"], "--allow-agent-commands" in options,
-                     fixed_adapter, fixed_agent, options.get("--max-mode", "ask"), "--allow-rules" in options,
-                     "--sandbox" in options)
-    if command == "serve":
-        from .serve.command import DEFAULT_HOST, serve_fleet
+    binding, said = rebinding.rebind(args[0], options.get("--accept"))
+    emit(binding)
+    say("harnessctl: %s" % said)
+    return 0
 
-        return serve_fleet(args, options.get("--port", "0"), options.get("--host", DEFAULT_HOST), emit, say)
-    from . import client
 
-    if command == "send":
-        return send(args, options, rules, fixed_adapter, fixed_agent)
-    if command == "wait" and "--any" in options:
+def fork(args: List[str], options: Dict[str, str]) -> int:
+    from . import fork as forking
+
+    line, warning = forking.fork(args[0], args[1], options.get("--cwd"))
+    if warning is not None:
+        say("harnessctl: warning: %s" % warning)
+    emit(json_line(line))
+    return 0
+
+
+def serve(args: List[str], options: Dict[str, str]) -> int:
+    from .serve.command import DEFAULT_HOST, serve_fleet
+
+    return serve_fleet(args, options.get("--port", "0"), options.get("--host", DEFAULT_HOST), emit, say)
+
+
+def wait(args: List[str], options: Dict[str, str]) -> int:
+    """`wait FILE [INPUT_ID]`, its notes on stderr; `wait --any FILE...`."""
+    if "--any" in options:
         from .waiting import wait_any
 
         end_with_reader()
         kind, index, line = wait_any(args, timeout(options))
         return outcome((kind, with_file(args[index], line) if line else ""))
-    if command == "wait":
-        from .notes import Notes, offset_now
-        from .waiting import wait
+    from . import waiting
+    from .notes import Notes, offset_now
 
-        notes = Notes(args[0], offset_now(args[0]), say)
-        end_with_reader()
-        found = wait(args[0], args[1] if len(args) > 1 else None, timeout(options), notes)
-        return outcome(waited_line(args[0], found))
-    if command == "status":
-        return statuses(args)
-    if command == "cancel":
-        client.cancel(args[0], args[1] if len(args) > 1 else None)
-    else:
-        answer = args[2] if len(args) > 2 else read_stdin("ANSWER")
-        client.reply(args[0], args[1], answer)
+    notes = Notes(args[0], offset_now(args[0]), say)
+    end_with_reader()
+    found = waiting.wait(args[0], args[1] if len(args) > 1 else None, timeout(options), notes)
+    return outcome(waited_line(args[0], found))
+
+
+def cancel(args: List[str], options: Dict[str, str]) -> int:
+    from . import client
+
+    client.cancel(args[0], args[1] if len(args) > 1 else None)
+    return 0
+
+
+def reply(args: List[str], options: Dict[str, str]) -> int:
+    from . import client
+
+    client.reply(args[0], args[1], args[2] if len(args) > 2 else read_stdin("ANSWER"))
     return 0
 
 
@@ -363,7 +284,7 @@ def hooks(options: Dict[str, str]) -> Dict[str, str]:
     return {field.name: options[field.flag] for field in HOOKS if field.flag in options}
 
 
-def statuses(args: List[str]) -> int:
+def statuses(args: List[str], options: Dict[str, str]) -> int:
     """`status FILE|DIR...`: one line per file, in the order given, a DIR's
     event files in its place (commands.listed).  One argument that is no
     session (or a DIR that cannot be read) is an error as any command's;
@@ -399,7 +320,7 @@ def _each_status(files: List[str], worst: int) -> int:
     return worst
 
 
-def agents(options: Dict[str, str]) -> int:
+def agents(args: List[str], options: Dict[str, str]) -> int:
     import json
 
     from . import presets
@@ -454,3 +375,8 @@ def read_stdin(what: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError("%s on stdin is not valid UTF-8" % what) from None
+
+
+# The commands on this machine's sessions, but send and mcp (run): each is given its arguments and options.
+LOCAL = {"log": log, "agents": agents, "rebind": rebind, "fork": fork, "serve": serve, "wait": wait, "status": statuses,
+         "cancel": cancel, "reply": reply}

@@ -182,7 +182,7 @@ def end_with_signals() -> None:
     """SIGTERM and SIGHUP end this command as an exception would, so that
     the ssh it started is killed on the way out (the command's own cleanup):
     an ssh left behind would keep the remote command waiting, unseen.  The
-    remote command ends once its ssh is gone (cli.end_with_reader)."""
+    remote command ends once its ssh is gone (stdio.end_with_reader)."""
     import signal
 
     def leave(signum: int, frame: object) -> None:

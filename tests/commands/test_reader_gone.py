@@ -1,4 +1,4 @@
-"""A command that blocks ends once nobody reads its stdout (cli.end_with_reader):
+"""A command that blocks ends once nobody reads its stdout (stdio.end_with_reader):
 the pipe's reader exited, or the ssh that ran it on this machine is gone.
 It ends as Ctrl-C ends it, exit 130, and the run goes on."""
 
