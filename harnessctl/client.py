@@ -15,7 +15,7 @@ from .errors import OutcomeUnknownError, StateError, UnavailableError, UsageErro
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional
+    from typing import Any, Dict, List, Optional, Tuple
 
     from .address import Address
 
@@ -121,16 +121,7 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
     is this send's alone: the run it starts must answer with JSON that fits.
     `unattended` (cli.unattended): hooks, bound like the model, and limits,
     which a later send may change (binding.py)."""
-    from .binding import (
-        asked,
-        check_binding,
-        never_sent,
-        new_binding,
-        read_binding,
-        require_unused,
-        retried,
-        send_request,
-    )
+    from .binding import asked, read_binding, send_request
 
     addr = resolve(file)
     wanted = asked(dict(policy or {}, **(unattended or {}), cwd=cwd, model=model, adapter=adapter, agent=agent))
@@ -157,21 +148,29 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
         with Starter(addr, deadline) as starter:  # it starts up while we bind the file
             check_event_file(addr)
             bound = read_binding(addr)
-            if bound is not None and not never_sent(addr):
-                check_binding(bound, wanted)
-                binding = wanted
-            else:
-                if bound is None:
-                    require_unused(addr)  # a used file whose binding.json is gone is never bound anew
-                binding = new_binding(retried(bound, wanted))
-                from .address import unlisted
-                from .box import check_binding as check_box
-                from .trusted import inside_workspace
-
-                warnings = [check_box(addr.path, binding) or inside_workspace(addr.path, binding["cwd"]),
-                            unlisted(addr.path)]
+            binding, warnings = _binding_for(addr, bound, wanted)
             _check_claims(bound or binding, schema, wanted["max_cost_usd"])
             ensure_runtime(addr, binding, deadline, starter)
+
+
+def _binding_for(addr: Address, bound: Optional[Dict[str, Any]],
+                 wanted: Dict[str, Any]) -> Tuple[Dict[str, Any], List[Optional[str]]]:
+    """What a send starts the runtime with: what it asks, checked against the
+    file's binding; for a file never sent to a new binding, with the warnings
+    a new session gets (said once the send is accepted)."""
+    from .binding import check_binding, never_sent, new_binding, require_unused, retried
+
+    if bound is not None and not never_sent(addr):
+        check_binding(bound, wanted)
+        return wanted, []
+    if bound is None:
+        require_unused(addr)  # a used file whose binding.json is gone is never bound anew
+    binding = new_binding(retried(bound, wanted))
+    from .address import unlisted
+    from .box import check_binding as check_box
+    from .trusted import inside_workspace
+
+    return binding, [check_box(addr.path, binding) or inside_workspace(addr.path, binding["cwd"]), unlisted(addr.path)]
 
 
 def status(file: str) -> str:
