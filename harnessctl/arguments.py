@@ -1,7 +1,7 @@
-"""The command line's grammar: what each command takes (arguments, options
-with a value, flags), the parser that holds argv to it, and the readers of
-the option values that are numbers.  cli.py runs what it parses; helptext.py
-spells the same grammar for people.
+"""The parser that holds argv to each command's grammar (commandtable.py:
+its arguments, options with a value, flags), and the readers of the option
+values that are numbers.  cli.py runs what it parses; helptext.py spells
+the same grammar for people.
 
 The parser is hand-written on purpose: the grammar is a few fixed commands,
 and every command is a fresh process whose start-up time is the product's
@@ -10,42 +10,21 @@ latency.
 
 from __future__ import annotations
 
-import sys
-
+from .commandtable import BY_NAME, RULES
 from .errors import UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Dict, List, Optional, Sequence, Tuple
 
-# Per command: the names of its arguments (those after the first optional one
-# may be omitted), its options that take a value, and its flags.
-NAMES = {"send": ("FILE", "TEXT"), "wait": ("FILE", "INPUT_ID"), "status": ("FILE",), "cancel": ("FILE", "INPUT_ID"),
-         "reply": ("FILE", "REQUEST_ID", "ANSWER"), "log": ("FILE",), "rebind": ("FILE",), "agents": (),
-         "mcp": (), "fork": ("FILE", "NEWFILE"), "serve": ("DIR",)}
-POSITIONALS = {"send": (1, 2), "wait": (1, 2), "status": (1, sys.maxsize), "cancel": (1, 2), "reply": (2, 3),
-               "log": (1, 1), "rebind": (1, 1), "agents": (0, 0), "mcp": (0, 0),
-               "fork": (2, 2), "serve": (0, sys.maxsize)}  # wait --any: 1 to any number (parse)
-OPTIONS = {"send": ("--cwd", "--model", "--adapter", "--agent", "--timeout", "--mode", "--policy", "--allow",
-                    "--deny", "--schema", "--on-request", "--on-result", "--max-tokens", "--max-cost-usd",
-                    "--sandbox-write"),
-           "wait": ("--timeout",), "log": ("--since", "--runs"), "rebind": ("--accept",),
-           "mcp": ("--root", "--max-mode"), "fork": ("--cwd",), "serve": ("--port", "--host")}
-FLAGS = {"send": ("--print-id", "--wait", "--queue", "--interrupt", "--sandbox"), "wait": ("--any",),
-         "log": ("--follow", "--json", "--diff"), "agents": ("--json",),
-         "mcp": ("--allow-agent-commands", "--allow-rules", "--sandbox")}
-# repeatable, and their order matters: kept apart, in order, as (allow|deny|root|sandbox-write, VALUE) "rules"
-RULES = ("--allow", "--deny", "--root", "--sandbox-write")
-
-
 def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str], List[Tuple[str, str]]]:
     """(command, arguments, options, rules); a flag's value is the empty
     string; rules are the --allow/--deny values as (allow|deny, RULE), in order."""
     command = argv[0]
-    if command not in POSITIONALS:
+    if command not in BY_NAME:
         raise UsageError("unknown command %r%s (commands: %s; --help)"
-                         % (command, _suggest(command, list(POSITIONALS)), ", ".join(POSITIONALS)))
-    allowed, flags = OPTIONS.get(command, ()), FLAGS.get(command, ())
+                         % (command, _suggest(command, list(BY_NAME)), ", ".join(BY_NAME)))
+    allowed, flags = BY_NAME[command].options, BY_NAME[command].flags
     args: List[str] = []
     options: Dict[str, str] = {}
     rules: List[Tuple[str, str]] = []
@@ -79,7 +58,7 @@ def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str], List[Tuple[s
             raise UsageError("wait --any: missing FILE (usage: harnessctl wait --any FILE... [--timeout S])")
     else:
         check_count(command, args)
-        named += list(zip(NAMES[command][1:], args[1:]))
+        named += list(zip(BY_NAME[command].names[1:], args[1:]))
     for name, value in named:
         if name != "TEXT":  # check_text says more about a bad TEXT
             require_utf8(value, name)
@@ -87,8 +66,7 @@ def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str], List[Tuple[s
 
 
 def check_count(command: str, args: List[str]) -> None:
-    low, high = POSITIONALS[command]
-    names = NAMES[command]
+    low, high, names = BY_NAME[command].low, BY_NAME[command].high, BY_NAME[command].names
     if len(args) < low:
         from .helptext import SYNOPSIS
 
@@ -111,9 +89,11 @@ def check_count(command: str, args: List[str]) -> None:
 
 
 def _suggest(word: str, choices: Sequence[str]) -> str:
-    from .helptext import suggestion
+    """`; did you mean 'send'?` for a near miss, as git says it; else nothing."""
+    import difflib  # only for a command line that is wrong
 
-    return suggestion(word, choices)
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return "; did you mean %r?" % close[0] if close else ""
 
 
 def require_utf8(value: str, name: str) -> None:

@@ -12,7 +12,7 @@ import os
 import sys
 
 from . import __version__
-from .arguments import POSITIONALS, count, parse, timeout
+from .arguments import count, parse, timeout
 from .commands import (
     MAX_TEXT,
     OUTCOME_CODES,
@@ -27,6 +27,7 @@ from .commands import (
     waited_line,
     with_file,
 )
+from .commandtable import BY_NAME
 from .errors import HarnessctlError, OutcomeUnknownError, UsageError
 from .stdio import drop_stdout, emit, end_with_reader, hold_std_fds, say
 
@@ -88,7 +89,7 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
     if early is not None:
         return early
     command, args, options, rules = parse(argv)
-    if any(name.startswith("ssh://") for name in files(command, args, options)):
+    if any(name.startswith("ssh://") for name in BY_NAME[command].addresses(args, options)):
         return remote(command, args, options, rules, fixed_adapter, fixed_agent)
     if command == "send":
         return send(args, options, rules, fixed_adapter, fixed_agent)
@@ -109,12 +110,12 @@ def help_or_version(argv: List[str], fixed_adapter: Optional[str]) -> Optional[i
 
         say(overview())
         return 2
-    if ("-h" in options_part or "--help" in options_part) and (argv[0] in POSITIONALS or argv[0].startswith("-")):
+    if ("-h" in options_part or "--help" in options_part) and (argv[0] in BY_NAME or argv[0].startswith("-")):
         # `nosuch --help` falls through to parse's unknown-command error (exit 2): a script asking
         # whether a command exists must not be told yes by the overview and exit 0.
         from .helptext import command_help, overview
 
-        emit(command_help(argv[0], fixed_adapter) if argv[0] in POSITIONALS else overview())
+        emit(command_help(argv[0], fixed_adapter) if argv[0] in BY_NAME else overview())
         return 0
     if argv[0] == "--version":
         emit("harnessctl %s" % __version__ + (" (%s adapter)" % fixed_adapter if fixed_adapter else ""))
@@ -237,14 +238,6 @@ def schema_and_text(args: List[str], options: Dict[str, str]) -> Tuple[Optional[
 
         schema = read_file(options["--schema"])
     return schema, check_text(given if given is not None else read_stdin("TEXT"))
-
-
-def files(command: str, args: List[str], options: Dict[str, str]) -> List[str]:
-    """The arguments of a command that are session addresses."""
-    if command == "status" or (command == "wait" and "--any" in options):
-        return args
-    return args[:2] if command == "fork" else args[:1] if command in ("send", "wait", "cancel", "reply", "log",
-                                                                        "rebind") else []
 
 
 def remote(command: str, args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],

@@ -121,7 +121,8 @@ def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter
     is this send's alone: the run it starts must answer with JSON that fits.
     `unattended` (cli.unattended): hooks, bound like the model, and limits,
     which a later send may change (binding.py)."""
-    from .binding import asked, read_binding, send_request
+    from .binding import asked, send_request
+    from .bindingfile import read_binding
 
     addr = resolve(file)
     wanted = asked(dict(policy or {}, **(unattended or {}), cwd=cwd, model=model, adapter=adapter, agent=agent))
@@ -158,7 +159,8 @@ def _binding_for(addr: Address, bound: Optional[Dict[str, Any]],
     """What a send starts the runtime with: what it asks, checked against the
     file's binding; for a file never sent to a new binding, with the warnings
     a new session gets (said once the send is accepted)."""
-    from .binding import check_binding, never_sent, new_binding, require_unused, retried
+    from .binding import check_binding, new_binding, retried
+    from .bindingfile import never_sent, require_unused
 
     if bound is not None and not never_sent(addr):
         check_binding(bound, wanted)

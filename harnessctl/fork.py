@@ -71,8 +71,8 @@ def fork(file: str, new_file: str, cwd: Optional[str] = None) -> Tuple[str, Opti
 
 
 def _bound(addr: Address, file: str) -> Dict[str, Any]:
-    """FILE's binding (trusted: binding.read_binding), refused when it has none."""
-    from .binding import read_binding
+    """FILE's binding (trusted: bindingfile.read_binding), refused when it has none."""
+    from .bindingfile import read_binding
 
     binding = read_binding(addr)
     if binding is None:
@@ -123,7 +123,7 @@ def _read_source(addr: Address, file: str, binding: Dict[str, Any], resume_file:
     """FILE as it stands: idle (no run, no open input, no pending request),
     with a conversation handle, and the seq of its last line."""
     from . import private
-    from .binding import never_sent
+    from .bindingfile import never_sent
 
     if never_sent(addr):
         raise StateError("%s has no conversation to fork yet (no send to it was ever accepted)" % file)
@@ -175,7 +175,7 @@ def _write(new: Address, new_file: str, source: Source) -> None:
     its spawn lock (a first send to NEWFILE meanwhile waits, then finds it
     bound).  What this made is taken back when a step fails."""
     from . import locks, private
-    from .binding import write_binding
+    from .bindingfile import write_binding
     from .client import timeout_seconds
 
     made: List[str] = [new.sidecar] if private.make_dir(new.sidecar) else []

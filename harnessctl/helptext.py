@@ -6,10 +6,11 @@ is asked for or a command line is wrong."""
 from __future__ import annotations
 
 from .binding import FIELDS
+from .commandtable import BY_NAME, EXIT_CODES
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import List, Optional, Sequence
+    from typing import List, Optional
 
 SYNOPSIS_WIDTH = 100
 INDENT = " " * len("harnessctl send   ")
@@ -73,49 +74,10 @@ out; read the event file before retrying); --wait and wait: 7 failed,
 `harnessctl COMMAND --help` describes one command; the event format is in
 EVENT.md and the contract in docs/PROTOCOL.md (in the project's repository)."""
 
-# What each exit code means, as `COMMAND --help` lists it; CODES says which
-# codes a command can return (its own wording for some), printed in numeric order.
-EXIT_CODES = {
-    1: "internal error, or the event file could not be written (e.g. disk full)",
-    2: "usage or input error",
-    4: "FILE does not exist (no send created it)",
-    5: "the harness is unavailable (not found, failed to start)",
-    6: "timed out waiting for the runtime (HARNESSCTL_TIMEOUT)",
-    7: "the result covering the input is `failed` (the line says why)",
-    8: "it is `cancelled`",
-    9: "a request of its run awaits a reply: the request line is printed; `reply`, then `wait FILE ID`",
-    10: "--timeout passed first: still running, nothing printed",
-    130: "interrupted (Ctrl-C): the wait ends, the run goes on",
-}
-WAITED = (7, 8, 9, 10, 130)
-CODES = {
-    "send": {0: "accepted (with --wait: the result is `completed`)", 1: None, 2: None, 5: None,
-             6: "timed out waiting for the runtime (HARNESSCTL_TIMEOUT): the input MAY have been accepted; "
-                "read FILE before retrying (with --wait: also accepted, but the wait failed)",
-             **{code: "with --wait: " + EXIT_CODES[code] for code in WAITED}},
-    "wait": {0: "the result is `completed` (without INPUT_ID: the status line is printed)", 1: None, 2: None,
-             3: "FILE never accepted INPUT_ID", 4: None,
-             6: "timed out waiting for the runtime (HARNESSCTL_TIMEOUT), or FILE was replaced or removed "
-                "while waiting", **{code: None for code in WAITED}},
-    "status": {0: "the status line is printed (several files or a DIR: the highest code of theirs)", 1: None,
-               2: None, 4: "FILE does not exist (no send created it), or DIR/ (named with its slash) does not",
-               6: None},
-    "reply": {0: "answered", 1: None, 2: "usage or input error, or an answer the request does not allow",
-              3: "unknown, already answered or expired request id", 4: None, 6: None},
-    "cancel": {0: "done (or nothing was running)", 1: None, 2: None,
-               3: "INPUT_ID is not queued: the harness has it already, or it is unknown or ended", 4: None, 6: None},
-    "fork": {0: "NEWFILE made: its line is printed", 1: None,
-             2: "usage or input error: NEWFILE exists, or FILE's harness cannot fork (nothing was written)",
-             3: "FILE has a run going or a request waiting, or no conversation yet", 4: None, 6: None},
-    "serve": {0: "interrupted (Ctrl-C, SIGTERM, SIGHUP): it served until then", 1: None, 2: None,
-              4: "DIR/ (named with its slash), or a FILE's folder, does not exist",
-              5: "the port cannot be listened on (in use, refused)"},
-}
-
-
 def exit_codes(command: str) -> str:
     """The `exit codes:` lines of a command, in numeric order."""
-    return "\n".join("  %-3d %s" % (code, text or EXIT_CODES[code]) for code, text in sorted(CODES[command].items()))
+    codes = BY_NAME[command].codes
+    return "\n".join("  %-3d %s" % (code, text or EXIT_CODES[code]) for code, text in sorted(codes.items()))
 
 
 HELP = {
@@ -396,14 +358,7 @@ def command_help(command: str, fixed_adapter: Optional[str]) -> str:
 
     adapters = ("only this package's own, %s" % fixed_adapter if fixed_adapter
                 else "%s; default: $HARNESSCTL_ADAPTER" % ", ".join(names()))
-    codes = exit_codes(command) if command in CODES else ""
+    codes = exit_codes(command)
     bound = "".join(field.help for field in FIELDS).format(adapters=adapters)  # send's options, binding.FIELDS
     return HELP[command].format(synopsis=SYNOPSIS[command], adapters=adapters, codes=codes, bound=bound)
 
-
-def suggestion(word: str, choices: Sequence[str]) -> str:
-    """`; did you mean 'send'?` for a near miss, as git says it; else nothing."""
-    import difflib
-
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
-    return "; did you mean %r?" % close[0] if close else ""

@@ -98,7 +98,7 @@ class Notes:
         if self.harness is None:
             self.harness = "the harness"
             try:
-                from .binding import read_binding
+                from .bindingfile import read_binding
 
                 binding = read_binding(self.addr or resolve(self.file)) or {}
             except (OSError, UsageError, ValueError):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from . import private, trusted
 from .address import check_event_file, make_sidecar, require_exists, resolve
-from .binding import parse_binding, write_binding
+from .bindingfile import parse_binding, write_binding
 from .errors import UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)

@@ -8,7 +8,7 @@ import os
 import time
 
 from .address import Address, check_event_file, open_event_file
-from .binding import read_binding
+from .bindingfile import read_binding
 from .errors import HarnessctlError, OutcomeUnknownError, UnavailableError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)

@@ -131,7 +131,7 @@ class Sessions:
         remote = self._remote(file)
         if remote is None:
             from .address import resolve
-            from .binding import read_binding
+            from .bindingfile import read_binding
 
             return read_binding(resolve(file))
         code, out = self._output(remote, "status", [], ok=(0, 4))

@@ -11,7 +11,8 @@ import time
 
 from . import ipc
 from .address import Address, make_sidecar
-from .binding import changed, check_binding, never_sent, read_binding, require_unused, write_binding
+from .binding import changed, check_binding
+from .bindingfile import never_sent, read_binding, require_unused, write_binding
 from .errors import HarnessctlError, OutcomeUnknownError, UnavailableError, from_code
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)

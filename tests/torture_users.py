@@ -37,7 +37,7 @@ sys.path.insert(0, ROOT)
 
 from harnessctl import client, trusted  # noqa: E402
 from harnessctl.address import Address, fallback_socket_dir  # noqa: E402
-from harnessctl.binding import read_binding  # noqa: E402
+from harnessctl.bindingfile import read_binding  # noqa: E402
 from harnessctl.eventfile import snapshot  # noqa: E402
 from harnessctl.eventfile.eventlog import read_events  # noqa: E402
 from harnessctl.eventfile.state import LOST, fold  # noqa: E402

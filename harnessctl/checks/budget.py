@@ -54,7 +54,7 @@ def check_cost_reported(manifest: Dict[str, Any], agent: Optional[str]) -> None:
 
 
 def is_valid(binding: Dict[str, Any]) -> bool:
-    """The bound limits have their types (read_binding)."""
+    """The bound limits have their types (bindingfile.read_binding)."""
     tokens_ok = binding.get("max_tokens") is None or (type(binding["max_tokens"]) is int and binding["max_tokens"] > 0)
     limit = binding.get("max_cost_usd")
     return tokens_ok and (limit is None or (type(limit) in (int, float) and math.isfinite(limit) and limit > 0))

@@ -28,11 +28,11 @@ CHUNK = 65536
 def words(command: str, paths: List[str], options: Dict[str, str], rules: List[Tuple[str, str]]) -> List[str]:
     """The remote command's words: options first, then `--`, then the paths
     and other arguments (so a path that starts with `-` stays an argument)."""
-    from ..arguments import FLAGS
+    from ..commandtable import BY_NAME
 
     found = [command]
     for name, value in options.items():
-        found += [name] if name in FLAGS.get(command, ()) else [name, value]
+        found += [name] if name in BY_NAME[command].flags else [name, value]
     for verb, rule in rules:
         found += ["--" + verb, rule]
     return found + ["--"] + paths

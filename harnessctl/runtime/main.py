@@ -13,7 +13,7 @@ import time
 
 from .. import ipc, knobs, locks, private
 from ..address import Address, open_event_file
-from ..binding import read_binding
+from ..bindingfile import read_binding
 from ..errors import HarnessctlError, UnavailableError
 from . import proc
 from .coordinator import Runtime

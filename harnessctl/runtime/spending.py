@@ -8,7 +8,8 @@ spending against is the runtime's, given to each call."""
 from __future__ import annotations
 
 from .. import registry
-from ..binding import changed, write_binding
+from ..binding import changed
+from ..bindingfile import write_binding
 from ..checks import budget
 from ..errors import HarnessctlError, UsageError
 from ..eventfile.state import spent

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from cliutil import ok, run
 
-from harnessctl.arguments import FLAGS, OPTIONS, POSITIONALS
+from harnessctl.commandtable import BY_NAME
 
 COMMANDS = ("send", "wait", "status", "reply", "cancel")
 
@@ -93,11 +93,11 @@ def test_one_extra_argument_reads_right(efile):
     assert proc.returncode == 2 and b"rebind takes 1 argument (FILE), got 2; extra: 'now'" in proc.stderr
 
 
-@pytest.mark.parametrize("command", list(POSITIONALS))
+@pytest.mark.parametrize("command", list(BY_NAME))
 def test_usage_line_names_every_option_and_flag_the_command_accepts(command):
     text = ok(command, "--help").stdout.decode()
     usage = text.split("\n\n", 1)[0]
-    for name in OPTIONS.get(command, ()) + FLAGS.get(command, ()):
+    for name in BY_NAME[command].options + BY_NAME[command].flags:
         assert "[%s" % name in usage or "%s " % name in usage or "| %s]" % name in usage, name
 
 

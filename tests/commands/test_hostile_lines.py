@@ -18,7 +18,7 @@ from cliutil import ROOT, alive, of_type, ok, run, runtime_pids, wait_for
 sys.path.insert(0, ROOT)
 
 from harnessctl.address import Address  # noqa: E402
-from harnessctl.binding import read_binding  # noqa: E402
+from harnessctl.bindingfile import read_binding  # noqa: E402
 from harnessctl.eventfile import snapshot  # noqa: E402
 from harnessctl.eventfile.eventlog import encode  # noqa: E402
 from harnessctl.eventfile.state import Conversation  # noqa: E402

@@ -13,8 +13,8 @@ import pytest
 
 from harnessctl import binding, client, helptext, ipc
 from harnessctl.address import Address
-from harnessctl.arguments import FLAGS, OPTIONS
 from harnessctl.binding import ALWAYS, FIELDS, NAMES, THAT_BOUND, WHEN_BOUND
+from harnessctl.commandtable import BY_NAME
 from harnessctl.errors import HarnessctlError, UnavailableError, UsageError
 from harnessctl.eventfile.state import Conversation, status_report
 from harnessctl.mcp.tools import SCHEMAS
@@ -37,7 +37,7 @@ def test_every_field_has_a_sample_and_one_name():
 def test_each_field_has_its_flag_in_send_help_and_the_parser(field):
     text = helptext.command_help("send", None)
     assert "\n  %s " % field.flag in text and field.usage in " ".join(helptext.SYNOPSIS["send"].split())
-    assert field.flag in OPTIONS["send"] + FLAGS["send"]
+    assert field.flag in BY_NAME["send"].options + BY_NAME["send"].flags
     if field.variable is not None:
         assert field.variable in text
 

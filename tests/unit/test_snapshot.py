@@ -7,7 +7,7 @@ import os
 
 from harnessctl import locks
 from harnessctl.address import Address
-from harnessctl.binding import write_binding
+from harnessctl.bindingfile import write_binding
 from harnessctl.eventfile import snapshot
 from harnessctl.eventfile.eventlog import EventLog
 
