@@ -158,6 +158,25 @@ NAMES = tuple(field.name for field in FIELDS)
 HOOKS = tuple(field for field in FIELDS if field.name.startswith("on_"))  # the hooks: on_request, on_result
 
 
+def as_flags(values: Dict[str, Any]) -> Tuple[Dict[str, str], List[Tuple[str, str]]]:
+    """The send options and rules (as arguments.parse gives them) that ask for
+    these bound values (by binding key; None or false: not asked): a send
+    passed on to a harnessctl on another machine."""
+    options: Dict[str, str] = {}
+    rules: List[Tuple[str, str]] = []
+    for field in FIELDS:
+        value = values.get(field.name)
+        if value is None or value is False:
+            continue
+        if field.name == "rules":
+            rules += [(verb, rule) for verb, rule in value]
+        elif isinstance(value, list):  # a repeatable flag, kept in order with the rules
+            rules += [(field.flag[2:], item) for item in value]
+        else:
+            options[field.flag] = "" if value is True else str(value)
+    return options, rules
+
+
 def mcp_properties() -> Dict[str, Any]:
     """The MCP send tool's properties of the bound fields it offers."""
     return {field.name: field.mcp for field in FIELDS if field.mcp is not None}

@@ -45,24 +45,12 @@ def output(remote: Remote, command_words: List[str], stdin: Optional[bytes] = No
 
 def send(remote: Remote, request: Send, settings: Dict[str, str]) -> str:
     """A send (as commands.Send holds it; no hooks) to a remote session: its input id."""
+    from ..binding import as_flags
     from .forward import send_stdin
 
-    options = {"--print-id": ""}
-    for name, value in (("--cwd", request.cwd), ("--model", request.model), ("--adapter", request.adapter),
-                        ("--agent", request.agent)):
-        if value is not None:
-            options[name] = value
-    rules = []
-    if request.policy is not None:
-        if request.policy.get("mode") is not None:
-            options["--mode"] = request.policy["mode"]
-        rules = [(verb, rule) for verb, rule in request.policy.get("rules") or []]
-    for key, flag in (("max_tokens", "--max-tokens"), ("max_cost_usd", "--max-cost-usd")):
-        if key in request.unattended:
-            options[flag] = str(request.unattended[key])
-    if request.unattended.get("sandbox"):
-        options["--sandbox"] = ""
-        rules += [("sandbox-write", path) for path in request.unattended.get("sandbox_write") or []]
+    options, rules = as_flags(dict(request.policy or {}, **request.unattended, cwd=request.cwd, model=request.model,
+                                   adapter=request.adapter, agent=request.agent))
+    options["--print-id"] = ""
     if request.schema is not None:
         options["--schema"] = "-"
     if request.deliver is not None:

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from harnessctl import binding, client, helptext, ipc
+from harnessctl import arguments, binding, client, helptext, ipc
 from harnessctl.address import Address
 from harnessctl.binding import ALWAYS, FIELDS, NAMES, THAT_BOUND, WHEN_BOUND
 from harnessctl.commandtable import BY_NAME
@@ -94,6 +94,15 @@ def test_every_field_round_trips_the_send_request():
     assert request[0] == "send/%d" % binding.SEND_VERSION
     fields = ipc.decode_fields(ipc.encode_fields(request))
     assert binding.read_send_request(fields, "/f.jsonl") == ("hi\nthere", '{"type":"object"}', SAMPLES, None)
+
+
+def test_every_field_passes_on_as_the_send_flags_the_parser_takes_back():
+    options, rules = binding.as_flags(SAMPLES)
+    argv = ["send", "f.jsonl", "hi"] + [word for name, value in options.items() for word in (name, value) if word]
+    argv += [word for verb, value in rules for word in ("--" + verb, value)]
+    assert arguments.parse(argv) == ("send", ["f.jsonl", "hi"], options, rules)
+    assert {field.flag for field in FIELDS if field.name not in ("rules", "sandbox_write")} == set(options)
+    assert rules == [("allow", "command:ls*"), ("deny", "*"), ("sandbox-write", "/srv/cache")]
 
 
 def test_a_send_request_without_values_reads_as_nothing_given():
