@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 
+from ..commands import OUTCOME_CODES
 from ..errors import HarnessctlError, from_code
 from .address import Remote
 from .forward import renamed, words
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
     from ..commands import Send
 
-WAIT_CODES = {7: "failed", 8: "cancelled", 9: "request", 10: "timeout"}  # commands.OUTCOME_CODES, the other way
+WAIT_CODES = {code: kind for kind, code in OUTCOME_CODES.items() if code}  # a wait's exit code: what it found
 
 
 def error_of(remote: Remote, code: int, stderr: bytes, ok: Sequence[int] = (0,)) -> Optional[HarnessctlError]:
