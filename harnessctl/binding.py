@@ -1,12 +1,14 @@
 """The binding: what a session's event file is bound to (adapter, cwd, model,
 agent, policy, hooks, limits) as one table, FIELDS, and what is done with
 it: built by a first send, checked against a later one, merged, carried to
-the runtime by name (read and written: bindingfile.py).  A later send may omit a field; a different value is
-refused (exit 2), except for one it may change (the limits: that is how a
-spent budget is raised).  `send --help` (helptext.py), `status` (state.py) and
-the MCP send tool's schema (mcp/tools.py) read FIELDS too: a new bound
-setting is one row and its check.  Start-up: policy, budget, hooks, the
-registry and the records are imported only by the functions that need them."""
+the runtime by name, passed on as flags to another machine (binding.json
+itself: bindingfile.py).  A later send may omit a field; a different value
+is refused (exit 2), except for one it may change (the limits: that is how
+a spent budget is raised).  `send --help` (helptext.py), `status`
+(state.py) and the MCP send tool's schema (mcp/tools.py) read FIELDS too: a
+new bound setting is one row and its check.  Start-up: policy, budget,
+hooks, the registry and the records are imported only by the functions
+that need them."""
 
 from __future__ import annotations
 

@@ -94,11 +94,7 @@ def run(argv: List[str], fixed_adapter: Optional[str], fixed_agent: Optional[str
     if command == "send":
         return send(args, options, rules, fixed_adapter, fixed_agent)
     if command == "mcp":
-        from .mcp.server import serve
-
-        return serve([root for verb, root in rules if verb == "root"], "--allow-agent-commands" in options,
-                     fixed_adapter, fixed_agent, options.get("--max-mode", "ask"), "--allow-rules" in options,
-                     "--sandbox" in options)
+        return mcp(options, rules, fixed_adapter, fixed_agent)
     return LOCAL[command](args, options)
 
 
@@ -219,6 +215,16 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
         raise OutcomeUnknownError("the input %s was accepted, but waiting for its result failed: %s; "
                                   "harnessctl wait %s %s" % (input_id, e, quote(args[0]), input_id)) from None
     return outcome(waited)
+
+
+def mcp(options: Dict[str, str], rules: List[Tuple[str, str]], fixed_adapter: Optional[str],
+        fixed_agent: Optional[str]) -> int:
+    """`harnessctl mcp`: serve MCP on stdin and stdout until stdin ends."""
+    from .mcp import server
+
+    return server.serve([root for verb, root in rules if verb == "root"], "--allow-agent-commands" in options,
+                        fixed_adapter, fixed_agent, options.get("--max-mode", "ask"), "--allow-rules" in options,
+                        "--sandbox" in options)
 
 
 def schema_and_text(args: List[str], options: Dict[str, str]) -> Tuple[Optional[Dict[str, Any]], str]:
