@@ -404,7 +404,8 @@ def copy_session(template: str, path: str) -> None:
     for name in os.listdir(template + ".d"):
         src, dst = os.path.join(template + ".d", name), os.path.join(path + ".d", name)
         if stat.S_ISSOCK(os.lstat(src).st_mode):
-            stale_socket(dst)
+            if Address(path).socket == dst:  # a path too long for one has its socket in the fallback folder
+                stale_socket(dst)
         else:
             shutil.copy2(src, dst)
     with open(os.path.join(path + ".d", "binding.json"), encoding="utf-8") as f:
