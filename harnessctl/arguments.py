@@ -24,7 +24,8 @@ def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str], List[Tuple[s
     if command not in BY_NAME:
         raise UsageError("unknown command %r%s (commands: %s; --help)"
                          % (command, _suggest(command, list(BY_NAME)), ", ".join(BY_NAME)))
-    allowed, flags = BY_NAME[command].options, BY_NAME[command].flags
+    row = BY_NAME[command]
+    allowed, flags = row.options, row.flags
     args: List[str] = []
     options: Dict[str, str] = {}
     rules: List[Tuple[str, str]] = []
@@ -58,7 +59,7 @@ def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str], List[Tuple[s
             raise UsageError("wait --any: missing FILE (usage: harnessctl wait --any FILE... [--timeout S])")
     else:
         check_count(command, args)
-        named += list(zip(BY_NAME[command].names[1:], args[1:]))
+        named += list(zip(row.names[1:], args[1:]))
     for name, value in named:
         if name != "TEXT":  # check_text says more about a bad TEXT
             require_utf8(value, name)
@@ -66,7 +67,8 @@ def parse(argv: List[str]) -> Tuple[str, List[str], Dict[str, str], List[Tuple[s
 
 
 def check_count(command: str, args: List[str]) -> None:
-    low, high, names = BY_NAME[command].low, BY_NAME[command].high, BY_NAME[command].names
+    row = BY_NAME[command]
+    low, high, names = row.low, row.high, row.names
     if len(args) < low:
         from .helptext import SYNOPSIS
 
