@@ -326,5 +326,5 @@ class Runtime:
         self.watches.retry_all()  # their lines could not be written here: the command recovers
         for waiter in self.loop.drain():  # commands that reached us after we stopped listening
             waiter.retry()
-        self.server.join(2)
+        self.server.join()
         close_file(self.writer, self.conv, self.addr, self.binding, self.debug)

@@ -86,6 +86,7 @@ class CommandServer:
         self.stopping = False
         self.intake = threading.Lock()  # orders "request submitted" against "stopped listening"
         self.connections: Set[threading.Thread] = set()  # joined at exit so every reply is sent
+        self.acceptor: Optional[threading.Thread] = None  # joined first at exit: it may hold one more
         self.most_waits = 0  # set by start(): waits held at once, each one descriptor
         self.proof = ""  # what a request must show (ipc.encode_request), read when the first one comes
 
@@ -99,7 +100,8 @@ class CommandServer:
         if limit == resource.RLIM_INFINITY:
             limit = 1 << 20
         self.most_waits = max(0, limit - open_descriptors() - RESERVE)
-        threading.Thread(target=self._accept_loop, daemon=True).start()
+        self.acceptor = threading.Thread(target=self._accept_loop, daemon=True)
+        self.acceptor.start()
 
     def is_ours(self) -> bool:
         """The socket at our path is still the one we bound."""
@@ -109,6 +111,10 @@ class CommandServer:
         """Stop taking commands: those that reach us from now on are told to retry."""
         with self.intake:
             self.stopping = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes accept(), which close() alone leaves blocked
+        except OSError:
+            pass
         self.sock.close()
         name, directory, self._directory = os.path.basename(self.path), self._directory, -1
         if directory < 0:  # stopped already
@@ -122,9 +128,16 @@ class CommandServer:
         finally:
             os.close(directory)
 
-    def join(self, seconds: float) -> None:
-        """Let the handler threads send their replies (at most `seconds`)."""
-        deadline = time.monotonic() + seconds
+    def join(self) -> None:
+        """Let every connection taken get its reply before we exit, also one
+        whose command has yet to send its request (it is told to retry): a
+        command whose request we read and never answered could not tell
+        whether it was applied.  The acceptor goes first, since it may have
+        taken one more; a command that sends nothing is given up on after
+        the read timeout, as at any other time."""
+        deadline = time.monotonic() + self.timeout + 1
+        if self.acceptor is not None:
+            self.acceptor.join(max(0.0, deadline - time.monotonic()))
         for thread in list(self.connections):
             thread.join(max(0.0, deadline - time.monotonic()))
 

@@ -261,3 +261,30 @@ def test_a_runtime_whose_sidecar_moved_with_its_file_takes_its_socket_along_when
     os.rename(old + ".d", new + ".d")
     wait_for(lambda: not os.path.exists("/proc/%d" % pid), 30, "the runtime to notice and stop")
     assert not os.path.exists(os.path.join(new + ".d", "runtime.sock"))
+
+
+def test_a_command_that_connected_before_the_runtime_stopped_is_told_to_retry_however_slow_it_sends(efile):
+    """A runtime exiting (here: idle) waits for a command it accepted but
+    whose request has not come yet, and tells it to retry; it once gave such
+    a command 2 s, then exited and left it unable to tell whether its
+    request was applied (exit 6)."""
+    import socket
+    import time
+
+    from harnessctl import ipc
+    from harnessctl.address import Address
+
+    env = cli_env(HARNESSCTL_ADAPTER="mock", HARNESSCTL_IDLE_TIMEOUT="0.5", HARNESSCTL_TIMEOUT="60")
+    ok("send", efile, "hello", "--wait", env=env)
+    addr = Address(os.path.realpath(efile))
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(addr.socket)
+    with conn:
+        wait_for(lambda: b"shutting down: idle" in open(addr.runtime_log, "rb").read(), 30, "the idle exit")
+        time.sleep(3)  # longer than the 2 s a runtime used to give; it gives the read timeout (60 s)
+        assert runtime_pids(efile)
+        conn.sendall(ipc.encode_request(["status"]))
+        conn.shutdown(socket.SHUT_WR)
+        conn.settimeout(60)
+        assert ipc.read_all(conn) == ipc.RETRY.encode()
+    wait_for(lambda: not runtime_pids(efile), 30, "the runtime to exit once it answered")
