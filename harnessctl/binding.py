@@ -1,14 +1,11 @@
-"""The binding: what a session's event file is bound to (adapter, cwd, model,
-agent, policy, hooks, limits) as one table, FIELDS, and what is done with
-it: built by a first send, checked against a later one, merged, carried to
-the runtime by name, passed on as flags to another machine (binding.json
-itself: bindingfile.py).  A later send may omit a field; a different value
-is refused (exit 2), except for one it may change (the limits: that is how
-a spent budget is raised).  `send --help` (helptext.py), `status`
-(state.py) and the MCP send tool's schema (mcp/tools.py) read FIELDS too: a
-new bound setting is one row and its check.  Start-up: policy, budget,
-hooks, the registry and the records are imported only by the functions
-that need them."""
+"""The binding: what a session's event file is bound to (the fields of
+fields.FIELDS), and what is done with it: resolved on the machine that
+binds it, built by a first send, checked against a later one, merged, and
+carried to the runtime by name (binding.json itself: bindingfile.py).  A
+later send may omit a field; a different value is refused (exit 2), except
+for one it may change (the limits: that is how a spent budget is raised).
+Start-up: policy, budget, hooks, the registry and the records are imported
+only by the functions that need them."""
 
 from __future__ import annotations
 
@@ -17,183 +14,49 @@ import os
 from . import ipc
 from .address import check_root
 from .errors import HarnessctlError, UsageError
+from .fields import FIELDS, HOOKS, NAMES, THAT_BOUND
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Optional, Tuple
+    from typing import Any, Dict, List, Optional, Tuple
 
-
-# What `status` shows of a field: its value (null when unbound), its value only when bound,
-# or only `true` when bound (a hook's command line may hold a secret, a token).
-ALWAYS, WHEN_BOUND, THAT_BOUND = "always", "when bound", "that it is bound"
 SEND_VERSION = 2  # of the send request; 1 was thirteen positional fields (harnessctl 0.1.0 before the binding table)
-
-
-class Field:
-    """One bound setting: its binding key `name`, its send `flag` (`usage` in
-    the synopsis, `help` its lines in `send --help`, a template that may name
-    {adapters}), the `variable` that gives it to a new file when the flag is
-    not given, the `check` a bound value must pass, whether a later send may
-    `change` it, what `status` shows of it, its property in the MCP send
-    tool's schema (None: the tool does not offer it) and how its value is
-    `read` back from the send request (given as text)."""
-
-    __slots__ = ("name", "flag", "usage", "help", "variable", "check", "change", "status", "mcp", "read")
-
-    def __init__(self, name: str, flag: str, usage: str, help: str, check: Callable[[Any], bool],
-                 status: str = WHEN_BOUND, variable: Optional[str] = None, change: bool = False,
-                 mcp: Optional[Dict[str, Any]] = None, read: Callable[[str], Any] = str) -> None:
-        self.name, self.flag, self.usage, self.help, self.variable = name, flag, usage, help, variable
-        self.check, self.change, self.status, self.mcp, self.read = check, change, status, mcp, read
-
-
-def _text(value: Any) -> bool:
-    return isinstance(value, str)
-
-
-def _text_or_none(value: Any) -> bool:
-    return value is None or isinstance(value, str)
-
-
-def _policy(name: str) -> Callable[[Any], bool]:
-    def check(value: Any) -> bool:
-        if value is None:
-            return True  # no policy (and no import of it)
-        from .checks.policy import is_valid
-
-        return is_valid({name: value})
-    return check
-
-
-def _limit(name: str) -> Callable[[Any], bool]:
-    def check(value: Any) -> bool:
-        if value is None:
-            return True  # no limit bound (and no import)
-        from .checks.budget import is_valid
-
-        return is_valid({name: value})
-    return check
-
-
-def _flag(value: Any) -> bool:
-    return value is None or isinstance(value, bool)
-
-
-def _dirs(value: Any) -> bool:
-    return value is None or (isinstance(value, list) and all(isinstance(v, str) and os.path.isabs(v) for v in value))
-
-
-def _read_rules(text: str) -> Any:
-    from .checks.policy import from_field
-
-    return from_field(text)  # checked again: the runtime trusts no command
-
-
-RULE = {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2,
-        "description": '["allow" or "deny", "KIND[:GLOB]"]'}
-
-# The bound fields, in the order `send --help` lists their flags.
-FIELDS = (
-    Field("cwd", "--cwd", "[--cwd DIR]", """\
-  --cwd DIR       the working directory of a new FILE (default: the current directory)
-""", _text, status=ALWAYS, mcp={"type": "string", "description": "the working directory of a new file, under an "
-                                                                 "allowed root (default: the server's own)"}),
-    Field("model", "--model", "[--model MODEL]", """\
-  --model MODEL   the model of a new FILE (default: the harness's own)
-""", _text_or_none, status=ALWAYS, mcp={"type": "string", "description": "the model of a new file"}),
-    Field("adapter", "--adapter", "[--adapter NAME]", """\
-  --adapter NAME  the adapter of a new FILE ({adapters})
-""", _text, status=ALWAYS, variable="HARNESSCTL_ADAPTER",
-          mcp={"type": "string", "description": "the adapter of a new file (mock, codex, claudecode, acp)"}),
-    Field("agent", "--agent", "[--agent AGENT]", """\
-  --agent AGENT   the agent of a new FILE, for an adapter that drives many (acp):
-                  a preset name or a command line
-""", _text_or_none, mcp={"type": "string", "description": "the agent preset of a new acp file (harnessctl agents)"}),
-    Field("mode", "--mode", "[--mode ask|edit|full]", """\
-  --mode MODE     what the agent of a new FILE may do without asking: ask (read only),
-                  edit (change files in the cwd), full (anything); default: the harness's own
-""", _policy("mode"), status=ALWAYS, mcp={"type": "string", "enum": ["ask", "edit", "full"],
-                         "description": "what the agent may do without asking"}),
-    Field("rules", "--allow", "[--allow RULE]... [--deny RULE]... | [--policy FILE]", """\
-  --allow RULE    answer a matching permission request allow; RULE is KIND[:GLOB], KIND one of
-  --deny RULE     command, file_change, read, search, mcp, web_search, subagent, other or *;
-                  GLOB matches the command line, the paths (relative to the cwd) or server.tool.
-                  `mode` (no GLOB) answers the agent's own mode switches, which nothing else does
-                  Repeatable: the first rule that matches decides; the rest waits for reply
-  --policy FILE   the mode and rules as JSON: {{"mode": "ask", "rules": [["allow", "RULE"], ...]}}
-""", _policy("rules"), mcp={"type": "array", "items": RULE, "description": "permission rules, first match decides"},
-          read=_read_rules),
-    Field("sandbox", "--sandbox", "[--sandbox [--sandbox-write DIR]...]", """\
-  --sandbox       run the agent of a new FILE, and all it starts, in a box (Linux's Landlock):
-                  it writes only in the cwd, a TMPDIR of its own, its own program's folders
-                  and each --sandbox-write DIR; it can neither read nor write harnessctl's
-                  state nor any session's event file or sidecar, nor reach a runtime;
-                  it keeps the network (docs/OPERATIONS.md, "The box")
-  --sandbox-write DIR  one more folder a boxed agent may write (repeatable)
-""", _flag, read=lambda text: True,
-          mcp={"type": "boolean", "description": "run the agent in a box: it writes only in its cwd, its own "
-                                                 "folders and its TMPDIR, and reaches no harnessctl runtime"}),
-    Field("sandbox_write", "--sandbox-write", "", "", _dirs, read=lambda text: text.split("\0")),
-    Field("max_tokens", "--max-tokens", "[--max-tokens N]", """\
-  --max-tokens N    a budget of the whole conversation: tokens (input + output, all runs),
-""", _limit("max_tokens"), change=True, read=int,
-          mcp={"type": "integer", "minimum": 1, "description": "token budget of the conversation"}),
-    Field("max_cost_usd", "--max-cost-usd", "[--max-cost-usd X]", """\
-  --max-cost-usd X  or US dollars where the harness reports a cost; a run that reaches it is
-                  interrupted and fails (error_class budget), later sends exit 2 until a send
-                  gives a higher limit (limits, unlike the rest of the binding, may change)
-""", _limit("max_cost_usd"), change=True, read=float,
-          mcp={"type": "number", "exclusiveMinimum": 0, "description": "cost budget, US dollars"}),
-    Field("on_request", "--on-request", "[--on-request CMD]", """\
-  --on-request CMD  a hook of a new FILE: run CMD (split like a shell would, run without one)
-                  whenever a request is parked for a reply, with its line on stdin, HARNESSCTL_FILE
-                  and HARNESSCTL_EVENT=request in its environment, in the cwd; it never delays the
-                  run, and is killed after HARNESSCTL_HOOK_TIMEOUT (default: HARNESSCTL_ON_REQUEST);
-                  its program (and script) is recorded by absolute path, and refused inside the cwd
-""", _text_or_none, status=THAT_BOUND, variable="HARNESSCTL_ON_REQUEST"),
-    Field("on_result", "--on-result", "[--on-result CMD]", """\
-  --on-result CMD   the same whenever a run ends, with its result line, HARNESSCTL_EVENT=result
-                  (default: HARNESSCTL_ON_RESULT)
-""", _text_or_none, status=THAT_BOUND, variable="HARNESSCTL_ON_RESULT"),
-)
-NAMES = tuple(field.name for field in FIELDS)
-HOOKS = tuple(field for field in FIELDS if field.name.startswith("on_"))  # the hooks: on_request, on_result
-
-
-def as_flags(values: Dict[str, Any]) -> Tuple[Dict[str, str], List[Tuple[str, str]]]:
-    """The send options and rules (as arguments.parse gives them) that ask for
-    these bound values (by binding key; None or false: not asked): a send
-    passed on to a harnessctl on another machine."""
-    options: Dict[str, str] = {}
-    rules: List[Tuple[str, str]] = []
-    for field in FIELDS:
-        value = values.get(field.name)
-        if value is None or value is False:
-            continue
-        if field.name == "rules":
-            rules += [(verb, rule) for verb, rule in value]
-        elif isinstance(value, list):  # a repeatable flag, kept in order with the rules
-            rules += [(field.flag[2:], item) for item in value]
-        else:
-            options[field.flag] = "" if value is True else str(value)
-    return options, rules
-
-
-def mcp_properties() -> Dict[str, Any]:
-    """The MCP send tool's properties of the bound fields it offers."""
-    return {field.name: field.mcp for field in FIELDS if field.mcp is not None}
-
 
 # -- a send's binding ------------------------------------------------------------------------------
 
 
-def asked(given: Dict[str, Any]) -> Dict[str, Any]:
-    """What a send asks for, every field by name (None: not given), its cwd a
-    real directory.  `given` holds the values of the flags it was given."""
-    asked = {name: given.get(name) for name in NAMES}
+def asked(wish: Dict[str, Any]) -> Dict[str, Any]:
+    """What a send asks for, every field by name (None: not given), as this
+    machine binds it: the cwd a real directory, a hook's program by absolute
+    path, the box's folders real ones.  `wish` holds what a face gave
+    (fields.parsed); it is resolved here, on the machine that binds it, not
+    where the command was typed (a send to another machine)."""
+    asked = {name: wish.get(name) for name in NAMES}
     if asked["cwd"] is not None:
         asked["cwd"] = real_dir(asked["cwd"])
+    for field in HOOKS:
+        command = asked[field.name]
+        if command is not None:
+            from .checks.hooks import resolve
+
+            asked[field.name] = resolve(command, field.flag)
+    asked["sandbox_write"] = _box_folders(bool(asked["sandbox"]), asked["sandbox_write"] or [])
     return asked
+
+
+def _box_folders(boxed: bool, writes: List[str]) -> Optional[List[str]]:
+    """The real folders of a send's --sandbox-write (each must exist), or
+    None.  Whether this machine can box is asked when a file is bound
+    (client.send), not here: a later send to a boxed file need not say it."""
+    if writes and not boxed:
+        raise UsageError("--sandbox-write adds a folder to the box: give --sandbox too")
+    found = set()
+    for path in writes:
+        real = os.path.realpath(path)
+        if not os.path.isdir(real):
+            raise UsageError("--sandbox-write %s: not a directory" % path)
+        found.add(real)
+    return sorted(found) or None
 
 
 def new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:

@@ -1,14 +1,14 @@
 """A session's binding.json: read and each field checked, trusted only when
 it is the one last recorded for the file (trusted.py), written after it is
 recorded; and whether the file was ever sent to, which decides whether a
-send may bind it anew.  The table it is checked against is binding.py's."""
+send may bind it anew.  The table it is checked against is fields.py's."""
 
 from __future__ import annotations
 
 import os
 
-from .binding import FIELDS
 from .errors import UsageError
+from .fields import FIELDS
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

@@ -18,12 +18,11 @@ from .commands import (
     OUTCOME_CODES,
     Send,
     check_text,
+    deliver,
     error_line,
     file_status,
     fixed,
     listed,
-    policy,
-    unattended,
     waited_line,
     with_file,
 )
@@ -179,18 +178,10 @@ def send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
          fixed_agent: Optional[str] = None) -> int:
     from . import commands
 
-    adapter, agent = fixed(options.get("--adapter"), options.get("--agent"), fixed_adapter, fixed_agent)
     if "--timeout" in options and "--wait" not in options:
         raise UsageError("--timeout applies to --wait: add --wait, or leave --timeout out")
     wait_timeout = timeout(options)
-    schema, text = schema_and_text(args, options)
-    writes = [value for verb, value in rules if verb == "sandbox-write"]
-    rules = [rule for rule in rules if rule[0] != "sandbox-write"]
-    request = Send(args[0], text, options.get("--cwd"), options.get("--model"), adapter, agent,
-                   policy(options.get("--mode"), rules, options.get("--policy")), schema,
-                   dict(unattended(hooks(options), options.get("--max-tokens"), options.get("--max-cost-usd")),
-                        **commands.sandbox("--sandbox" in options, writes)),
-                   commands.deliver("--queue" in options, "--interrupt" in options))
+    request = asked_send(args, options, rules, fixed_adapter, fixed_agent)
     notes = None
     if "--wait" in options:
         from .notes import Notes, offset_now
@@ -246,6 +237,17 @@ def schema_and_text(args: List[str], options: Dict[str, str]) -> Tuple[Optional[
     return schema, check_text(given if given is not None else read_stdin("TEXT"))
 
 
+def asked_send(args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
+               fixed_adapter: Optional[str], fixed_agent: Optional[str]) -> Send:
+    """The send that FILE [TEXT] and the flags ask for, here or on another machine."""
+    from .fields import from_flags
+
+    wish = from_flags(options, rules)
+    wish["adapter"], wish["agent"] = fixed(wish.get("adapter"), wish.get("agent"), fixed_adapter, fixed_agent)
+    schema, text = schema_and_text(args, options)
+    return Send(args[0], text, wish, schema, deliver("--queue" in options, "--interrupt" in options))
+
+
 def remote(command: str, args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
            fixed_adapter: Optional[str], fixed_agent: Optional[str]) -> int:
     """A command on sessions of other machines (harnessctl/remote/): the same
@@ -267,20 +269,13 @@ def remote(command: str, args: List[str], options: Dict[str, str], rules: List[T
 
     stdin = None
     if command == "send":
-        adapter, agent = fixed(options.get("--adapter"), options.get("--agent"), fixed_adapter, fixed_agent)
-        schema, text = schema_and_text(args, options)
-        options, rules = forward.send_options(options, rules, adapter, agent, schema)
-        stdin, args = forward.send_stdin(schema, text), args[:1]
+        request = asked_send(args, options, rules, fixed_adapter, fixed_agent)
+        passed = {name: value for name, value in options.items() if name in ("--wait", "--timeout", "--print-id")}
+        options, rules = forward.send_flags(request, passed)
+        stdin, args = forward.send_stdin(request.schema, request.text), args[:1]
     elif command == "reply":
         stdin, args = (args[2] if len(args) > 2 else read_stdin("ANSWER")).encode("utf-8"), args[:2]
     return forward.run(command, args, options, rules, stdin, emit)  # each line cleaned there
-
-
-def hooks(options: Dict[str, str]) -> Dict[str, str]:
-    """The hook commands a send gives (--on-request, --on-result), by binding key."""
-    from .binding import HOOKS
-
-    return {field.name: options[field.flag] for field in HOOKS if field.flag in options}
 
 
 def statuses(args: List[str], options: Dict[str, str]) -> int:

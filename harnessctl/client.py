@@ -111,21 +111,19 @@ def _earlier(addr: Address, op: str, text: str) -> Optional[UnavailableError]:
 # read the event file and the binding: that path imports json and the fold.
 
 
-def send(file: str, text: str, cwd: Optional[str], model: Optional[str], adapter: Optional[str],
-         agent: Optional[str] = None, policy: Optional[Dict[str, Any]] = None,
-         schema: Optional[Dict[str, Any]] = None, unattended: Optional[Dict[str, Any]] = None,
+def send(file: str, text: str, wish: Dict[str, Any], schema: Optional[Dict[str, Any]] = None,
          deliver: Optional[str] = None) -> str:
-    """The accepted input's id.  `deliver` (binding.DELIVERIES): queue or
-    interrupt instead of steering a busy run.  `policy` ({"mode", "rules"}, cli.policy) is
-    bound like the model: None keeps the bound one.  `schema` (send --schema)
-    is this send's alone: the run it starts must answer with JSON that fits.
-    `unattended` (cli.unattended): hooks, bound like the model, and limits,
-    which a later send may change (binding.py)."""
+    """The accepted input's id.  `wish` (commands.Send): the bound fields
+    the send gives, by binding key; one it omits keeps the bound value, and
+    only the limits may differ from it (binding.py).  `schema` (send
+    --schema) is this send's alone: the run it starts must answer with JSON
+    that fits.  `deliver` (binding.DELIVERIES): queue or interrupt instead
+    of steering a busy run."""
     from .binding import asked, send_request
     from .bindingfile import read_binding
 
     addr = resolve(file)
-    wanted = asked(dict(policy or {}, **(unattended or {}), cwd=cwd, model=model, adapter=adapter, agent=agent))
+    wanted = asked(wish)
     schema_field = None
     if schema is not None:
         from .checks.structured import to_field

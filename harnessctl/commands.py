@@ -4,7 +4,7 @@ a tool never behaves otherwise than its command.
 
 Here are a send as data (`Send`, built by either face and handed to
 client.py), the checks of what a send carries (its text, the adapter and
-agent a package fixes, its policy, hooks and limits), the exit code of each
+agent a package fixes), the exit code of each
 outcome a wait can have, the status line of one file among several, and
 the files a directory stands for in `status DIR`.
 What a face alone knows stays with it: the CLI reads files and stdin, the
@@ -33,23 +33,18 @@ OUTCOME_CODES = {"completed": 0, "status": 0, "failed": 7, "cancelled": 8, "requ
 
 class Send:
     """What a send asks, checked: the face that built it is gone from it.
-    `policy` ({"mode", "rules"}) and `unattended` (hooks and limits, by
-    binding key) are as `policy()` and `unattended()` return them."""
+    `wish` holds the bound fields it gives, by binding key, as
+    fields.parsed reads them (a field it does not give is absent);
+    `schema` and how it is delivered are this send's alone."""
 
-    __slots__ = ("file", "text", "cwd", "model", "adapter", "agent", "policy", "schema", "unattended", "deliver")
+    __slots__ = ("file", "text", "wish", "schema", "deliver")
 
-    def __init__(self, file: str, text: str, cwd: Optional[str], model: Optional[str], adapter: Optional[str],
-                 agent: Optional[str], policy: Optional[Dict[str, Any]], schema: Optional[Dict[str, Any]],
-                 unattended: Dict[str, Any], deliver: Optional[str] = None) -> None:
+    def __init__(self, file: str, text: str, wish: Dict[str, Any], schema: Optional[Dict[str, Any]] = None,
+                 deliver: Optional[str] = None) -> None:
         self.file = file
         self.text = text
-        self.cwd = cwd
-        self.model = model
-        self.adapter = adapter
-        self.agent = agent
-        self.policy = policy
+        self.wish = wish
         self.schema = schema
-        self.unattended = unattended
         self.deliver = deliver  # binding.DELIVERIES (send --queue, --interrupt), or None: steer where it can
 
 
@@ -64,8 +59,7 @@ def send(request: Send) -> str:
     """Hand the send to the runtime; the accepted input's id."""
     from . import client
 
-    return client.send(request.file, request.text, request.cwd, request.model, request.adapter, request.agent,
-                       request.policy, request.schema, request.unattended, request.deliver)
+    return client.send(request.file, request.text, request.wish, request.schema, request.deliver)
 
 
 def check_text(text: str) -> str:
@@ -93,65 +87,6 @@ def fixed(adapter: Optional[str], agent: Optional[str], fixed_adapter: Optional[
     if fixed_agent and agent not in (None, fixed_agent):
         raise UsageError("this harnessctl runs the %s agent; --agent %s is not available" % (fixed_agent, agent))
     return adapter or fixed_adapter, agent or fixed_agent
-
-
-def policy(mode: Optional[str], rules: List[Tuple[str, str]],
-           policy_file: Optional[str] = None) -> Optional[Dict[str, Any]]:
-    """The permission policy a send asks for ({"mode", "rules"}), from a mode
-    and (allow|deny, RULE) rules or from a policy file; None when it names
-    none (a later send: the bound one; a first: the harness's own)."""
-    if policy_file is not None:
-        if rules or mode is not None:
-            raise UsageError("--policy FILE holds the mode and the rules: give it, or --mode/--allow/--deny")
-        from .checks.policy import read_file
-
-        mode, checked = read_file(policy_file)
-        return {"mode": mode, "rules": checked}
-    if not rules and mode is None:
-        return None
-    from .checks.policy import check_mode, check_rules
-
-    return {"mode": check_mode(mode), "rules": check_rules(rules)}
-
-
-def unattended(hooks: Dict[str, str], max_tokens: Optional[str], max_cost_usd: Optional[str]) -> Dict[str, Any]:
-    """The hooks (by binding key: on_request, on_result; each a command line)
-    and limits (as their flags spell them) a send binds, by binding key; only
-    those it gives."""
-    found: Dict[str, Any] = {}
-    if hooks:
-        from .binding import HOOKS
-        from .checks.hooks import resolve
-
-        for field in HOOKS:
-            if field.name in hooks:
-                found[field.name] = resolve(hooks[field.name], field.flag)
-    if max_tokens is not None or max_cost_usd is not None:
-        from .checks import budget
-
-        if max_tokens is not None:
-            found["max_tokens"] = budget.tokens(max_tokens)
-        if max_cost_usd is not None:
-            found["max_cost_usd"] = budget.cost(max_cost_usd)
-    return found
-
-
-def sandbox(boxed: bool, writes: List[str]) -> Dict[str, Any]:
-    """The box a send asks for, by binding key (binding.FIELDS): `sandbox`
-    true, and the real folders of its --sandbox-write (each must exist), or
-    nothing.  Whether this machine can box is asked when a file is bound
-    (client.send), not here: a later send to a boxed file need not say it."""
-    if writes and not boxed:
-        raise UsageError("--sandbox-write adds a folder to the box: give --sandbox too")
-    if not boxed:
-        return {}
-    found = set()
-    for path in writes:
-        real = os.path.realpath(path)
-        if not os.path.isdir(real):
-            raise UsageError("--sandbox-write %s: not a directory" % path)
-        found.add(real)
-    return {"sandbox": True, "sandbox_write": sorted(found) or None}
 
 
 # -- status lines -----------------------------------------------------------------

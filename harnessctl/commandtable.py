@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 
+from .fields import send_flags
+
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Dict, List, Optional, Tuple
@@ -50,11 +52,10 @@ class Command:
         return [arg for arg, kind in zip(args, kinds) if kind in ADDRESSES]
 
 
-SEND_OPTIONS = ("--cwd", "--model", "--adapter", "--agent", "--timeout", "--mode", "--policy", "--allow", "--deny",
-                "--schema", "--on-request", "--on-result", "--max-tokens", "--max-cost-usd", "--sandbox-write")
+BOUND_OPTIONS, BOUND_SWITCHES, BOUND_REPEATED = send_flags()  # the bound fields' flags (fields.py)
 COMMANDS = (
-    Command("send", ("FILE", "TEXT"), 1, 2, SEND_OPTIONS, ("--print-id", "--wait", "--queue", "--interrupt",
-                                                           "--sandbox"), {
+    Command("send", ("FILE", "TEXT"), 1, 2, BOUND_OPTIONS + BOUND_REPEATED + ("--timeout", "--policy", "--schema"),
+            BOUND_SWITCHES + ("--print-id", "--wait", "--queue", "--interrupt"), {
         0: "accepted (with --wait: the result is `completed`)", 1: None, 2: None, 5: None,
         6: "timed out waiting for the runtime (HARNESSCTL_TIMEOUT): the input MAY have been accepted; "
            "read FILE before retrying (with --wait: also accepted, but the wait failed)",
@@ -88,4 +89,4 @@ COMMANDS = (
 )
 BY_NAME = {command.name: command for command in COMMANDS}
 # repeatable, and their order matters: kept apart, in order, as (allow|deny|root|sandbox-write, VALUE) "rules"
-RULES = ("--allow", "--deny", "--root", "--sandbox-write")
+RULES = BOUND_REPEATED + ("--root",)

@@ -111,8 +111,8 @@ def _resume_file(binding: Dict[str, Any]) -> str:
 def _check_hooks(binding: Dict[str, Any]) -> None:
     """A hook bound outside FILE's cwd may lie inside the new one, where the
     agent could rewrite it: refused as a send refuses it."""
-    from .binding import HOOKS
     from .checks.hooks import check_reach
+    from .fields import HOOKS
 
     for field in HOOKS:
         if binding.get(field.name):

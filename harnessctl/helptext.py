@@ -5,8 +5,8 @@ is asked for or a command line is wrong."""
 
 from __future__ import annotations
 
-from .binding import FIELDS
 from .commandtable import BY_NAME, EXIT_CODES
+from .fields import FIELDS
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -359,6 +359,6 @@ def command_help(command: str, fixed_adapter: Optional[str]) -> str:
     adapters = ("only this package's own, %s" % fixed_adapter if fixed_adapter
                 else "%s; default: $HARNESSCTL_ADAPTER" % ", ".join(names()))
     codes = exit_codes(command)
-    bound = "".join(field.help for field in FIELDS).format(adapters=adapters)  # send's options, binding.FIELDS
+    bound = "".join(field.help for field in FIELDS).format(adapters=adapters)  # send's options, fields.FIELDS
     return HELP[command].format(synopsis=SYNOPSIS[command], adapters=adapters, codes=codes, bound=bound)
 

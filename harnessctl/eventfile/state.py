@@ -4,12 +4,12 @@ Status, recovery of a lost runtime and the runtime's own start-up all read the
 conversation through `Conversation.apply`, so there is one definition of what
 the event file means (a line it skips: wellformed.py).  `log` lines only
 move `seq` and `last_activity`.  The status line is the conversation's state
-with the binding shown as binding.FIELDS says.
+with the binding shown as fields.FIELDS says.
 """
 
 from __future__ import annotations
 
-from ..binding import ALWAYS, FIELDS, THAT_BOUND, WHEN_BOUND
+from ..fields import ALWAYS, FIELDS, THAT_BOUND, WHEN_BOUND
 from .wellformed import MAX_ANOMALIES, MAX_SEQ, SAVED_FIELDS, is_ts, problem
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)

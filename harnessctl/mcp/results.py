@@ -3,7 +3,7 @@ its results carry (docs/PROTOCOL.md section 21), built from the tables the
 results are built from, so a new outcome, bound field or event field shows
 in the schema without an edit here: the outcomes and their exit codes
 (commands.OUTCOME_CODES), the fields a status line shows of the binding
-(binding.FIELDS), which fields a result or request line has and which it
+(fields.FIELDS), which fields a result or request line has and which it
 must have (eventfile.wellformed.FIELDS, EVENT.md).  What those tables do
 not say is below: the JSON type of each event field, which line a wait's
 outcome returns, and the conversation part of a status line (section 7).
@@ -18,7 +18,7 @@ validate with a draft-07 validator (Ajv) though MCP says 2020-12."""
 
 from __future__ import annotations
 
-from .. import binding
+from .. import fields
 from ..commands import OUTCOME_CODES
 from ..eventfile.wellformed import FIELDS as EVENT_FIELDS
 
@@ -93,13 +93,13 @@ def event_line(kind: str) -> Dict[str, Any]:
     return shape(properties, required)
 
 
-def bound(field: binding.Field) -> Dict[str, Any]:
+def bound(field: fields.Field) -> Dict[str, Any]:
     """What a status line shows of one bound field: its value, of the type its
     MCP property gives (or null, when always shown), or only `true`."""
-    if field.status == binding.THAT_BOUND:
+    if field.status == fields.THAT_BOUND:
         return {"const": True}
     schema = {key: value for key, value in (field.mcp or {}).items() if key in ("type", "items", "enum")}
-    if field.status == binding.ALWAYS and "type" in schema:
+    if field.status == fields.ALWAYS and "type" in schema:
         schema["type"] = [schema["type"], "null"]
         if "enum" in schema:
             schema["enum"] = [*schema["enum"], None]
@@ -109,9 +109,9 @@ def bound(field: binding.Field) -> Dict[str, Any]:
 def status_line() -> Dict[str, Any]:
     """A status line with `file` (section 7): the binding's fields as the binding table shows them."""
     properties = dict(STATUS_HEAD)
-    properties.update((field.name, bound(field)) for field in binding.FIELDS)
+    properties.update((field.name, bound(field)) for field in fields.FIELDS)
     properties.update(STATUS_TAIL)
-    always = [field.name for field in binding.FIELDS if field.status == binding.ALWAYS]
+    always = [field.name for field in fields.FIELDS if field.status == fields.ALWAYS]
     return shape(properties, [*STATUS_HEAD, *always, *STATUS_TAIL])
 
 

@@ -14,19 +14,8 @@ from __future__ import annotations
 import json
 import os
 
-from .. import binding, commands
-from ..commands import (
-    OUTCOME_CODES,
-    Send,
-    check_text,
-    error_line,
-    file_status,
-    fixed,
-    listed,
-    policy,
-    unattended,
-    waited_line,
-)
+from .. import commands, fields
+from ..commands import OUTCOME_CODES, Send, check_text, error_line, file_status, fixed, listed, waited_line
 from ..errors import HarnessctlError, UsageError
 from ..remote.address import is_remote, parse
 
@@ -53,7 +42,7 @@ SCHEMAS = {
         "Start a run of the agent on FILE when it is idle, or steer the run going on (harnessctl send). "
         "Returns the accepted input_id; with wait: true, also waits for its result or the first request "
         "that needs a reply (outcome completed, failed, cancelled, request or timeout).",
-        {"file": FILE, "text": {"type": "string", "description": "the input"}, **binding.mcp_properties(),
+        {"file": FILE, "text": {"type": "string", "description": "the input"}, **fields.mcp_properties(),
          "schema": {"type": "object", "description": "a JSON Schema the run's final answer must fit"},
          "queue": {"type": "boolean", "description": "never steer: a busy session holds the input for a run of "
                    "its own (cancel with its input_id takes it back until then)"},
@@ -136,11 +125,10 @@ def send(args: Dict[str, Any], call: Call) -> Result:
         from ..checks.structured import check_size
 
         check_size(args["schema"])
-    tokens = str(args["max_tokens"]) if "max_tokens" in args else None  # read as the flag's value is
-    cost = repr(float(args["max_cost_usd"])) if "max_cost_usd" in args else None
-    request = Send(file, text, cwd, args.get("model"), adapter, agent, policy(args.get("mode"), rules),
-                   args.get("schema"), dict(unattended({}, tokens, cost),
-                                            **commands.sandbox(call.grants.boxed(args.get("sandbox")), [])),
+    given = {name: args.get(name) for name in fields.mcp_properties()}
+    given.update(cwd=cwd, adapter=adapter, agent=agent, rules=rules or None,
+                 sandbox=call.grants.boxed(args.get("sandbox")))
+    request = Send(file, text, fields.parsed(given), args.get("schema"),
                    commands.deliver(bool(args.get("queue")), bool(args.get("interrupt"))))
     input_id = call.sessions.send(request)
     if not args.get("wait"):

@@ -45,17 +45,10 @@ def output(remote: Remote, command_words: List[str], stdin: Optional[bytes] = No
 
 
 def send(remote: Remote, request: Send, settings: Dict[str, str]) -> str:
-    """A send (as commands.Send holds it; no hooks) to a remote session: its input id."""
-    from ..binding import as_flags
-    from .forward import send_stdin
+    """A send (as commands.Send holds it) to a remote session: its input id."""
+    from .forward import send_flags, send_stdin
 
-    options, rules = as_flags(dict(request.policy or {}, **request.unattended, cwd=request.cwd, model=request.model,
-                                   adapter=request.adapter, agent=request.agent))
-    options["--print-id"] = ""
-    if request.schema is not None:
-        options["--schema"] = "-"
-    if request.deliver is not None:
-        options["--" + request.deliver] = ""
+    options, rules = send_flags(request, {"--print-id": ""})
     _, out = output(remote, words("send", [remote.path], options, rules), send_stdin(request.schema, request.text),
                     settings=settings)
     return out.strip()

@@ -21,6 +21,8 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+    from ..commands import Send
+
 NAMING = ("status", "wait", "send", "fork")  # the commands whose lines carry "file"
 CHUNK = 65536
 
@@ -38,25 +40,19 @@ def words(command: str, paths: List[str], options: Dict[str, str], rules: List[T
     return found + ["--"] + paths
 
 
-def send_options(options: Dict[str, str], rules: List[Tuple[str, str]], adapter: Optional[str], agent: Optional[str],
-                 schema: Optional[Dict[str, Any]]) -> Tuple[Dict[str, str], List[Tuple[str, str]]]:
-    """A remote send's options: a --policy FILE (read here) as --mode and rules,
-    a schema as `--schema -` (it leads stdin), the adapter a per-adapter
-    command fixes as --adapter."""
-    from ..commands import policy
+def send_flags(request: Send, passed: Dict[str, str]) -> Tuple[Dict[str, str], List[Tuple[str, str]]]:
+    """A send as the flags of the same send on another machine, with the
+    options `passed` as they are (--wait, --print-id): what it binds
+    (fields.as_flags), how it is delivered, and a schema as `--schema -`
+    (it leads stdin: send_stdin)."""
+    from ..fields import as_flags
 
-    found = {name: value for name, value in options.items() if name not in ("--policy", "--schema")}
-    if "--policy" in options:
-        read = policy(options.get("--mode"), rules, options["--policy"]) or {}
-        if read.get("mode") is not None:
-            found["--mode"] = read["mode"]
-        rules = [(verb, rule) for verb, rule in read.get("rules") or []]
-    for name, value in (("--adapter", adapter), ("--agent", agent)):
-        if value is not None:
-            found[name] = value
-    if schema is not None:
-        found["--schema"] = "-"
-    return found, rules
+    options, rules = as_flags(request.wish)
+    if request.schema is not None:
+        options["--schema"] = "-"
+    if request.deliver is not None:
+        options["--" + request.deliver] = ""
+    return dict(options, **passed), rules
 
 
 def send_stdin(schema: Optional[Dict[str, Any]], text: str) -> bytes:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import threading
 from collections import deque
 
-from ..binding import HOOKS
 from ..checks.hooks import argv
 from ..errors import UsageError
+from ..fields import HOOKS
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

@@ -199,7 +199,7 @@ class Handler(BaseHTTPRequestHandler):
         text = body.get("text")
         if not isinstance(text, str):
             raise UsageError("send needs text (a string)")
-        request = Send(file, check_text(text), None, None, None, None, None, None, {})
+        request = Send(file, check_text(text), {})
         return {"outcome": "accepted", "input_id": self.server.sessions.send(request)}
 
     def _cancel(self, file: str, body: Dict[str, Any]) -> Dict[str, Any]:

@@ -1,8 +1,9 @@
-"""binding.FIELDS is the one table of the bound settings: each test here walks
+"""fields.FIELDS is the one table of the bound settings: each test here walks
 it, so a new row is held to everything a bound setting must have (a flag in
 `send --help` that the parser takes, its place in the MCP send tool, what
-`status` shows, its check, a trip over the socket), and the send request's
-version is said plainly when command and runtime differ."""
+`status` shows, its check, a trip through each face and over the socket),
+and the send request's version is said plainly when command and runtime
+differ."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ import threading
 
 import pytest
 
-from harnessctl import arguments, binding, client, helptext, ipc
+from harnessctl import arguments, binding, client, fields, helptext, ipc
 from harnessctl.address import Address
-from harnessctl.binding import ALWAYS, FIELDS, NAMES, THAT_BOUND, WHEN_BOUND
 from harnessctl.commandtable import BY_NAME
 from harnessctl.errors import HarnessctlError, UnavailableError, UsageError
 from harnessctl.eventfile.state import Conversation, status_report
+from harnessctl.fields import ALWAYS, FIELDS, NAMES, THAT_BOUND, WHEN_BOUND
 from harnessctl.mcp.tools import SCHEMAS
 
 # A value of each bound field as binding.json holds it (a new row needs one here).
@@ -92,17 +93,28 @@ def test_a_later_send_may_change_a_field_only_where_its_row_says(field):
 def test_every_field_round_trips_the_send_request():
     request = binding.send_request("hi\nthere", '{"type":"object"}', dict(SAMPLES))
     assert request[0] == "send/%d" % binding.SEND_VERSION
-    fields = ipc.decode_fields(ipc.encode_fields(request))
-    assert binding.read_send_request(fields, "/f.jsonl") == ("hi\nthere", '{"type":"object"}', SAMPLES, None)
+    heard = ipc.decode_fields(ipc.encode_fields(request))
+    assert binding.read_send_request(heard, "/f.jsonl") == ("hi\nthere", '{"type":"object"}', SAMPLES, None)
 
 
 def test_every_field_passes_on_as_the_send_flags_the_parser_takes_back():
-    options, rules = binding.as_flags(SAMPLES)
+    options, rules = fields.as_flags(SAMPLES)
     argv = ["send", "f.jsonl", "hi"] + [word for name, value in options.items() for word in (name, value) if word]
     argv += [word for verb, value in rules for word in ("--" + verb, value)]
     assert arguments.parse(argv) == ("send", ["f.jsonl", "hi"], options, rules)
     assert {field.flag for field in FIELDS if field.name not in ("rules", "sandbox_write")} == set(options)
     assert rules == [("allow", "command:ls*"), ("deny", "*"), ("sandbox-write", "/srv/cache")]
+
+
+def test_the_send_flags_of_every_field_read_back_as_the_same_wish():
+    """A send passed on to another machine asks there what it asked here."""
+    assert fields.from_flags(*fields.as_flags(SAMPLES)) == SAMPLES
+
+
+def test_the_mcp_send_tool_arguments_read_as_the_flags_do():
+    offered = {name: SAMPLES[name] for name in fields.mcp_properties()}
+    options, rules = fields.as_flags(offered)
+    assert fields.parsed(offered) == fields.from_flags(options, rules) == offered
 
 
 def test_a_send_request_without_values_reads_as_nothing_given():
@@ -148,7 +160,7 @@ def test_a_command_hears_that_an_earlier_runtime_cannot_read_its_send(tmp_path):
     try:
         with pytest.raises(UnavailableError, match="is an earlier harnessctl, which reads send requests of "
                                                    "version 1; this command .* sent version 2: nothing was sent"):
-            client.send(path, "hi", None, None, "mock")
+            client.send(path, "hi", {"adapter": "mock"})
     finally:
         thread.join(10)
         server.close()
@@ -160,9 +172,11 @@ def test_a_command_hears_that_an_earlier_runtime_cannot_read_its_send(tmp_path):
 def test_a_new_file_binds_each_field_a_send_gives(field, tmp_path):
     given = {"adapter": "acp" if field.name == "agent" else "mock", field.name: SAMPLES[field.name]}
     given["cwd"] = str(tmp_path)  # the cwd's sample too: a real directory
+    if field.name == "sandbox_write":  # a folder of the box, which must exist
+        given.update(sandbox=True, sandbox_write=[str(tmp_path)])
     new = binding.new_binding(binding.asked(given))
     assert field.name in new and new["adapter"] == given["adapter"] and new["cwd"] == os.path.realpath(given["cwd"])
-    if field.status != THAT_BOUND and field.name != "cwd":  # a hook's program is recorded by its real path
+    if field.status != THAT_BOUND and field.name not in ("cwd", "sandbox_write"):  # hooks: by their real path
         assert new[field.name] == SAMPLES[field.name]
 
 
@@ -183,7 +197,7 @@ def test_a_command_hears_that_an_earlier_runtime_reads_no_proof(tmp_path):
     thread.start()
     try:
         with pytest.raises(UnavailableError, match="is an earlier harnessctl, which reads no proof: nothing was sent"):
-            client.send(path, "hi", None, None, "mock")
+            client.send(path, "hi", {"adapter": "mock"})
     finally:
         thread.join(10)
         server.close()
