@@ -1,6 +1,7 @@
 """Where a session is: on this machine (the modules the command line uses)
-or on another one, over ssh (remote/calls.py), by the file's address; the
-operations the MCP server's tools and `harnessctl serve`'s page use.
+or on another one, over ssh (remote/calls.py), chosen once by the file's
+address (Sessions.at); the operations the MCP server's tools and `harnessctl
+serve`'s page use, alike for both forms.
 
 One per server: it knows the ssh:// roots the operator gave, and runs every
 remote command with them as HARNESSCTL_ROOT, so that the roots hold there on
@@ -8,11 +9,12 @@ real paths (a symlink an agent planted on that machine leads nowhere)."""
 
 from __future__ import annotations
 
-from .remote.address import Remote, is_remote, parse
+from .remote.address import Remote as RemoteAddress
+from .remote.address import is_remote, parse
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Tuple
 
     from .commands import Send
     from .notes import Notes
@@ -24,7 +26,8 @@ REMOTE_SLICE = 2.0  # seconds a remote wait asks at once: each ask is an ssh rou
 
 
 class Sessions:
-    """The session operations the tools use, wherever the session is."""
+    """Where the sessions of one server are: each one's form, chosen once
+    from its address (at), and a fleet's status lines."""
 
     def __init__(self, roots: List[str]) -> None:
         self.remote_roots = [parse(root) for root in roots if is_remote(root)]
@@ -33,33 +36,12 @@ class Sessions:
         """The environment of a remote command: the roots of its machine."""
         return {"HARNESSCTL_ROOT": "\n".join(root.path for root in self.remote_roots if root.machine == machine)}
 
-    def _remote(self, file: str) -> Optional[Remote]:
-        return parse(file) if is_remote(file) else None
-
-    def send(self, request: Send) -> str:
-        remote = self._remote(request.file)
-        if remote is None:
-            from . import commands
-
-            return commands.send(request)
-        from .remote import calls
-
-        return calls.send(remote, request, self.settings(remote.machine))
-
-    def slice(self, file: str, local: float) -> float:
-        """How long one ask of a sliced wait lasts."""
-        return REMOTE_SLICE if is_remote(file) else local
-
-    def wait(self, file: str, input_id: Optional[str], timeout: float, notes: Optional[Notes] = None
-             ) -> Tuple[str, str]:
-        remote = self._remote(file)
-        if remote is None:
-            from .waiting import wait
-
-            return wait(file, input_id, timeout, notes)
-        from .remote import calls
-
-        return calls.wait(remote, input_id, timeout, self.settings(remote.machine))
+    def at(self, file: str) -> Session:
+        """The session `file` names: on this machine, or over ssh://."""
+        if not is_remote(file):
+            return Local(file)
+        remote = parse(file)
+        return Remote(remote, self.settings(remote.machine))
 
     def statuses(self, paths: List[str]) -> List[List[str]]:
         """Each path's status lines (a folder's files' lines), this machine's and others'."""
@@ -67,83 +49,168 @@ class Sessions:
 
         return [[line for line, _ in lines] for lines in fleet.statuses(paths, self.settings)]
 
-    def reply(self, file: str, request_id: str, answer: str) -> None:
-        remote = self._remote(file)
-        if remote is None:
-            from . import client
 
-            client.reply(file, request_id, answer)
-        else:
-            self._output(remote, "reply", [request_id], answer.encode("utf-8"))
+class Session:
+    """One session, wherever it is: what the MCP tools and the page ask of
+    it.  Local and Remote are its two forms; nothing that holds one asks
+    which it is."""
 
-    def cancel(self, file: str, input_id: Optional[str] = None) -> None:
-        remote = self._remote(file)
-        if remote is None:
-            from . import client
+    file = ""  # its address as given
+    slice = 0.0  # how long one ask of a sliced wait lasts at most (0: as long as the caller's)
 
-            client.cancel(file, input_id)
-        else:
-            self._output(remote, "cancel", [input_id] if input_id else [])
+    def notes(self, say: Callable[[str], None]) -> Optional[Notes]:
+        """The notes of a wait on it (harness warnings, retries), said from now on; None where they cannot be read."""
+        raise NotImplementedError
 
-    def _output(self, remote: Remote, command: str, args: List[str], stdin: Optional[bytes] = None,
-                options: Optional[Dict[str, str]] = None, ok: Tuple[int, ...] = (0,)) -> Tuple[int, str]:
-        """(exit code, stdout) of `command` on the remote session, held to its machine's roots."""
-        from .remote import calls
-        from .remote.forward import words
+    def send(self, request: Send) -> str:
+        raise NotImplementedError
 
-        return calls.output(remote, words(command, [remote.path] + args, options or {}, []), stdin, ok,
-                            self.settings(remote.machine))
+    def wait(self, input_id: Optional[str], timeout: float, notes: Optional[Notes] = None) -> Tuple[str, str]:
+        raise NotImplementedError
 
-    def pieces(self, file: str, since: Optional[int], runs: Optional[int], as_json: bool) -> List[str]:
+    def reply(self, request_id: str, answer: str) -> None:
+        raise NotImplementedError
+
+    def cancel(self, input_id: Optional[str] = None) -> None:
+        raise NotImplementedError
+
+    def pieces(self, since: Optional[int], runs: Optional[int], as_json: bool) -> List[str]:
         """What `log` prints, one piece per entry (log.show.pieces)."""
-        remote = self._remote(file)
-        if remote is None:
-            from .log.show import pieces
+        raise NotImplementedError
 
-            return pieces(file, since, runs, as_json)
+    def fork(self, new_file: str, cwd: Optional[str]) -> str:
+        """fork's line; NEWFILE on the same machine."""
+        raise NotImplementedError
+
+    def binding(self) -> Optional[Dict[str, Any]]:
+        """The bound mode and rules; None for a file no send bound yet."""
+        raise NotImplementedError
+
+    def latest_activity(self) -> str:
+        """What its run does now, in a few words."""
+        raise NotImplementedError
+
+
+class Local(Session):
+    """A session on this machine: the modules the command line uses."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+    def notes(self, say: Callable[[str], None]) -> Optional[Notes]:
+        from .notes import Notes, offset_now
+
+        return Notes(self.file, offset_now(self.file), say)
+
+    def send(self, request: Send) -> str:
+        from . import commands
+
+        return commands.send(request)
+
+    def wait(self, input_id: Optional[str], timeout: float, notes: Optional[Notes] = None) -> Tuple[str, str]:
+        from .waiting import wait
+
+        return wait(self.file, input_id, timeout, notes)
+
+    def reply(self, request_id: str, answer: str) -> None:
+        from . import client
+
+        client.reply(self.file, request_id, answer)
+
+    def cancel(self, input_id: Optional[str] = None) -> None:
+        from . import client
+
+        client.cancel(self.file, input_id)
+
+    def pieces(self, since: Optional[int], runs: Optional[int], as_json: bool) -> List[str]:
+        from .log.show import pieces
+
+        return pieces(self.file, since, runs, as_json)
+
+    def fork(self, new_file: str, cwd: Optional[str]) -> str:
+        if is_remote(new_file):
+            from .errors import UsageError
+
+            raise UsageError("fork: FILE and NEWFILE must be on the same machine (%s, %s)" % (self.file, new_file))
+        from .fork import fork
+
+        return fork(self.file, new_file, cwd)[0]
+
+    def binding(self) -> Optional[Dict[str, Any]]:
+        from .address import resolve
+        from .bindingfile import read_binding
+
+        return read_binding(resolve(self.file))
+
+    def latest_activity(self) -> str:
+        return latest_activity(self.file)
+
+
+class Remote(Session):
+    """A session on another machine: each operation the same command run
+    there over ssh (remote/calls.py), with that machine's roots."""
+
+    slice = REMOTE_SLICE
+
+    def __init__(self, remote: RemoteAddress, settings: Dict[str, str]) -> None:
+        self.file = remote.given
+        self.remote = remote
+        self.settings = settings
+
+    def notes(self, say: Callable[[str], None]) -> Optional[Notes]:
+        return None  # they are on its machine's stderr
+
+    def send(self, request: Send) -> str:
+        from .remote import calls
+
+        return calls.send(self.remote, request, self.settings)
+
+    def wait(self, input_id: Optional[str], timeout: float, notes: Optional[Notes] = None) -> Tuple[str, str]:
+        from .remote import calls
+
+        return calls.wait(self.remote, input_id, timeout, self.settings)
+
+    def reply(self, request_id: str, answer: str) -> None:
+        self._output("reply", [request_id], answer.encode("utf-8"))
+
+    def cancel(self, input_id: Optional[str] = None) -> None:
+        self._output("cancel", [input_id] if input_id else [])
+
+    def pieces(self, since: Optional[int], runs: Optional[int], as_json: bool) -> List[str]:
         options = {name: str(value) for name, value in (("--since", since), ("--runs", runs)) if value is not None}
         if as_json:
             options["--json"] = ""
-        _, out = self._output(remote, "log", [], options=options)
+        _, out = self._output("log", [], options=options)
         return out.splitlines() if as_json else [out.rstrip("\n")]
 
-    def fork(self, file: str, new_file: str, cwd: Optional[str]) -> str:
-        """fork's line; both files on one machine."""
-        remote = self._remote(file)
-        if remote is None:
-            if is_remote(new_file):
-                from .errors import UsageError
-
-                raise UsageError("fork: FILE and NEWFILE must be on the same machine (%s, %s)" % (file, new_file))
-            from .fork import fork
-
-            return fork(file, new_file, cwd)[0]
+    def fork(self, new_file: str, cwd: Optional[str]) -> str:
         from .remote.forward import renamed, same_machine
 
-        new = same_machine(remote, new_file)
-        _, out = self._output(remote, "fork", [new.path], options={"--cwd": cwd} if cwd else None)
-        return renamed(out.strip(), [remote, new])
+        new = same_machine(self.remote, new_file)
+        _, out = self._output("fork", [new.path], options={"--cwd": cwd} if cwd else None)
+        return renamed(out.strip(), [self.remote, new])
 
-    def binding(self, file: str) -> Optional[Dict[str, Any]]:
-        """The file's bound mode and rules; None for a file no send bound yet.
-        A remote file's rules cannot be read from here: they are given as one
-        allow rule, so that a grant checked against them is held to the cap."""
-        remote = self._remote(file)
-        if remote is None:
-            from .address import resolve
-            from .bindingfile import read_binding
-
-            return read_binding(resolve(file))
-        code, out = self._output(remote, "status", [], ok=(0, 4))
+    def binding(self) -> Optional[Dict[str, Any]]:
+        """Its rules cannot be read from here: they are given as one allow
+        rule, so that a grant checked against them is held to the cap."""
+        code, out = self._output("status", [], ok=(0, 4))
         if code == 4:
             return None
         import json
 
         return {"mode": json.loads(out).get("mode"), "rules": [["allow", "*"]]}
 
-    def latest_activity(self, file: str) -> str:
-        """A running session's latest activity (latest_activity); a remote one's is "working"."""
-        return "working" if is_remote(file) else latest_activity(file)
+    def latest_activity(self) -> str:
+        return "working"
+
+    def _output(self, command: str, args: List[str], stdin: Optional[bytes] = None,
+                options: Optional[Dict[str, str]] = None, ok: Tuple[int, ...] = (0,)) -> Tuple[int, str]:
+        """(exit code, stdout) of `command` on the session, held to its machine's roots."""
+        from .remote import calls
+        from .remote.forward import words
+
+        return calls.output(self.remote, words(command, [self.remote.path] + args, options or {}, []), stdin, ok,
+                            self.settings)
 
 
 def latest_activity(file: str) -> str:

@@ -13,8 +13,7 @@ import os
 import time
 
 from ..errors import UsageError
-from ..remote.address import is_remote
-from ..sessions import Sessions
+from ..sessions import Session, Sessions
 from ..vocabulary import MODES
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
@@ -75,7 +74,7 @@ class Grants:
         operator let this server grant: a mode up to --max-mode, allow rules
         only with --allow-rules.  A bound file keeps its policy (a different
         one is refused as from the command line), so a call on one is not
-        held to the cap.  `bound`: the file's binding (Sessions.binding), None for a new file."""
+        held to the cap.  `bound`: the file's binding (Session.binding), None for a new file."""
         allows = any(verb == "allow" for verb, _ in rules)
         if mode is None and not allows or bound is not None:
             return
@@ -95,11 +94,10 @@ class Deferred(Exception):
     """A wait the caller takes as a task (tasks.py): what to follow, and
     `finish`, which turns what the wait found into the call's result."""
 
-    def __init__(self, file: str, input_id: Optional[str], timeout: Optional[float],
-                 finish: Callable[[Found], Result], sessions: Optional[Sessions] = None) -> None:
-        super().__init__(file)
-        self.sessions = sessions or Sessions([])
-        self.file = file
+    def __init__(self, session: Session, input_id: Optional[str], timeout: Optional[float],
+                 finish: Callable[[Found], Result]) -> None:
+        super().__init__(session.file)
+        self.session = session
         self.input_id = input_id
         self.timeout = timeout
         self.finish = finish
@@ -131,7 +129,7 @@ class Call:
         Deferred for a task call (nothing waits: the task is looked at when
         asked), Cancelled when the client cancelled the call."""
         if self.as_task:
-            raise Deferred(file, input_id, timeout, finish, self.sessions)
+            raise Deferred(self.sessions.at(file), input_id, timeout, finish)
         found = self._wait(file, input_id, timeout)
         if found is None:
             raise Cancelled()
@@ -143,18 +141,16 @@ class Call:
         None once the client cancelled the call (the run goes on).  The CLI's
         notes of harness warnings and retries (notes.py) ride in the progress
         messages: the server's stdout is the protocol, and has no stderr line."""
-        from ..notes import Notes, offset_now
-
         started = time.monotonic()
         until = None if timeout is None else started + min(timeout, YEAR)
         next_progress = started + PROGRESS_EVERY
         said: List[str] = []
-        local = not is_remote(file)  # a remote wait's notes stay there (its stderr)
-        notes = Notes(file, offset_now(file), said.append) if self.token is not None and local else None
-        piece = self.sessions.slice(file, SLICE)
+        session = self.sessions.at(file)
+        notes = session.notes(said.append) if self.token is not None else None
+        piece = session.slice or SLICE
         while not (self.cancelled.is_set() or self.closing.is_set()):
             step = piece if until is None else max(0.0, min(piece, until - time.monotonic()))
-            kind, line = self.sessions.wait(file, input_id, step, notes)
+            kind, line = session.wait(input_id, step, notes)
             if kind != "timeout" or (until is not None and time.monotonic() >= until):
                 return kind, line
             if self.token is not None and time.monotonic() >= next_progress:

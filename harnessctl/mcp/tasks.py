@@ -70,12 +70,12 @@ class Task:
             return
         deferred = self.deferred
         try:
-            kind, line = deferred.sessions.wait(deferred.file, deferred.input_id, 0.0)
+            kind, line = deferred.session.wait(deferred.input_id, 0.0)
             if kind == "timeout" and deferred.timeout is not None and \
                     time.monotonic() - self.started >= deferred.timeout:
                 self.end("completed", tool_result(*deferred.finish(("timeout", ""))))
             elif kind == "timeout":
-                self.move("working", deferred.sessions.latest_activity(deferred.file), None)
+                self.move("working", deferred.session.latest_activity(), None)
             elif kind == "request":
                 request = json.loads(line)
                 self.move("input_required", "waiting for a reply: %s" % shown(str(request.get("message", ""))),
@@ -160,26 +160,26 @@ class Tasks:
                 del self.tasks[task_id]
 
 
-def update(task: Task, responses: Dict[str, Any], reply: Callable[[str, str, str], None]) -> None:
+def update(task: Task, responses: Dict[str, Any], reply: Callable[[str, str], None]) -> None:
     """tasks/update: answer the parked request as `reply` does.  One
     answered meanwhile from elsewhere is no error: the file moved on."""
     with task.lock:
         for request_id, answer in task.answers(responses):
             try:
-                reply(task.deferred.file, request_id, answer)
+                reply(request_id, answer)
             except StateError:
                 pass  # answered already, or expired: the next look shows what it became
             task.move("working", "the reply was sent", None)
 
 
-def cancel(task: Task, cancel_run: Callable[[str], None]) -> None:
+def cancel(task: Task, cancel_run: Callable[[], None]) -> None:
     """tasks/cancel: the run is cancelled as `cancel` does; the task ends
     `cancelled` when the run's result says so (it may end otherwise first)."""
     with task.lock:
         if task.status in TERMINAL:
             return
         task.cancel_asked = True
-        cancel_run(task.deferred.file)
+        cancel_run()
 
 
 # -- the requests of a task client ---------------------------------------------------------
@@ -198,13 +198,13 @@ def task_method(tasks: Tasks, method: str, params: Dict[str, Any]) -> Dict[str, 
         if not isinstance(responses, dict):
             raise RpcError(rpc_error(INVALID_PARAMS, "invalid params: inputResponses must be an object"))
         try:
-            update(task, responses, task.deferred.sessions.reply)
+            update(task, responses, task.deferred.session.reply)
         except HarnessctlError as e:
             raise RpcError(rpc_error(INVALID_PARAMS, "the answer was refused: %s" % e)) from None
         return {}
     if method == "tasks/cancel":
         try:
-            cancel(task, task.deferred.sessions.cancel)
+            cancel(task, task.deferred.session.cancel)
         except HarnessctlError as e:
             raise RpcError(rpc_error(INTERNAL_ERROR, "the run could not be cancelled: %s" % e)) from None
         return {}

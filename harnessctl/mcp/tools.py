@@ -119,7 +119,8 @@ def send(args: Dict[str, Any], call: Call) -> Result:
     rules = [(verb, rule) for verb, rule in args.get("rules", [])]
     if any(verb not in ("allow", "deny") for verb, _ in rules):
         raise UsageError('a rule is ["allow" or "deny", "KIND[:GLOB]"]')
-    call.grants.check_grant(call.sessions.binding(file), args.get("mode"), rules)
+    session = call.sessions.at(file)
+    call.grants.check_grant(session.binding(), args.get("mode"), rules)
     text = check_text(args["text"])
     if "schema" in args:
         from ..checks.structured import check_size
@@ -130,7 +131,7 @@ def send(args: Dict[str, Any], call: Call) -> Result:
                  sandbox=call.grants.boxed(args.get("sandbox")))
     request = Send(file, text, fields.parsed(given), args.get("schema"),
                    commands.deliver(bool(args.get("queue")), bool(args.get("interrupt"))))
-    input_id = call.sessions.send(request)
+    input_id = session.send(request)
     if not args.get("wait"):
         return _json({"outcome": "accepted", "exit_code": 0, "input_id": input_id})
     return call.wait(file, input_id, args.get("timeout"), lambda found: outcome(found, input_id))
@@ -177,13 +178,13 @@ def reply(args: Dict[str, Any], call: Call) -> Result:
     answer = args["answer"]
     if not isinstance(answer, str):
         answer = json.dumps(answer, ensure_ascii=False)
-    call.sessions.reply(file, args["request_id"], answer)
+    call.sessions.at(file).reply(args["request_id"], answer)
     return _json({"outcome": "replied", "exit_code": 0, "request_id": args["request_id"]})
 
 
 def cancel(args: Dict[str, Any], call: Call) -> Result:
     input_id = args.get("input_id")
-    call.sessions.cancel(call.inside(args["file"], "file"), input_id)
+    call.sessions.at(call.inside(args["file"], "file")).cancel(input_id)
     if input_id is not None:
         return _json({"outcome": "revoked", "exit_code": 0, "input_id": input_id})
     return _json({"outcome": "done", "exit_code": 0})
@@ -193,9 +194,9 @@ def log(args: Dict[str, Any], call: Call) -> Result:
     file = call.inside(args["file"], "file")
     if "runs" in args and "since" in args:
         raise UsageError("since and runs both say where to start: give one")
-    pieces = call.sessions.pieces
-    text = "\n".join(pieces(file, args.get("since"), args.get("runs"), False))
-    entries = [json.loads(piece) for piece in pieces(file, args.get("since"), args.get("runs"), True)]
+    session = call.sessions.at(file)
+    text = "\n".join(session.pieces(args.get("since"), args.get("runs"), False))
+    entries = [json.loads(piece) for piece in session.pieces(args.get("since"), args.get("runs"), True)]
     return _json({"text": text, "entries": entries})
 
 
@@ -203,10 +204,11 @@ def fork(args: Dict[str, Any], call: Call) -> Result:
     file = call.inside(args["file"], "file")
     new_file = call.inside(args["new_file"], "new_file")
     cwd = _inside_dir(file, args["cwd"], call) if "cwd" in args else None
+    session = call.sessions.at(file)
     if cwd is not None:  # the source's policy granted in another place: held to the cap as a new file's
-        bound = call.sessions.binding(file) or {}
+        bound = session.binding() or {}
         call.grants.check_grant(None, bound.get("mode"), [(verb, rule) for verb, rule in bound.get("rules") or []])
-    return _json(json.loads(call.sessions.fork(file, new_file, cwd)))
+    return _json(json.loads(session.fork(new_file, cwd)))
 
 
 HANDLERS: Dict[str, Callable[[Dict[str, Any], Call], Result]] = {

@@ -4,13 +4,11 @@ its failure raised as the error it was there, with its exit code."""
 
 from __future__ import annotations
 
-import subprocess
-
 from ..commands import OUTCOME_CODES
 from ..errors import HarnessctlError, from_code
 from .address import Remote
 from .forward import renamed, words
-from .ssh import failure, start
+from .ssh import Child, failure
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -35,13 +33,12 @@ def error_of(remote: Remote, code: int, stderr: bytes, ok: Sequence[int] = (0,))
 def output(remote: Remote, command_words: List[str], stdin: Optional[bytes] = None, ok: Sequence[int] = (0,),
            settings: Optional[Dict[str, str]] = None) -> Tuple[int, str]:
     """(exit code, stdout) of one remote command; its error raised."""
-    proc = start(remote.machine, command_words, stdin is not None, settings,
-                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = proc.communicate(stdin)
-    error = error_of(remote, proc.returncode, err, ok)
+    code, out, err = Child.on(remote.machine, command_words, stdin is not None, settings=settings).communicate(
+        stdin or b"")
+    error = error_of(remote, code, err, ok)
     if error is not None:
         raise error
-    return proc.returncode, out.decode("utf-8", "surrogateescape")
+    return code, out.decode("utf-8", "surrogateescape")
 
 
 def send(remote: Remote, request: Send, settings: Dict[str, str]) -> str:

@@ -7,14 +7,13 @@ code 5), as a file that is no session is: it hides no other machine."""
 from __future__ import annotations
 
 import json
-import subprocess
 
 from ..commands import error_line, file_status, listed
 from ..errors import HarnessctlError, UnavailableError, UsageError
 from .address import Remote, is_remote, parse
 from .calls import error_of
 from .forward import renamed, words
-from .ssh import end_with_signals, start
+from .ssh import Child, end_with_signals
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -57,21 +56,20 @@ def _local(arg: str) -> Lines:
     return [file_status(file) for file in ([arg] if files is None else files)]
 
 
-def _start_status(remotes: List[Remote], settings: Optional[Callable[[Machine], Dict[str, str]]]
-                  ) -> subprocess.Popen[bytes]:
+def _start_status(remotes: List[Remote], settings: Optional[Callable[[Machine], Dict[str, str]]]) -> Child:
     machine = remotes[0].machine
-    return start(machine, words("status", [r.path for r in remotes], {}, []), False,
-                 settings(machine) if settings else None, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return Child.on(machine, words("status", [r.path for r in remotes], {}, []),
+                    settings=settings(machine) if settings else None)
 
 
-def _collect(remotes: List[Remote], proc: subprocess.Popen[bytes]) -> List[Lines]:
+def _collect(remotes: List[Remote], child: Child) -> List[Lines]:
     """Each remote argument's lines from its machine's answer."""
-    out, err = proc.communicate()
-    error = error_of(remotes[0], proc.returncode, err, range(256))  # the machine's failure only
+    code, out, err = child.communicate()
+    error = error_of(remotes[0], code, err, range(256))  # the machine's failure only
     if error is not None:
         return [[(error_line(r.given, str(error), error.exit_code), error.exit_code)] for r in remotes]
     lines = [line for line in out.decode("utf-8", "surrogateescape").split("\n") if line]
-    error = error_of(remotes[0], proc.returncode, err)
+    error = error_of(remotes[0], code, err)
     if not lines and error is not None:  # one argument: its error is the command's (stderr), as `status FILE` alone
         return [[(error_line(remotes[0].given, str(error), error.exit_code), error.exit_code)]]
     try:
@@ -166,14 +164,14 @@ def _race(args: List[str], timeout: Optional[float]) -> Tuple[str, str]:
     answers: queue.Queue[Tuple[str, str, Optional[HarnessctlError]]] = queue.Queue()
     groups = machines(args)
     local = [arg for arg in args if not is_remote(arg)]
-    procs = []
+    children = []
     for indexes in groups.values():
         remotes = [parse(args[i]) for i in indexes]
         options = {} if timeout is None else {"--timeout": repr(timeout)}
-        proc = start(remotes[0].machine, words("wait", [r.path for r in remotes], dict(options, **{"--any": ""}), []),
-                     False, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        procs.append(proc)
-        threading.Thread(target=_remote_answer, args=(remotes, proc, answers), daemon=True).start()
+        child = Child.on(remotes[0].machine, words("wait", [r.path for r in remotes], dict(options, **{"--any": ""}),
+                                                   []))
+        children.append(child)
+        threading.Thread(target=_remote_answer, args=(remotes, child, answers), daemon=True).start()
     if local:
         threading.Thread(target=_local_answer, args=(local, timeout, answers), daemon=True).start()
     try:
@@ -185,15 +183,14 @@ def _race(args: List[str], timeout: Optional[float]) -> Tuple[str, str]:
                 return kind, line
         return "timeout", ""
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
+        for child in children:
+            child.kill()
 
 
-def _remote_answer(remotes: List[Remote], proc: subprocess.Popen[bytes], answers: Any) -> None:
-    out, err = proc.communicate()
+def _remote_answer(remotes: List[Remote], child: Child, answers: Any) -> None:
+    code, out, err = child.communicate()
     line = out.decode("utf-8", "surrogateescape").strip()
-    error = error_of(remotes[0], proc.returncode, err, (0, 10))
+    error = error_of(remotes[0], code, err, (0, 10))
     try:
         line = renamed(line, remotes) if line and error is None else line
     except HarnessctlError as e:

@@ -15,7 +15,7 @@ import sys
 from ..errors import HarnessctlError, UsageError
 from ..visible import json_shown, shown
 from .address import Remote, is_remote, parse
-from .ssh import Child, command_line, end_with_signals, failure
+from .ssh import Child, end_with_signals, failure
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from ..commands import Send
 
 NAMING = ("status", "wait", "send", "fork")  # the commands whose lines carry "file"
-CHUNK = 65536
 
 
 def words(command: str, paths: List[str], options: Dict[str, str], rules: List[Tuple[str, str]]) -> List[str]:
@@ -105,12 +104,12 @@ def relay(remote: Remote, remote_words: List[str], stdin: Optional[bytes], emit:
     their addresses (`addressed`).  What ssh itself says (other lines)
     is held to the end: when ssh fails it is the cause in our one-line
     error, else it follows the output."""
-    child = Child(command_line(remote.machine, remote_words), stdin is not None, True)
+    child = Child.on(remote.machine, remote_words, stdin is not None)
     held: List[bytes] = []
     asked = asked or [remote]
     try:
-        _pump(child, stdin or b"", lambda line: _stderr_line(line, held, asked),
-              lambda line: emit(line.decode("utf-8", "surrogateescape")))
+        child.pump(stdin or b"", lambda line: _stderr_line(line, held, asked),
+                   lambda line: emit(line.decode("utf-8", "surrogateescape")))
         code = child.wait()
     except BaseException:
         child.kill()
@@ -121,58 +120,6 @@ def relay(remote: Remote, remote_words: List[str], stdin: Optional[bytes], emit:
     for line in held:
         _write(sys.stderr, _shown(line))
     return code
-
-
-def _pump(child: Child, data: bytes, on_stderr: Callable[[bytes], None], on_stdout: Callable[[bytes], None]) -> None:
-    """Write `data` to the child's stdin (then close it: the remote reads to
-    EOF) while its stderr and stdout come line by line, until both end."""
-    import select
-
-    poller = select.poll()
-    readers = {child.stderr: on_stderr}
-    if child.stdout is not None:
-        readers[child.stdout] = on_stdout
-    pending = dict.fromkeys(readers, b"")
-    for fd in readers:
-        poller.register(fd, select.POLLIN)
-    left = memoryview(data)
-    if child.stdin is not None:
-        os.set_blocking(child.stdin, False)
-        poller.register(child.stdin, select.POLLOUT)
-    while pending:
-        for fd, _ in poller.poll():
-            if fd == child.stdin:
-                left = _feed(child, left, poller)
-                continue
-            chunk = os.read(fd, CHUNK)
-            if not chunk:
-                poller.unregister(fd)
-                rest = pending.pop(fd)
-                if rest:
-                    readers[fd](rest)
-                continue
-            lines = (pending[fd] + chunk).split(b"\n")
-            pending[fd] = lines.pop()
-            for line in lines:
-                readers[fd](line)
-    if child.stdin is not None:  # the remote ended before it read all: nobody reads the rest
-        os.close(child.stdin)
-        child.stdin = None
-
-
-def _feed(child: Child, left: memoryview, poller: Any) -> memoryview:
-    """Write what stdin can take now; close it once all is written (or the
-    remote stopped reading: its exit code says why)."""
-    assert child.stdin is not None
-    try:
-        left = left[os.write(child.stdin, left[:CHUNK]):]
-    except BrokenPipeError:
-        left = left[len(left):]
-    if not left:
-        poller.unregister(child.stdin)
-        os.close(child.stdin)
-        child.stdin = None
-    return left
 
 
 def _stderr_line(line: bytes, held: List[bytes], asked: Sequence[Remote]) -> None:

@@ -15,8 +15,7 @@ from ..errors import UnavailableError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    import subprocess
-    from typing import Any, Dict, List, Optional, Set, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
     Machine = Tuple[Optional[str], str, Optional[str]]
 
@@ -24,6 +23,7 @@ SSH_FAILED = 255  # ssh's own exit code: no connection, no authentication
 NOT_RUN = (126, 127)  # the remote shell found no such command, or could not run it
 PERSIST = "60"  # seconds a shared connection outlives its last command (when harnessctl adds sharing)
 CONFIGS = ("~/.ssh/config", "/etc/ssh/ssh_config", "/etc/ssh/ssh_config.d")
+CHUNK = 65536  # bytes read or written at once
 
 
 SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_")
@@ -116,25 +116,12 @@ def _config_files() -> List[str]:
     return found
 
 
-def start(machine: Machine, words: List[str], stdin: bool, settings: Optional[Dict[str, str]] = None,
-          **popen: object) -> subprocess.Popen[bytes]:
-    """The ssh process running WORDS on `machine`: stdin a pipe when `stdin`, else
-    /dev/null (ssh would otherwise forward a terminal's keys); stdout and stderr
-    as `popen` says."""
-    import subprocess
-
-    argv = command_line(machine, words, settings)
-    try:
-        return subprocess.Popen(argv, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, **popen)  # type: ignore[call-overload]
-    except OSError as e:
-        raise UnavailableError("cannot run %s: %s (HARNESSCTL_SSH)" % (argv[0], e.strerror)) from None
-
-
 class Child:
     """ssh started with posix_spawn, its stdin, stdout and stderr pipes as
-    asked (else /dev/null, or ours): one remote command's hot path, which
-    `subprocess` (with the selectors, signal and locale it imports) would
-    make a few milliseconds slower.  Each pipe is our end's fd, or None."""
+    asked (else /dev/null, or ours): the one way a remote command runs,
+    which `subprocess` (with the selectors, signal and locale it imports)
+    would make a few milliseconds slower.  Each pipe is our end's fd, or
+    None."""
 
     def __init__(self, argv: List[str], stdin: bool, stdout: bool) -> None:
         actions: List[Tuple[Any, ...]] = []
@@ -161,21 +148,98 @@ class Child:
         self.stderr = ours.pop()
         self.stdout = ours.pop() if stdout else None
         self.stdin = ours.pop() if stdin else None
+        self.code: Optional[int] = None  # once it is reaped
+
+    @classmethod
+    def on(cls, machine: Machine, words: List[str], stdin: bool = False, stdout: bool = True,
+           settings: Optional[Dict[str, str]] = None) -> Child:
+        """ssh running WORDS on `machine` (command_line)."""
+        return cls(command_line(machine, words, settings), stdin, stdout)
+
+    def communicate(self, data: bytes = b"") -> Tuple[int, bytes, bytes]:
+        """(exit code, stdout, stderr) once it ended, `data` written to its
+        stdin; each output's lines joined again (its last newline dropped)."""
+        out: List[bytes] = []
+        err: List[bytes] = []
+        try:
+            self.pump(data, err.append, out.append)
+        except BaseException:
+            self.kill()
+            raise
+        return self.wait(), b"\n".join(out), b"\n".join(err)
+
+    def pump(self, data: bytes, on_stderr: Callable[[bytes], None], on_stdout: Callable[[bytes], None]) -> None:
+        """Write `data` to its stdin (then close it: the remote reads to EOF)
+        while its stderr and stdout come line by line, until both end."""
+        import select
+
+        poller = select.poll()
+        readers = {self.stderr: on_stderr}
+        if self.stdout is not None:
+            readers[self.stdout] = on_stdout
+        pending = dict.fromkeys(readers, b"")
+        for fd in readers:
+            poller.register(fd, select.POLLIN)
+        left = memoryview(data)
+        if self.stdin is not None:
+            os.set_blocking(self.stdin, False)
+            poller.register(self.stdin, select.POLLOUT)
+        while pending:
+            for fd, _ in poller.poll():
+                if fd == self.stdin:
+                    left = self._feed(left, poller)
+                    continue
+                chunk = os.read(fd, CHUNK)
+                if not chunk:
+                    poller.unregister(fd)
+                    os.close(fd)
+                    rest = pending.pop(fd)
+                    if rest:
+                        readers[fd](rest)
+                    continue
+                lines = (pending[fd] + chunk).split(b"\n")
+                pending[fd] = lines.pop()
+                for line in lines:
+                    readers[fd](line)
+        if self.stdin is not None:  # the remote ended before it read all: nobody reads the rest
+            os.close(self.stdin)
+            self.stdin = None
+
+    def _feed(self, left: memoryview, poller: Any) -> memoryview:
+        """Write what stdin can take now; close it once all is written (or the
+        remote stopped reading: its exit code says why)."""
+        assert self.stdin is not None
+        try:
+            left = left[os.write(self.stdin, left[:CHUNK]):]
+        except BrokenPipeError:
+            left = left[len(left):]
+        if not left:
+            poller.unregister(self.stdin)
+            os.close(self.stdin)
+            self.stdin = None
+        return left
 
     def wait(self) -> int:
         """Its exit code (128 + N when signal N ended it, as a shell says)."""
-        _, status = os.waitpid(self.pid, 0)
-        code = os.waitstatus_to_exitcode(status)
-        return 128 - code if code < 0 else code
+        if self.code is None:
+            try:
+                _, status = os.waitpid(self.pid, 0)
+            except ChildProcessError:  # reaped meanwhile by kill() on another thread
+                return self.code if self.code is not None else 128 + 9
+            code = os.waitstatus_to_exitcode(status)
+            self.code = 128 - code if code < 0 else code
+        return self.code
 
     def kill(self) -> None:
+        """Kill it, unless it has ended and been reaped already (its pid may be another's then)."""
         import signal
 
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.wait()
+        if self.code is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.wait()
 
 
 def end_with_signals() -> None:

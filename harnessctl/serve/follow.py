@@ -27,7 +27,7 @@ TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (py
 if TYPE_CHECKING:
     from typing import Any, BinaryIO, Dict, List, Optional, Tuple, Union
 
-    from ..sessions import Sessions
+    from ..sessions import Session, Sessions
 
     Drawn = Dict[str, Any]
     Entry = Dict[str, Any]
@@ -145,10 +145,9 @@ class RemoteFollower:
     there, asked again whenever its row changed (remote rows change rarely:
     REMOTE_POLL)."""
 
-    def __init__(self, file: str, sessions: Sessions) -> None:
-        self.file = file
-        self.sessions = sessions
-        self.style = Marks(file)
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.style = Marks(session.file)
         self.sent: Dict[str, str] = {}
 
     def close(self) -> None:
@@ -159,7 +158,7 @@ class RemoteFollower:
 
     def more(self) -> Tuple[bool, List[Drawn]]:
         found = []
-        for piece in self.sessions.pieces(self.file, None, None, True):
+        for piece in self.session.pieces(None, None, True):
             entry = json.loads(piece)
             if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or "entry" not in entry:
                 continue  # a note about the reading
@@ -173,4 +172,4 @@ class RemoteFollower:
 
 def follower(file: str, sessions: Sessions) -> Union[Follower, RemoteFollower]:
     """The follower of a local or remote session."""
-    return RemoteFollower(file, sessions) if is_remote(file) else Follower(file)
+    return RemoteFollower(sessions.at(file)) if is_remote(file) else Follower(file)

@@ -192,7 +192,7 @@ class Handler(BaseHTTPRequestHandler):
             raise UsageError("reply needs request_id (a string) and answer")
         if not isinstance(answer, str):
             answer = json.dumps(answer, ensure_ascii=False)
-        self.server.sessions.reply(file, request_id, answer)
+        self.server.sessions.at(file).reply(request_id, answer)
         return {"outcome": "replied", "request_id": request_id}
 
     def _send(self, file: str, body: Dict[str, Any]) -> Dict[str, Any]:
@@ -200,10 +200,10 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(text, str):
             raise UsageError("send needs text (a string)")
         request = Send(file, check_text(text), {})
-        return {"outcome": "accepted", "input_id": self.server.sessions.send(request)}
+        return {"outcome": "accepted", "input_id": self.server.sessions.at(file).send(request)}
 
     def _cancel(self, file: str, body: Dict[str, Any]) -> Dict[str, Any]:
-        self.server.sessions.cancel(file)
+        self.server.sessions.at(file).cancel()
         return {"outcome": "done"}
 
     # -- the feeds ---------------------------------------------------------------------

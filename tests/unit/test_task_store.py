@@ -19,7 +19,7 @@ QUESTION = {"request_id": "req-2", "kind": "question", "message": "Pick",
 
 
 def deferred(file: str = "/nowhere.jsonl") -> Deferred:
-    return Deferred(file, "in-1", None, lambda found: ({"outcome": found[0]}, found[0]))
+    return Deferred(sessions.Local(file), "in-1", None, lambda found: ({"outcome": found[0]}, found[0]))
 
 
 def test_a_connection_holds_at_most_max_tasks():
