@@ -37,13 +37,12 @@ from .entries import (
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Set
+    from typing import Any, Callable, Dict, List, Optional, Set
 
     Entry = Dict[str, Any]
 
 STREAM_KEEP = 4000  # characters kept from each end of a streamed text no message replaced
 OUTPUT_KEEP = 4000  # characters kept from the end of a running tool's streamed output
-LOG_TYPES = ("accepted", "message", "request", "result", "log")
 HIDDEN_LOG_KINDS = ("native",)  # harness wire messages: for debugging, never for reading
 SHOWN_LEVELS = ("info", "warning", "error")
 ENDED_WITH_RUN = "ended"  # a tool's status once its run ended and it never completed
@@ -105,12 +104,10 @@ class Transcript:
         if kind in ("accepted", "result") or isinstance(event.get("run_id"), str):
             self.run_seen = True
         try:
-            if kind == "log":
-                keys = self._log(event)
-            elif kind in LOG_TYPES:
-                keys = getattr(self, "_" + str(kind))(event)
-            else:
+            fold = TYPES.get(kind) if isinstance(kind, str) else None
+            if fold is None:
                 return self.unreadable(as_int(event.get("seq")), offset, size, "unknown type %s" % short(kind))
+            keys = fold(self, event)
         except (TypeError, ValueError, AttributeError, KeyError) as e:  # a line of a shape nobody writes
             return self.unreadable(as_int(event.get("seq")), offset, size, "%s line of an unexpected shape (%s)"
                                    % (short(kind), type(e).__name__))
@@ -271,9 +268,6 @@ class Transcript:
                 running.remove(key)
         return [key]
 
-    def _tool_started(self, e: Dict[str, Any]) -> List[str]:
-        return self._tool(e, False)
-
     def _tool_output(self, e: Dict[str, Any]) -> List[str]:
         entry = self.entries.get("tool:%s:%s" % (as_str(e.get("run_id")), tool_id_of(e)))
         if entry is None or entry["status"] != "running":
@@ -281,12 +275,6 @@ class Transcript:
         text = as_text(e.get("text") if "text" in e else e.get("delta"))
         entry["output"] = (entry["output"] + text)[-OUTPUT_KEEP:]
         return []  # streamed output is shown with the tool line, once it completes
-
-    def _tool_completed(self, e: Dict[str, Any]) -> List[str]:
-        return self._tool(e, True)
-
-    def _file_changed(self, e: Dict[str, Any]) -> List[str]:
-        return self._put("file:%s" % e.get("seq"), file_entry(e))
 
     def _plan(self, e: Dict[str, Any]) -> List[str]:
         """One checklist per run: each `plan` line is the whole plan as it stands."""
@@ -300,22 +288,25 @@ class Transcript:
         self.usage[as_str(e.get("run_id"))] = counts
         return []
 
-    def _session(self, e: Dict[str, Any]) -> List[str]:
-        return self._put("session:%s" % e.get("seq"), session_entry(e))
-
-    def _warning(self, e: Dict[str, Any]) -> List[str]:
-        return self._put("warning:%s" % e.get("seq"), warning_entry(e))
 
 
-LOG_KINDS = {
+# How each line folds in: by its type, and a log line by its kind.
+TYPES: Dict[str, Callable[[Transcript, Dict[str, Any]], List[str]]] = {
+    "accepted": Transcript._accepted,
+    "message": Transcript._message,
+    "request": Transcript._request,
+    "result": Transcript._result,
+    "log": Transcript._log,
+}
+LOG_KINDS: Dict[str, Callable[[Transcript, Dict[str, Any]], List[str]]] = {
     "text.delta": Transcript._text_delta,
     "reasoning.delta": Transcript._reasoning,
-    "tool.started": Transcript._tool_started,
+    "tool.started": lambda transcript, e: transcript._tool(e, False),
     "tool.output": Transcript._tool_output,
-    "tool.completed": Transcript._tool_completed,
-    "file.changed": Transcript._file_changed,
+    "tool.completed": lambda transcript, e: transcript._tool(e, True),
+    "file.changed": lambda transcript, e: transcript._put("file:%s" % e.get("seq"), file_entry(e)),
     "plan": Transcript._plan,
     "usage": Transcript._usage,
-    "session": Transcript._session,
-    "warning": Transcript._warning,
+    "session": lambda transcript, e: transcript._put("session:%s" % e.get("seq"), session_entry(e)),
+    "warning": lambda transcript, e: transcript._put("warning:%s" % e.get("seq"), warning_entry(e)),
 }

@@ -29,7 +29,7 @@ from __future__ import annotations
 from .. import knobs, pidfile, registry, trusted
 from ..address import Address
 from ..binding import check_binding, read_send_request
-from ..errors import HarnessctlError, StateError, UnavailableError
+from ..errors import HarnessctlError, UnavailableError
 from ..eventfile import snapshot
 from ..eventfile.eventlog import EventLog, timestamp
 from ..eventfile.state import LOST, close_open_work, status_line, status_report
@@ -39,7 +39,7 @@ from .host import AdapterHost, new_id
 from .lifetime import Lifetime, close_file
 from .loop import Loop
 from .replies import Replies
-from .sends import REVOKED, REVOKED_WHY, Sends
+from .sends import Sends
 from .server import CommandServer, Waiter
 from .spending import Spending
 from .supervisor import STARTING, Supervisor
@@ -62,6 +62,7 @@ class Runtime:
         self.binding = binding
         self.env = env
         self.log = log
+        self.debug = log.debug
         self.debug_enabled = env.get("HARNESSCTL_DEBUG") == "1"
         self.timeout = knobs.seconds(env, "HARNESSCTL_TIMEOUT", 30.0)
         self.loop = Loop(on_error=lambda trace: self.debug("error in job:\n" + trace))
@@ -153,7 +154,7 @@ class Runtime:
                 self._cancel()
                 waiter.ok()
             elif op == "cancel" and len(request) == 2:
-                self._revoke(request[1])
+                self.sends.revoke(request[1])
                 waiter.ok()
             elif op == "reply" and len(request) == 3:
                 self.replies.reply(request[1], request[2])
@@ -221,15 +222,6 @@ class Runtime:
         """`cancel FILE`, the budget, or `send --interrupt` (`interrupting`: its input id)."""
         self.sends.drop_held(interrupting)
         self.cancel.request(sending=self.sends.in_flight is not None)
-
-    def _revoke(self, input_id: str) -> None:
-        """`cancel FILE INPUT_ID`: take back an input no harness has seen (held
-        here, or by an adapter whose harness cannot steer), or say why not."""
-        backend = self.supervisor.backend
-        if not (self.sends.take_back(input_id) or (input_id in self.conv.open_inputs and backend is not None
-                                                   and backend.revoke(input_id))):
-            raise StateError(self.sends.refusal(input_id))
-        self.host.dropped([input_id], "cancelled", REVOKED_WHY, REVOKED)
 
     def diagnostic(self, message: str, level: str = "warning", **fields: Any) -> None:
         self.host.log("diagnostic", level, message=message, **fields)
@@ -302,9 +294,6 @@ class Runtime:
         self.host.forget_requests()
         self.cancel.over()
         self.sends.pump()
-
-    def debug(self, text: str) -> None:
-        self.log.write(("%s %s\n" % (timestamp(), text.rstrip("\n"))).encode("utf-8", "replace"))
 
     # -- the end --------------------------------------------------------------
 

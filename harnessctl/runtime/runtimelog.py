@@ -49,6 +49,12 @@ class RuntimeLog:
             except (OSError, HarnessctlError):
                 pass
 
+    def debug(self, text: str) -> None:
+        """One line of the runtime's own, stamped."""
+        from ..eventfile.eventlog import timestamp
+
+        self.write(("%s %s\n" % (timestamp(), text.rstrip("\n"))).encode("utf-8", "replace"))
+
     def _rotate(self) -> None:
         self._set_aside()
         self._size = 0  # also when the new file cannot be opened: not a rename on every write

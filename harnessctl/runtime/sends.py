@@ -18,7 +18,7 @@ from collections import deque
 
 from .. import registry
 from ..checks import structured
-from ..errors import HarnessctlError, OutcomeUnknownError, UnavailableError, UsageError
+from ..errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError, UsageError
 from .server import Waiter
 from .supervisor import READY, STOPPED
 
@@ -118,14 +118,18 @@ class Sends:
         self.waiting.append((item, waiter))
         self.pump()
 
-    def take_back(self, input_id: str) -> bool:
-        """Remove a held input (`cancel FILE INPUT_ID`); False if it is not held here."""
+    def revoke(self, input_id: str) -> None:
+        """`cancel FILE INPUT_ID`: take back an input no harness has seen (held
+        here, or by an adapter whose harness cannot steer), or say why not."""
         item = next((i for i in self.held if i.input_id == input_id), None)
+        backend = self._supervisor.backend
         if item is not None:
             self.held.remove(item)
-        return item is not None
+        elif not (input_id in self._conv.open_inputs and backend is not None and backend.revoke(input_id)):
+            raise StateError(self._refusal(input_id))
+        self._hands.dropped([input_id], "cancelled", REVOKED_WHY, REVOKED)
 
-    def refusal(self, input_id: str) -> str:
+    def _refusal(self, input_id: str) -> str:
         """Why `input_id` cannot be taken back: the harness has it, or it is not open."""
         if input_id not in self._conv.open_inputs:
             return "input %s is not open on %s: it is unknown or has ended" % (input_id, self._path)
