@@ -37,7 +37,8 @@ from typing import Any, Dict, List, Optional  # package.py is a build tool: star
 ROOT = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, ROOT)
 
-from harnessctl import PROTOCOL_VERSION, __version__, registry  # noqa: E402
+from harnessctl import PROTOCOL_VERSION, __version__  # noqa: E402
+from harnessctl.store import registry  # noqa: E402
 
 ENTRY = """{shebang}
 \"\"\"harnessctl with the {adapter} adapter{with_agent} (self-contained package; see manifest.json).\"\"\"

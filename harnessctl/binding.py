@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 
-from . import ipc
-from .address import check_root
 from .errors import HarnessctlError, UsageError
 from .fields import FIELDS, HOOKS, NAMES, THAT_BOUND
+from .store import ipc
+from .store.address import check_root
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def _box_folders(boxed: bool, writes: List[str]) -> Optional[List[str]]:
 def new_binding(wanted: Dict[str, Any]) -> Dict[str, Any]:
     """The binding of a new file: what the send asks for, with its variables
     where it gives no flag, checked against the adapter's manifest."""
-    from . import registry
+    from .store import registry
 
     adapter = wanted["adapter"] or os.environ.get("HARNESSCTL_ADAPTER")
     if not adapter:
@@ -106,7 +106,7 @@ def check_agent(agent: str, presets: Dict[str, Any], flag: str) -> None:
         raise UsageError("%s %s: not valid shell syntax (%s)" % (flag, agent, e)) from None
     if argv and shutil.which(argv[0]) is not None:
         return
-    from .registry import did_you_mean
+    from .store.registry import did_you_mean
 
     raise UsageError("%s %s: no such preset, and %s is no command on PATH%s (presets: %s)" % (
         flag, agent, repr(argv[0]) if argv else "an empty line", did_you_mean(agent, presets),

@@ -38,7 +38,7 @@ DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev
 def folder(event_path: str) -> str:
     """The session's box folder: beside the state folder (never inside it, nor
     in the sidecar, both of which the agent may not read), one per event file."""
-    from .trusted import _blake2b, state_dir
+    from .store.trusted import _blake2b, state_dir
 
     top = state_dir()
     digest = _blake2b()(os.fsencode(event_path), digest_size=12).hexdigest()
@@ -79,8 +79,8 @@ def check_binding(event_path: str, binding: Dict[str, Any]) -> Optional[str]:
             return ("--mode full without --sandbox: the agent may run anything, anywhere you can write "
                     "(docs/OPERATIONS.md, \"The box\")")
         return None
-    from . import registry
     from .landlock import why_not
+    from .store import registry
 
     reason = why_not()
     if reason is not None:
@@ -99,7 +99,7 @@ class Box:
     def __init__(self, event_path: str, cwd: str, writes: Iterable[str], agent_writes: Iterable[str],
                  others: bool = True) -> None:
         """`others`: deny the recorded sessions' files too (read from the state folder)."""
-        from .trusted import state_dir
+        from .store.trusted import state_dir
 
         self.event_path = event_path
         self.folder = folder(event_path)
@@ -139,7 +139,7 @@ class Box:
     def _make_folders(self) -> None:
         """The box folder, its TMPDIR and state folder, each 0700 and ours (the
         folder of all boxes too: their names are no one else's business)."""
-        from .private import make_dir
+        from .store.private import make_dir
 
         boxes = os.path.dirname(self.folder)
         os.makedirs(os.path.dirname(boxes), exist_ok=True)

@@ -9,15 +9,15 @@ from __future__ import annotations
 import os
 import time
 
-from . import ipc
-from .address import check_event_file, require_exists, resolve
 from .errors import OutcomeUnknownError, StateError, UnavailableError, UsageError, from_code
+from .store import ipc
+from .store.address import check_event_file, require_exists, resolve
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 
-    from .address import Address
+    from .store.address import Address
 
 
 class NoRuntime(Exception):
@@ -120,7 +120,7 @@ def send(file: str, text: str, wish: Dict[str, Any], schema: Optional[Dict[str, 
     that fits.  `deliver` (binding.DELIVERIES): queue or interrupt instead
     of steering a busy run."""
     from .binding import asked, send_request
-    from .bindingfile import read_binding
+    from .store.bindingfile import read_binding
 
     addr = resolve(file)
     wanted = asked(wish)
@@ -158,7 +158,7 @@ def _binding_for(addr: Address, bound: Optional[Dict[str, Any]],
     file's binding; for a file never sent to a new binding, with the warnings
     a new session gets (said once the send is accepted)."""
     from .binding import check_binding, new_binding, retried
-    from .bindingfile import never_sent, require_unused
+    from .store.bindingfile import never_sent, require_unused
 
     if bound is not None and not never_sent(addr):
         check_binding(bound, wanted)
@@ -166,9 +166,9 @@ def _binding_for(addr: Address, bound: Optional[Dict[str, Any]],
     if bound is None:
         require_unused(addr)  # a used file whose binding.json is gone is never bound anew
     binding = new_binding(retried(bound, wanted))
-    from .address import unlisted
     from .box import check_binding as check_box
-    from .trusted import inside_workspace
+    from .store.address import unlisted
+    from .store.trusted import inside_workspace
 
     return binding, [check_box(addr.path, binding) or inside_workspace(addr.path, binding["cwd"]), unlisted(addr.path)]
 
@@ -230,7 +230,7 @@ def _check_claims(binding: Dict[str, Any], schema: Optional[Dict[str, Any]], max
     harness cannot do: a schema it cannot promise, a cost limit it cannot see."""
     if schema is None and max_cost is None:
         return
-    from .registry import manifest
+    from .store.registry import manifest
 
     found = manifest(str(binding["adapter"]))
     if schema is not None:

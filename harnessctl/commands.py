@@ -120,7 +120,7 @@ def listed(path: str) -> Optional[List[str]]:
         raise UsageError("cannot access directory %s: %s" % (path, e.strerror)) from None
     if not is_dir:
         return None
-    from .address import in_a_listing
+    from .store.address import in_a_listing
 
     try:
         with os.scandir(path) as entries:

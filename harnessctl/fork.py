@@ -15,14 +15,14 @@ from __future__ import annotations
 import os
 import time
 
-from .address import check_event_file, require_exists, resolve
 from .errors import StateError, UsageError
+from .store.address import check_event_file, require_exists, resolve
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 
-    from .address import Address
+    from .store.address import Address
 
 FORK_PREFIX = "fork-"  # NEWFILE.d/fork-RESUME_FILE: what the backend forks from (ChildBackend.load_fork)
 BUSY = {"running": "has a run going: wait for it, then fork",
@@ -61,7 +61,7 @@ def fork(file: str, new_file: str, cwd: Optional[str] = None) -> Tuple[str, Opti
         _check_hooks(binding)
     source = _read_source(addr, file, binding, resume_file)
     _write(new, new_file, source)
-    from .trusted import inside_workspace
+    from .store.trusted import inside_workspace
 
     line = '{"file":%s,"forked_from":%s,"seq":%d}' % (json_string(new_file), json_string(file), source.seq)
     return line, inside_workspace(new.path, binding["cwd"])
@@ -72,7 +72,7 @@ def fork(file: str, new_file: str, cwd: Optional[str] = None) -> Tuple[str, Opti
 
 def _bound(addr: Address, file: str) -> Dict[str, Any]:
     """FILE's binding (trusted: bindingfile.read_binding), refused when it has none."""
-    from .bindingfile import read_binding
+    from .store.bindingfile import read_binding
 
     binding = read_binding(addr)
     if binding is None:
@@ -91,10 +91,11 @@ def _require_new(new: Address, new_file: str) -> None:
 def _resume_file(binding: Dict[str, Any]) -> str:
     """The name of the bound adapter's conversation handle, once its manifest
     (with `agents`: the bound preset) claims `fork`."""
-    from . import registry
+    from .checks.claims import claims
+    from .store import registry
 
     manifest = registry.manifest(str(binding["adapter"]))
-    who, words = registry.claims(manifest, binding.get("agent"))
+    who, words = claims(manifest, binding.get("agent"))
     if "fork" not in words:
         presets = manifest.get("agents")
         preset = presets.get(binding.get("agent")) if isinstance(presets, dict) else None
@@ -122,8 +123,8 @@ def _check_hooks(binding: Dict[str, Any]) -> None:
 def _read_source(addr: Address, file: str, binding: Dict[str, Any], resume_file: str) -> Source:
     """FILE as it stands: idle (no run, no open input, no pending request),
     with a conversation handle, and the seq of its last line."""
-    from . import private
-    from .bindingfile import never_sent
+    from .store import private
+    from .store.bindingfile import never_sent
 
     if never_sent(addr):
         raise StateError("%s has no conversation to fork yet (no send to it was ever accepted)" % file)
@@ -174,9 +175,9 @@ def _write(new: Address, new_file: str, source: Source) -> None:
     """NEWFILE's sidecar, fork file and binding, then its first line, under
     its spawn lock (a first send to NEWFILE meanwhile waits, then finds it
     bound).  What this made is taken back when a step fails."""
-    from . import locks, private
-    from .bindingfile import write_binding
     from .client import timeout_seconds
+    from .store import locks, private
+    from .store.bindingfile import write_binding
 
     made: List[str] = [new.sidecar] if private.make_dir(new.sidecar) else []
     spawn = locks.wait_lock(new.spawn_lock, time.monotonic() + timeout_seconds())

@@ -354,7 +354,7 @@ def overview() -> str:
 
 
 def command_help(command: str, fixed_adapter: Optional[str]) -> str:
-    from .registry import names
+    from .store.registry import names
 
     adapters = ("only this package's own, %s" % fixed_adapter if fixed_adapter
                 else "%s; default: $HARNESSCTL_ADAPTER" % ", ".join(names()))

@@ -26,15 +26,15 @@ from __future__ import annotations
 
 import os
 
-from .address import open_event_file, resolve
 from .errors import UsageError
+from .store.address import open_event_file, resolve
 from .vocabulary import RETRY_SOURCES, SANDBOX_SOURCE, STALL_SOURCE
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Callable, Dict, Optional, Set
 
-    from .address import Address
+    from .store.address import Address
 
 WIDTH = 200  # characters of the harness's message kept
 CHUNK = 1024 * 1024
@@ -98,7 +98,7 @@ class Notes:
         if self.harness is None:
             self.harness = "the harness"
             try:
-                from .bindingfile import read_binding
+                from .store.bindingfile import read_binding
 
                 binding = read_binding(self.addr or resolve(self.file)) or {}
             except (OSError, UsageError, ValueError):

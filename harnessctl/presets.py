@@ -19,7 +19,7 @@ import re
 import shlex
 import shutil
 
-from . import registry
+from .store import registry
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

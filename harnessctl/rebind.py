@@ -13,16 +13,16 @@ runs, and nothing can change it between the two commands.
 
 from __future__ import annotations
 
-from . import private, trusted
-from .address import check_event_file, make_sidecar, require_exists, resolve
-from .bindingfile import parse_binding, write_binding
 from .errors import UsageError
+from .store import private, trusted
+from .store.address import check_event_file, make_sidecar, require_exists, resolve
+from .store.bindingfile import parse_binding, write_binding
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 
-    from .address import Address
+    from .store.address import Address
 
 
 def rebind(file: str, accept: Optional[str]) -> Tuple[str, str]:

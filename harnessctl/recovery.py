@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 import time
 
-from .address import Address, check_event_file, open_event_file
-from .bindingfile import read_binding
 from .errors import HarnessctlError, OutcomeUnknownError, UnavailableError, UsageError
+from .store.address import Address, check_event_file, open_event_file
+from .store.bindingfile import read_binding
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -28,8 +28,8 @@ def while_stopped(addr: Address, deadline: float, fn: Any, elsewhere: Any = None
     start meanwhile); None if a runtime is alive after all (ask it instead).
     If another process keeps writing the file, elsewhere(addr) answers, or the
     command exits 5 having done nothing."""
-    from . import locks, private
-    from .pidfile import kill_leftover
+    from .store import locks, private
+    from .store.pidfile import kill_leftover
 
     sidecar = os.path.lexists(addr.sidecar)  # none: a file made by hand, or a copy
     lock = None
@@ -61,7 +61,7 @@ def while_stopped(addr: Address, deadline: float, fn: Any, elsewhere: Any = None
 def _open_writer(addr: Address) -> int:
     """The event file for writing, or for reading only where it cannot be
     written (a status still works; a recovery that must write says why)."""
-    from . import private
+    from .store import private
 
     try:
         return private.open_file(addr.path, os.O_RDWR | os.O_APPEND, "event file")

@@ -137,8 +137,8 @@ class Local(Session):
         return fork(self.file, new_file, cwd)[0]
 
     def binding(self) -> Optional[Dict[str, Any]]:
-        from .address import resolve
-        from .bindingfile import read_binding
+        from .store.address import resolve
+        from .store.bindingfile import read_binding
 
         return read_binding(resolve(self.file))
 

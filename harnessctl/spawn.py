@@ -9,11 +9,11 @@ import os
 import sys
 import time
 
-from . import ipc
-from .address import Address, make_sidecar
 from .binding import changed, check_binding
-from .bindingfile import never_sent, read_binding, require_unused, write_binding
 from .errors import HarnessctlError, OutcomeUnknownError, UnavailableError, from_code
+from .store import ipc
+from .store.address import Address, make_sidecar
+from .store.bindingfile import never_sent, read_binding, require_unused, write_binding
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ def starting_or_exiting(addr: Address, deadline: float) -> bool:
     """True (after a short pause) while a runtime holds this sidecar's lock but
     does not listen: it is starting (it listens in a moment) or exiting (it
     lets go in a moment).  Then the command asks again instead of spawning."""
-    from . import locks, private
+    from .store import locks, private
 
     if not os.path.isdir(addr.sidecar):
         return False
@@ -128,7 +128,8 @@ def ensure_runtime(addr: Address, binding: Dict[str, Any], deadline: float, star
     start exactly one runtime.  What a first send created is taken back when it
     cannot be set up (disk full), still under the spawn lock, so no other first
     send is setting up then."""
-    from . import knobs, locks, private
+    from . import knobs
+    from .store import locks, private
 
     for knob in ("HARNESSCTL_IDLE_TIMEOUT", "HARNESSCTL_CANCEL_GRACE", "HARNESSCTL_HOOK_TIMEOUT"):
         knobs.seconds(os.environ, knob, 60.0)  # refused here, not by the runtime it would start
@@ -157,7 +158,7 @@ def ensure_runtime(addr: Address, binding: Dict[str, Any], deadline: float, star
 def _prepare_spawn(addr: Address, binding: Dict[str, Any]) -> bool:
     """Bind the file if it is new; True if a runtime must be spawned (none
     listens, none is starting or exiting)."""
-    from . import locks
+    from .store import locks
 
     if _listening(addr):
         return False
@@ -187,8 +188,8 @@ def clear_foreign(addr: Address) -> None:
     otherwise be used by its first run.  Never through a symlink: the sidecar
     is opened O_NOFOLLOW and checked to be ours, names are removed relative to
     it; anything but a file or a symlink in it is refused, not removed."""
-    from . import private
     from .errors import UsageError
+    from .store import private
 
     try:
         fd = os.open(addr.sidecar, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)

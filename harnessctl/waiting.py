@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 import time
 
-from . import ipc
-from .address import Address, check_event_file, open_event_file, require_exists, resolve
 from .client import NoRuntime, status_once, timeout_seconds
 from .errors import OutcomeUnknownError, StateError, UnavailableError, UsageError, from_code
+from .store import ipc
+from .store.address import Address, check_event_file, open_event_file, require_exists, resolve
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

@@ -276,7 +276,7 @@ def bind(path: str, binding: Dict[str, Any]) -> None:
     """Give an event file written by a test (a made-up history) the binding a
     first send would have given it, recorded as this file's: a file with
     events is never bound anew by a send."""
-    from harnessctl import trusted
+    from harnessctl.store import trusted
 
     os.mkdir(path + ".d", 0o700)
     fd = os.open(os.path.join(path + ".d", "binding.json"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -34,7 +34,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from cliutil import ROOT, cli_env, kill_all_under, run, runtime_pids, wait_for
 from torture_support import Sends, check, count, fold, leftovers, read_events, settle
 
-from harnessctl.address import fallback_socket_dir
+from harnessctl.store.address import fallback_socket_dir
 
 AGENT = os.path.join(ROOT, "tests", "acp_support", "hostile_agent.py")
 

@@ -27,10 +27,10 @@ from cliutil import status as status_of
 
 sys.path.insert(0, ROOT)
 
-from harnessctl import locks  # noqa: E402
-from harnessctl.address import Address  # noqa: E402
 from harnessctl.eventfile.eventlog import read_events  # noqa: E402
 from harnessctl.eventfile.state import fold  # noqa: E402
+from harnessctl.store import locks  # noqa: E402
+from harnessctl.store.address import Address  # noqa: E402
 
 TYPES = ("accepted", "message", "request", "result", "log")
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")

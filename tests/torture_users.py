@@ -35,12 +35,13 @@ from torture_support import Sends, check, of_kind, one_clear_line
 
 sys.path.insert(0, ROOT)
 
-from harnessctl import client, trusted  # noqa: E402
-from harnessctl.address import Address, fallback_socket_dir  # noqa: E402
-from harnessctl.bindingfile import read_binding  # noqa: E402
+from harnessctl import client
 from harnessctl.eventfile import snapshot  # noqa: E402
 from harnessctl.eventfile.eventlog import read_events  # noqa: E402
 from harnessctl.eventfile.state import LOST, fold  # noqa: E402
+from harnessctl.store import trusted  # noqa: E402
+from harnessctl.store.address import Address, fallback_socket_dir  # noqa: E402
+from harnessctl.store.bindingfile import read_binding  # noqa: E402
 
 USERADD, USERDEL = "/usr/sbin/useradd", "/usr/sbin/userdel"
 ENV = cli_env(HARNESSCTL_ADAPTER="mock", HARNESSCTL_IDLE_TIMEOUT="5", HARNESSCTL_TIMEOUT="10")
@@ -257,7 +258,7 @@ def read(path: str) -> bytes:
 
 
 def core_files() -> List[str]:
-    """Every sidecar file harnessctl.address.Address names (its properties that
+    """Every sidecar file harnessctl.store.address.Address names (its properties that
     are paths inside the sidecar, the socket included when the path is short)."""
     probe = Address("/probe/events.jsonl")
     names = []

@@ -159,7 +159,7 @@ def limit_descriptors(soft: int, hard: "int | None" = None) -> "Any":
 
 class ManyWaiters:
     """`count` waits held at once on one busy input of one runtime: raw
-    connections speaking the wait request of harnessctl/ipc.py, as `wait
+    connections speaking the wait request of harnessctl/store/ipc.py, as `wait
     FILE ID` sends it (a process each would measure the machine, not the
     runtime).  The runtime was started by a send under `limit` (preexec_fn)."""
 
@@ -194,7 +194,7 @@ class ManyWaiters:
     def hold(self, input_id: str) -> None:
         import socket
 
-        from harnessctl import ipc
+        from harnessctl.store import ipc
 
         request = ipc.encode_request(["wait", input_id])
         started = time.monotonic()

@@ -45,7 +45,7 @@ def cost(value: str) -> float:
 def check_cost_reported(manifest: Dict[str, Any], agent: Optional[str]) -> None:
     """--max-cost-usd needs a harness that reports cost (the `cost` capability):
     a limit nothing can reach would never stop a run."""
-    from ..registry import claims
+    from .claims import claims
 
     who, words = claims(manifest, agent)
     if "cost" not in words:

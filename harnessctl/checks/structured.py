@@ -93,7 +93,7 @@ def check_claimed(manifest: Dict[str, Any], agent: Optional[str]) -> None:
     fits (before anything is sent): an adapter, or with `agents` the bound
     preset, must claim structured-output.  A prompt asking for JSON is no such
     promise, so harnessctl never imitates one."""
-    from ..registry import claims
+    from .claims import claims
 
     who, words = claims(manifest, agent)
     if "structured-output" in words:

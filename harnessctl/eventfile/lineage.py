@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import os
 
-from ..address import resolve
 from ..errors import HarnessctlError
+from ..store.address import resolve
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Optional
 
-    from ..address import Address
+    from ..store.address import Address
 
 
 def moved_on(addr: Address, resume_file: Optional[str]) -> Optional[str]:

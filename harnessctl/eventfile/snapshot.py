@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import os
 
-from .. import private
-from ..address import Address
 from ..errors import UsageError
+from ..store import private
+from ..store.address import Address
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def _read(addr: Address) -> Optional[Tuple[int, str, str]]:
 
 def _seal(ino: int, offset: int, tail: str, status: str, conversation: str, binding: str,
           create: bool = False) -> Optional[str]:
-    from ..trusted import seal
+    from ..store.trusted import seal
 
     return seal("%d %d %s\n%s\n%s\n%s" % (ino, offset, tail, status, conversation, binding), create)
 

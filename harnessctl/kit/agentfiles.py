@@ -14,7 +14,7 @@ import errno
 import os
 import stat
 
-from .. import trusted
+from ..store import trusted
 from . import beneath
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)

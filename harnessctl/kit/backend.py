@@ -142,7 +142,7 @@ class Config:
         keeps the harness from the sidecar): an existing one that is not a
         regular file of ours is refused here (private.check_file: UsageError
         naming it as `what`), before the harness starts."""
-        from .. import private
+        from ..store import private
 
         path = os.path.join(self.box, name) if self.box is not None else self.sidecar_file(name)
         private.check_file(path, what)

@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import os
 
-from .. import private
 from ..errors import UsageError
+from ..store import private
 from .backend import Backend, stderr_words
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)

@@ -13,8 +13,8 @@ import os
 import sys
 import time
 
-from ..address import EVENT_TYPES, HEAD, Address, is_event_line, open_event_file, require_exists, resolve
 from ..errors import UsageError
+from ..store.address import EVENT_TYPES, HEAD, Address, is_event_line, open_event_file, require_exists, resolve
 from .printer import Printer
 from .render import Style
 from .transcript import Transcript

@@ -52,7 +52,7 @@ class Grants:
         name = adapter or os.environ.get("HARNESSCTL_ADAPTER")
         presets: Any = {}
         if name:
-            from ..registry import manifest
+            from ..store.registry import manifest
 
             presets = manifest(name).get("agents") or {}
         if agent not in presets:

@@ -13,9 +13,9 @@ import json
 import os
 import threading
 
-from ..address import under
 from ..errors import UsageError
 from ..remote.address import is_remote, parse
+from ..store.address import under
 from .call import check_path
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)

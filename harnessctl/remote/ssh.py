@@ -75,8 +75,8 @@ def defaults() -> List[str]:
     said = _config_words()
     options = []
     if not said & {b"controlmaster", b"controlpath"}:
-        from ..address import fallback_socket_dir
-        from ..private import make_dir
+        from ..store.address import fallback_socket_dir
+        from ..store.private import make_dir
 
         directory = fallback_socket_dir()
         make_dir(directory)

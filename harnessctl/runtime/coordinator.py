@@ -26,14 +26,15 @@ Its process's start-up, from exec to `serve`, is main.py.
 
 from __future__ import annotations
 
-from .. import knobs, pidfile, registry, trusted
-from ..address import Address
+from .. import knobs
 from ..binding import check_binding, read_send_request
 from ..errors import HarnessctlError, UnavailableError
 from ..eventfile import snapshot
 from ..eventfile.eventlog import EventLog, timestamp
 from ..eventfile.state import LOST, close_open_work, status_line, status_report
 from ..kit.backend import Input
+from ..store import pidfile, registry, trusted
+from ..store.address import Address
 from . import cancel, hookrunner
 from .host import AdapterHost, new_id
 from .lifetime import Lifetime, close_file

@@ -24,7 +24,7 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Callable, Deque, Dict, Iterable, Optional, Set, Tuple
 
-    from ..address import Address
+    from ..store.address import Address
     from .loop import Loop
 
 RUNNING = 4  # hooks running at once
@@ -120,7 +120,7 @@ class Hooks:
             dropped = len(self._queue)
             self._queue.clear()
             children = list(self._children.values())
-        from ..pidfile import kill_group
+        from ..store.pidfile import kill_group
 
         for child in children:
             kill_group(child.pid)
@@ -189,7 +189,7 @@ class Hooks:
         stopped), else what went wrong and the fields that say it."""
         import subprocess
 
-        from ..pidfile import kill_group
+        from ..store.pidfile import kill_group
         from .proc import preparer
 
         prepare = preparer(session=True)  # its own session: its process group is killed at its timeout

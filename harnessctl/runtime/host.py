@@ -245,14 +245,8 @@ class AdapterHost(Host):
         for request in [r for r in conv.pending.values() if r.get("run_id") in (run_id, None)]:
             self._tokens.pop(request["request_id"], None)
             writer.write(dict(request, state="expired"))
-        over = self._moments.run_ending(run_id)
-        if over is not None:  # the budget interrupted it, whatever the harness made of that
-            status, error, error_class = "failed", "%s: the run was interrupted" % over, budget.CLASS
-        if schemas and status == "completed":
-            output_json, why = structured.checked(output_json) if output_json is not None else structured.answer(
-                output)
-            if why is not None:
-                status, error, error_class = "failed", why, structured.CLASS
+        status, error, error_class, output_json = verdict(status, error, error_class, self._moments.run_ending(run_id),
+                                                          bool(schemas), output, output_json)
         usage = self._counted(run_id, usage)
         event = result_event(run_id, covered, status, output, usage, cost_usd, error,
                              totals_after(conv, usage, amount(cost_usd)))
@@ -306,6 +300,21 @@ class AdapterHost(Host):
 
 MAX_COUNT = 10 ** 18  # a token count beyond it is no count (AdapterHost._counted)
 OPTION_LIMIT = 64  # characters of an option id kept as it is
+
+
+def verdict(status: str, error: Optional[str], error_class: Optional[str], over: Optional[str], schema: bool,
+            output: str, output_json: Any) -> Tuple[str, Optional[str], Optional[str], Any]:
+    """(status, error, error_class, output_json) of a result once harnessctl
+    had its say, whatever the harness made of the run: one the budget
+    interrupted (`over`: why) failed; a completed one whose answer does not
+    fit the send's schema failed too."""
+    if over is not None:
+        return "failed", "%s: the run was interrupted" % over, budget.CLASS, output_json
+    if schema and status == "completed":
+        output_json, why = structured.checked(output_json) if output_json is not None else structured.answer(output)
+        if why is not None:
+            return "failed", why, structured.CLASS, output_json
+    return status, error, error_class, output_json
 
 
 def plain_options(options: Sequence[Any]) -> Tuple[List[str], Dict[str, str]]:

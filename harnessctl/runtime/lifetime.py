@@ -19,9 +19,9 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, Optional
 
-    from ..address import Address
     from ..eventfile.eventlog import EventLog
     from ..eventfile.state import Conversation
+    from ..store.address import Address
     from .loop import Loop
     from .server import CommandServer
     from .writer import EventWriter

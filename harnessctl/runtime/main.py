@@ -11,10 +11,11 @@ import signal
 import sys
 import time
 
-from .. import ipc, knobs, locks, private
-from ..address import Address, open_event_file
-from ..bindingfile import read_binding
+from .. import knobs
 from ..errors import HarnessctlError, UnavailableError
+from ..store import ipc, locks, private
+from ..store.address import Address, open_event_file
+from ..store.bindingfile import read_binding
 from . import proc
 from .coordinator import Runtime
 from .runtimelog import RuntimeLog

@@ -26,7 +26,7 @@ import subprocess
 import threading
 
 from ..kit.backend import STDERR_TAIL, Child
-from ..pidfile import kill_group
+from ..store.pidfile import kill_group
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 import threading
 
-from .. import private
 from ..errors import HarnessctlError
+from ..store import private
 
 LIMIT = 4 * 1024 * 1024
 

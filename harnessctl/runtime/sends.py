@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections import deque
 
-from .. import registry
 from ..checks import structured
 from ..errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError, UsageError
+from ..store import registry
 from .server import Waiter
 from .supervisor import READY, STOPPED
 

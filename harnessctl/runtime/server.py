@@ -14,8 +14,8 @@ import socket
 import threading
 import time
 
-from .. import ipc
 from ..errors import HarnessctlError, UnavailableError
+from ..store import ipc
 
 # Descriptors kept free of waits: for the commands that answer at once, the
 # harness's pipes (a restart too) and the files the runtime opens meanwhile.
@@ -144,7 +144,7 @@ class CommandServer:
     def _proven(self, field: str) -> bool:
         """Whether a request's first field is the proof (ipc.encode_request); the
         key is read again on a mismatch, in case a command replaced it meanwhile."""
-        from .. import trusted
+        from ..store import trusted
 
         if not field.startswith(ipc.PROOF):
             return False

@@ -7,19 +7,19 @@ spending against is the runtime's, given to each call."""
 
 from __future__ import annotations
 
-from .. import registry
 from ..binding import changed
-from ..bindingfile import write_binding
 from ..checks import budget
 from ..errors import HarnessctlError, UsageError
 from ..eventfile.state import spent
+from ..store import registry
+from ..store.bindingfile import write_binding
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, Optional, Tuple
 
-    from ..address import Address
     from ..eventfile.state import Conversation
+    from ..store.address import Address
 
 
 class Spending:

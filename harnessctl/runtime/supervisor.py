@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import time
 
-from .. import pidfile, registry
 from ..checks.policy import native_mode
 from ..errors import HarnessctlError, UnavailableError
 from ..kit.backend import Config, stderr_words
+from ..store import pidfile, registry
 from .proc import MAX_LINE, Process
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)

@@ -16,11 +16,11 @@ import os
 import queue
 import threading
 
-from ..address import under
 from ..commands import error_line, file_status, listed
 from ..errors import HarnessctlError
 from ..remote.address import is_remote, parse
 from ..sessions import latest_activity
+from ..store.address import under
 from ..visible import shown
 
 TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)

@@ -14,13 +14,13 @@ import json
 import os
 import re
 
-from ..address import resolve
 from ..log.printer import Printer
 from ..log.render import Style, answers_of, render
 from ..log.show import open_log
 from ..log.transcript import Transcript
 from ..log.window import window
 from ..remote.address import is_remote
+from ..store.address import resolve
 from ..visible import shown
 
 TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)

@@ -252,6 +252,6 @@ def agent_part(runtime_log: str) -> float:
 
 
 def registry_preset(agent: str) -> Dict[str, Any]:
-    from harnessctl import registry
+    from harnessctl.store import registry
 
     return registry.manifest("acp")["agents"][agent]

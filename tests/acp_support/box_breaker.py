@@ -183,7 +183,7 @@ def ask_runtime(path: str, fields: List[str]) -> Dict[str, Any]:
     """One request straight on the runtime's socket; its answer."""
     import socket
 
-    from harnessctl import address, ipc
+    from harnessctl.store import address, ipc
 
     where = address.resolve(path).socket
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:

@@ -17,7 +17,7 @@ import pytest
 import schemacheck
 from cliutil import ROOT, cli_env, critical, events, of_type, ok, run, runtime_pids, wait_for, wait_results
 
-from harnessctl import registry
+from harnessctl.store import registry
 
 ADAPTERS = registry.names()
 

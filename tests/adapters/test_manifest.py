@@ -14,8 +14,8 @@ import pytest
 import schemacheck
 from cliutil import ROOT
 
-from harnessctl import registry
 from harnessctl.kit.backend import Backend
+from harnessctl.store import registry
 
 with open(os.path.join(ROOT, "schema", "manifest.schema.json"), encoding="utf-8") as _f:
     SCHEMA = json.load(_f)

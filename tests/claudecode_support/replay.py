@@ -16,8 +16,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 from fakehost import FakeHost
 
-from harnessctl import registry
 from harnessctl.kit.backend import Config, Input
+from harnessctl.store import registry
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "transcripts")

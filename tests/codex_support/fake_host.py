@@ -14,8 +14,8 @@ from typing import Any, Dict, List, Optional
 
 from fakehost import FakeChild, FakeHost
 
-from harnessctl import registry
 from harnessctl.kit.backend import Config
+from harnessctl.store import registry
 
 
 def make_config(tmp_path, model=None, env=None, debug=False, mode=None) -> Config:

@@ -8,7 +8,7 @@ import os
 
 from cliutil import cli_env, ok, run
 
-from harnessctl import registry
+from harnessctl.store import registry
 
 PRESETS = list(registry.manifest("acp")["agents"])
 

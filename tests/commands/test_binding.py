@@ -139,7 +139,7 @@ def test_a_relative_state_directory_is_refused(workdir):
 
 
 def test_a_binding_recorded_by_an_older_harnessctl_is_taken_over_once(workdir):
-    from harnessctl import trusted
+    from harnessctl.store import trusted
 
     path, state = str(workdir / "s.jsonl"), workdir / "state"
     binding = bound(path, state, "--mode", "ask")

@@ -17,11 +17,11 @@ from cliutil import ROOT, alive, of_type, ok, run, runtime_pids, wait_for
 
 sys.path.insert(0, ROOT)
 
-from harnessctl.address import Address  # noqa: E402
-from harnessctl.bindingfile import read_binding  # noqa: E402
 from harnessctl.eventfile import snapshot  # noqa: E402
 from harnessctl.eventfile.eventlog import encode  # noqa: E402
 from harnessctl.eventfile.state import Conversation  # noqa: E402
+from harnessctl.store.address import Address  # noqa: E402
+from harnessctl.store.bindingfile import read_binding  # noqa: E402
 
 M = ("--adapter", "mock")
 TS = "2026-12-02T10:40:33.794Z"

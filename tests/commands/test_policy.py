@@ -12,8 +12,8 @@ import sys
 import pytest
 from cliutil import ROOT, events, ok, run, runtime_pids, status, wait_for, wait_results
 
-from harnessctl import registry
 from harnessctl.checks import policy
+from harnessctl.store import registry
 
 UNATTENDED = ("--allow", "command:touch ok*", "--deny", "*")
 

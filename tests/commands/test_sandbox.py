@@ -15,7 +15,8 @@ import sys
 import pytest
 from cliutil import ROOT, cli_env, ok, run, status, wait_results
 
-from harnessctl import ipc, landlock
+from harnessctl import landlock
+from harnessctl.store import ipc
 
 pytestmark = pytest.mark.skipif(landlock.why_not() is not None, reason=str(landlock.why_not()))
 

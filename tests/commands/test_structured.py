@@ -10,7 +10,7 @@ import os
 import pytest
 from cliutil import ROOT, events, ok, only, run, status, wait_for, wait_results
 
-from harnessctl import registry
+from harnessctl.store import registry
 
 FILES = {"type": "object", "properties": {"files": {"type": "array", "items": {"type": "string"}}},
          "required": ["files"]}

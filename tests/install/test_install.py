@@ -24,7 +24,7 @@ import pytest
 import readme
 from cliutil import ROOT, cli_env, copy_checkout, extract_archive, kill_all_under, matching, run, wait_results
 
-from harnessctl import registry
+from harnessctl.store import registry
 
 TRY = "## Try it: no model, no network"
 FOLLOW = "tail -n +1 -F"  # the recipe that follows the file for ever: run for a few seconds
@@ -254,7 +254,7 @@ def test_adapters_install_under_harnessctl_with_every_file_and_no_top_level_adap
     probe = textwrap.dedent("""\
         import json, os, site, sys
         import harnessctl.adapters.mock
-        from harnessctl import registry
+        from harnessctl.store import registry
         top = site.getsitepackages()[0]
         files = sorted(os.path.relpath(os.path.join(d, f), registry.ADAPTERS_DIR)
                        for d, _, fs in os.walk(registry.ADAPTERS_DIR) if "__pycache__" not in d for f in fs)

@@ -12,7 +12,7 @@ import tarfile
 import pytest
 from cliutil import ROOT, cli_env, extract_archive, wait_results
 
-from harnessctl import registry
+from harnessctl.store import registry
 
 
 def package(adapter, out, *extra):

@@ -19,7 +19,7 @@ import test_fork_real as fork
 from acp_support.recipes import PYPI, trait, written
 from cliutil import ROOT
 
-from harnessctl import registry
+from harnessctl.store import registry
 
 PRESETS = registry.manifest("acp")["agents"]
 

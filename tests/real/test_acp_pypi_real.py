@@ -32,7 +32,7 @@ from acp_support.agents import PERMISSION_FILE, Session, kill_tree, real_agent, 
 from acp_support.recipes import PYPI, trait, written
 from cliutil import runtime_pids, wait_for, wait_matching
 
-from harnessctl import registry
+from harnessctl.store import registry
 
 pytestmark = pytest.mark.real
 

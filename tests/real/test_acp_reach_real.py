@@ -24,7 +24,7 @@ from acp_support.agents import PERMISSION_FILE, sessions
 from acp_support.recipes import trait, written
 from cliutil import matching, only, status, wait_matching
 
-from harnessctl import registry
+from harnessctl.store import registry
 
 pytestmark = pytest.mark.real
 

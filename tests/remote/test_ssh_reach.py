@@ -14,7 +14,7 @@ import pytest
 from cliutil import events, of_type, run, wait_results
 from ssh_support import address
 
-from harnessctl.address import fallback_socket_dir
+from harnessctl.store.address import fallback_socket_dir
 
 M = ("--adapter", "mock")
 

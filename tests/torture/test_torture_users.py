@@ -47,7 +47,7 @@ from torture_users import (
     write_file,
 )
 
-from harnessctl.address import Address
+from harnessctl.store.address import Address
 
 pytestmark = pytest.mark.torture
 

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from harnessctl.address import resolve
 from harnessctl.errors import UsageError
+from harnessctl.store.address import resolve
 
 
 def test_resolve_gives_the_realpath_through_our_own_symlinks(tmp_path):

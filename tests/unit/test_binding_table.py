@@ -12,13 +12,14 @@ import threading
 
 import pytest
 
-from harnessctl import arguments, binding, client, fields, helptext, ipc
-from harnessctl.address import Address
+from harnessctl import arguments, binding, client, fields, helptext
 from harnessctl.commandtable import BY_NAME
 from harnessctl.errors import HarnessctlError, UnavailableError, UsageError
 from harnessctl.eventfile.state import Conversation, status_report
 from harnessctl.fields import ALWAYS, FIELDS, NAMES, THAT_BOUND, WHEN_BOUND
 from harnessctl.mcp.tools import SCHEMAS
+from harnessctl.store import ipc
+from harnessctl.store.address import Address
 
 # A value of each bound field as binding.json holds it (a new row needs one here).
 SAMPLES = {"cwd": "/tmp", "model": "gpt-x", "adapter": "mock", "agent": "gemini", "mode": "edit",

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from harnessctl import locks
 from harnessctl.eventfile import eventlog
 from harnessctl.eventfile.eventlog import EventLog, read_events
+from harnessctl.store import locks
 
 
 def writer(path, last_seq):

@@ -1,4 +1,4 @@
-"""harnessctl/registry.py: where the adapters are found and imported from, whatever sys.path holds."""
+"""harnessctl/store/registry.py: where the adapters are found and imported from, whatever sys.path holds."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ spec = importlib.util.spec_from_file_location("harnessctl", folder + "/__init__.
 module = importlib.util.module_from_spec(spec)
 sys.modules["harnessctl"] = module
 spec.loader.exec_module(module)
-from harnessctl import registry
+from harnessctl.store import registry
 print(registry.backend_class("mock").RESUME_FILE)
 """
 

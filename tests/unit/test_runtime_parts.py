@@ -9,6 +9,7 @@ import os
 from cliutil import ROOT
 
 from harnessctl.runtime.cancel import Cancel
+from harnessctl.runtime.host import verdict
 from harnessctl.runtime.spending import Spending
 
 PARTS = ("sends", "cancel", "replies", "spending", "hookrunner", "host", "supervisor", "lifetime")
@@ -75,3 +76,18 @@ def test_spending_decides_and_the_runtime_keeps_the_binding():
     assert spending.usage_seen("run-1", {"input_tokens": 8, "output_tokens": 4}, binding)
     assert not spending.usage_seen("run-1", {"input_tokens": 9, "output_tokens": 4}, binding)  # told once
     assert spending.run_ended("run-1") is not None and noted
+
+
+def test_the_budget_has_the_last_word_on_a_result_whatever_the_harness_said():
+    assert verdict("completed", None, None, "spent 12 of 10 tokens", True, "{}", None) == (
+        "failed", "spent 12 of 10 tokens: the run was interrupted", "budget", None)
+
+
+def test_a_completed_answer_that_is_no_json_fails_its_schema():
+    status, error, error_class, _ = verdict("completed", None, None, None, True, "not json", None)
+    assert (status, error_class) == ("failed", "schema") and error
+
+
+def test_a_result_without_a_schema_or_budget_is_as_the_harness_said():
+    assert verdict("completed", None, None, None, False, "hi", None) == ("completed", None, None, None)
+    assert verdict("failed", "boom", "model", None, True, "", None) == ("failed", "boom", "model", None)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import os
 
-from harnessctl import locks
-from harnessctl.address import Address
-from harnessctl.bindingfile import write_binding
 from harnessctl.eventfile import snapshot
 from harnessctl.eventfile.eventlog import EventLog
+from harnessctl.store import locks
+from harnessctl.store.address import Address
+from harnessctl.store.bindingfile import write_binding
 
 
 def writer(path, last_seq):

@@ -15,8 +15,8 @@ from fakehost import FakeHost
 
 from adapters.acp import wire
 from adapters.acp.backend import AcpBackend
-from harnessctl import registry
 from harnessctl.kit.backend import Config, Input
+from harnessctl.store import registry
 
 TRANSCRIPTS = os.path.join(ROOT, "tests", "acp_support", "transcripts")
 CWD = "/work/project"  # the recorded sessions' cwd, as the fixtures spell it

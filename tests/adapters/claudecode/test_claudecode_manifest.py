@@ -12,7 +12,7 @@ import test_fork_real as fork_real
 from cliutil import ROOT
 
 from adapters.claudecode.backend import ClaudeCodeBackend
-from harnessctl import registry
+from harnessctl.store import registry
 
 MANIFEST = os.path.join(ROOT, "adapters", "claudecode", "manifest.json")
 

@@ -13,7 +13,7 @@ import test_fork_real
 from cliutil import ROOT
 
 from adapters.codex.backend import CodexBackend
-from harnessctl import registry
+from harnessctl.store import registry
 
 MANIFEST = os.path.join(ROOT, "adapters", "codex", "manifest.json")
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 
-from .errors import UsageError
-from .fields import FIELDS
+from ..errors import UsageError
+from ..fields import FIELDS
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

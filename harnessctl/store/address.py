@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import NotFoundError, UsageError
+from ..errors import NotFoundError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:

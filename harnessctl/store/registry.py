@@ -22,13 +22,13 @@ import json
 import os
 import re
 
-from .errors import UsageError
+from ..errors import UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, Iterable, List, Optional, Tuple
+    from typing import Any, Dict, Iterable, List
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the harnessctl package
 if os.path.isdir(os.path.join(HERE, "adapters")):  # pip-installed
     ADAPTERS_DIR, ADAPTERS_PACKAGE = os.path.join(HERE, "adapters"), "harnessctl.adapters"
 else:  # a checkout, or a per-adapter package's lib/
@@ -77,17 +77,6 @@ def did_you_mean(word: str, known: Iterable[str]) -> str:
 
     close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
     return "; did you mean %s?" % close[0] if close else ""
-
-
-def claims(manifest: Dict[str, Any], agent: Optional[str]) -> Tuple[str, List[str]]:
-    """(who, the capabilities claimed): an adapter's own, or with `agents` the
-    bound preset's (a command line that is no preset claims nothing)."""
-    agents = manifest.get("agents")
-    if agents is None:
-        return "the %s adapter" % manifest.get("name"), list(manifest.get("capabilities") or [])
-    preset = agents.get(agent) if isinstance(agents, dict) else None
-    words = preset.get("capabilities") if isinstance(preset, dict) else None
-    return "the %s agent %s" % (manifest.get("name"), agent), list(words or [])
 
 
 def backend_class(name: str) -> Any:
@@ -154,7 +143,7 @@ def problems(name: str) -> List[str]:
 
 def _agent_problems(agent: str, preset: Any) -> List[str]:
     """What is wrong with one preset of an `agents` table."""
-    from .vocabulary import MODES
+    from ..vocabulary import MODES
 
     where = "agents.%s." % agent
     if not re.fullmatch(r"[a-z][a-z0-9_-]*", agent):

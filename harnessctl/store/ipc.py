@@ -26,7 +26,7 @@ import _socket
 import os
 import sys
 
-from .errors import HarnessctlError, UnavailableError, UsageError
+from ..errors import HarnessctlError, UnavailableError, UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -190,7 +190,7 @@ def other_version(path: str, op: str, runtime: str, reads: object, command: str,
 
 def own_version() -> str:
     """This harnessctl's version (the package's)."""
-    from . import __version__
+    from .. import __version__
 
     return __version__
 
