@@ -97,9 +97,11 @@ def test_a_schema_send_into_a_busy_run_exits_2_and_the_run_goes_on(efile, schema
 
 
 def test_a_plain_steer_into_a_schema_run_joins_it_and_the_run_still_answers_json(efile, schema_file):
-    ok("send", efile, "/sleep 1\nlist", "--adapter", "mock", "--schema", schema_file(FILES))
-    wait_for(lambda: status(efile)["state"] == "running", what="the run")
+    """The run waits on a question while the steer comes: it cannot end first."""
+    ok("send", efile, "/question which files?\nlist", "--adapter", "mock", "--schema", schema_file(FILES))
+    wait_for(lambda: status(efile)["state"] == "awaiting_reply", what="the run's question")
     ok("send", efile, "also this")
+    ok("reply", efile, status(efile)["requests"][0]["request_id"], "none")
     result = only(wait_results(efile, 1))
     assert len(result["input_ids"]) == 2 and result["output_json"] == {"files": []}
 
