@@ -1,4 +1,4 @@
-"""The fenced code blocks of README.md (and the docs), so tests run what they show."""
+"""The fenced code blocks of README.md, docs/RECIPES.md and the docs, so tests run what they show."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from typing import List, Tuple
 
 README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+RECIPES = os.path.join(os.path.dirname(README), "docs", "RECIPES.md")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
 
 
@@ -22,9 +23,23 @@ def section(heading: str, path: str = README) -> str:
     return text[start:end if end >= 0 else len(text)]
 
 
-def blocks(heading: str) -> List[Tuple[str, str]]:
+def blocks(heading: str, path: str = README) -> List[Tuple[str, str]]:
     """(language, code) of each fenced block in that section, in order."""
-    return [(m.group(1), m.group(2)) for m in FENCE.finditer(section(heading))]
+    return [(m.group(1), m.group(2)) for m in FENCE.finditer(section(heading, path))]
+
+
+def headings(path: str) -> List[str]:
+    """The `## ` headings of a page, in order (none inside a fenced block)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    fences = list(FENCE.finditer(text))
+    return [m.group() for m in re.finditer(r"^## .*$", text, re.M)
+            if not any(fence.start() < m.start() < fence.end() for fence in fences)]
+
+
+def recipes() -> List[Tuple[str, str]]:
+    """(language, code) of every block of docs/RECIPES.md, section by section."""
+    return [block for heading in headings(RECIPES) for block in blocks(heading, RECIPES)]
 
 
 def block_after(heading: str) -> str:

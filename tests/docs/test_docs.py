@@ -292,7 +292,7 @@ INTENT = {"npm test": (["npm test", "npm test -- --watch"], ["npm testx", "npm r
           "npm run lint": (["npm run lint", "npm run lint -- --fix"], ["npm run lint-and-deploy", "npm test"])}
 
 
-@pytest.mark.parametrize("document", ["README.md", "docs/MOCK.md", "docs/PROTOCOL.md"])
+@pytest.mark.parametrize("document", ["docs/RECIPES.md", "docs/MOCK.md", "docs/PROTOCOL.md"])
 def test_every_npm_rule_a_recipe_teaches_allows_what_it_means_and_no_more(document, tmp_path):
     from harnessctl.checks import policy
 

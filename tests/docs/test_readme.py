@@ -1,6 +1,6 @@
-"""Every recipe in the README runs, as written, against the mock adapter.
+"""Every recipe of docs/RECIPES.md runs, as written, against the mock adapter.
 
-Each fenced block of the "Recipes" section is run by bash in a fresh
+Each fenced block of each of its sections is run by bash in a fresh
 directory, with `harnessctl` on PATH and HARNESSCTL_ADAPTER=mock, under a
 timeout; a recipe whose prompt would mean nothing to the mock runs as its
 `# mock:` line says (a task in place of the quoted one, or a send first), or
@@ -24,13 +24,18 @@ from harnessctl import landlock
 
 pytestmark = pytest.mark.skipif(shutil.which("jq") is None, reason="the recipes use jq, which is not installed")
 
-RECIPES = readme.blocks("## Recipes")
+RECIPES = readme.recipes()
 
 
 def recipe(first_line: str) -> str:
     """The recipe whose block starts with `first_line`."""
     (code,) = [code for _, code in RECIPES if code.startswith(first_line)]
     return code
+
+
+def test_the_recipes_are_in_these_sections_each_run_here():
+    assert readme.headings(readme.RECIPES) == ["## Answers a script can use", "## Approvals",
+                                                "## Watching and steering", "## Unattended: cron, budgets and hooks"]
 
 
 def test_every_recipe_has_a_test():

@@ -13,7 +13,7 @@ c. run here, verbatim, by bash (an sh block by sh) on the mock: a scratch HOME
    with ~/repo and ~/agent, `harnessctl` on PATH, HARNESSCTL_ADAPTER=mock, in a
    copy of the checkout (what a block writes lands nowhere real); every command
    of it must succeed (-e); the runtimes it leaves are reaped (conftest's workdir).
-   A `# mock:` line says how it runs on the mock, as in the README's recipes.
+   A `# mock:` line says how it runs on the mock, as in docs/RECIPES.md.
 
 Each block is a test case named page:line, the line of its opening fence."""
 
@@ -38,7 +38,10 @@ from harnessctl.errors import UsageError
 RUN_BY = {
     ("README.md", "## Install"): "tests/install/test_install.py",
     ("README.md", "## Try it: no model, no network"): "tests/install/test_install.py",
-    ("README.md", "## Recipes"): "tests/docs/test_readme.py",
+    ("docs/RECIPES.md", "## Answers a script can use"): "tests/docs/test_readme.py",
+    ("docs/RECIPES.md", "## Approvals"): "tests/docs/test_readme.py",
+    ("docs/RECIPES.md", "## Watching and steering"): "tests/docs/test_readme.py",
+    ("docs/RECIPES.md", "## Unattended: cron, budgets and hooks"): "tests/docs/test_readme.py",
     ("README.md", "## Development"): "tests/install/test_install.py",
     ("docs/FLEET.md", "## Slurm"): "tests/fleet/test_fleet_slurm.py",
 }

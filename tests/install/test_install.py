@@ -31,13 +31,13 @@ FOLLOW = "tail -n +1 -F"  # the recipe that follows the file for ever: run for a
 
 
 def newcomer_script(folder):
-    """The README's blocks as one bash script: install, try it, then each recipe
+    """The README's blocks as one bash script: install, try it, then each recipe of docs/RECIPES.md
     (on the mock as its `# mock:` line says) in a file of its own, run in order
     from the shell the README set up, its output and exit code kept under
     `folder`.  Returns the script and the recipes as the README writes them."""
     install = [code for language, code in readme.blocks("## Install") if "venv" in code]
     lines = [install[0], readme.block_after(TRY)]
-    recipes = [code for language, code in readme.blocks("## Recipes") if language == "bash"]
+    recipes = [code for language, code in readme.recipes() if language == "bash"]
     for i, code in enumerate(recipes):
         path = os.path.join(folder, "recipe-%d" % i)
         with open(path + ".sh", "w") as f:
