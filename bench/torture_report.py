@@ -7,7 +7,7 @@
 
 Runs the counted scenarios of tests/torture/test_torture_*.py with the mock adapter,
 and the kill -9 roulette also with the Codex and Claude Code adapters over
-their fake harnesses (the same drivers, from tests/torture_support.py, and the same invariant
+their fake harnesses (the same drivers, from tests/support/torture_support.py, and the same invariant
 checks: the project's fold AND the independent line-by-line checker), then
 prints what they survived: kill -9 rounds, inputs checked, and the recovery
 times; the "another local user" hunt (as root, with a throw-away user) and
@@ -32,7 +32,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 
 import cliutil  # noqa: E402
 import torture_hostile  # noqa: E402
@@ -171,7 +171,7 @@ def main():
 
 
 def print_hostile(h):
-    """The hostile agent's counts (tests/torture_hostile.py): what it tried, and what held."""
+    """The hostile agent's counts (tests/support/torture_hostile.py): what it tried, and what held."""
     print("hostile agent             %d rounds (%s), %d commands (%s), no PWNED marker, nothing left running"
           % (h["rounds"], ", ".join("%s %d" % kv for kv in h["by_behaviour"].items()), h["commands"],
              ", ".join("exit %s: %d" % kv for kv in sorted(h["exit_codes"].items()))))

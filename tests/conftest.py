@@ -83,7 +83,7 @@ def efile(workdir):
 
 @pytest.fixture
 def mcp(workdir):
-    """`harnessctl mcp --root WORKDIR`, initialized (tests/mcp_support/client.py); stopped after the test."""
+    """`harnessctl mcp --root WORKDIR`, initialized (tests/support/mcp_support/client.py); stopped after the test."""
     from mcp_support.client import Client
 
     client = Client("--root", str(workdir), cwd=str(workdir))
@@ -94,7 +94,7 @@ def mcp(workdir):
 
 @pytest.fixture(scope="session")
 def ssh_bed():
-    """The OpenSSH test bed (tests/ssh_support.py) of the ssh:// tests: started once per test session,
+    """The OpenSSH test bed (tests/support/ssh_support.py) of the ssh:// tests: started once per test session,
     stopped at its end; without sshd the tests skip with the reason (fail under HARNESSCTL_REQUIRE_REAL=1)."""
     import ssh_support
 

@@ -1,6 +1,6 @@
 """Pure helpers that turn Claude Code's stream-json shapes into harnessctl's:
 each a small function of its input (every shape recorded from Claude Code
-2.1.332; the transcripts in tests/claudecode_support/transcripts)."""
+2.1.332; the transcripts in tests/support/claudecode_support/transcripts)."""
 
 from __future__ import annotations
 

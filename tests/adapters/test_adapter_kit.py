@@ -1,7 +1,7 @@
-"""A fourth adapter written from docs/ADAPTERS.md alone (tests/tiny_adapter)
+"""A fourth adapter written from docs/ADAPTERS.md alone (tests/support/tiny_adapter)
 touches nothing outside `adapters/<name>/`: dropped into a copy of the
 repository, it is picked up by the manifest checks, the conformance suite and
-package.py with no other edit.  So is a leaner one (tests/tiny_adapter_lean)
+package.py with no other edit.  So is a leaner one (tests/support/tiny_adapter_lean)
 that claims neither steering nor approvals and reports no exit codes: the
 suite tests what a manifest claims, and the core holds its busy sends.  Every
 adapter imports harnessctl only through the kit (harnessctl/kit/__init__.py), and
@@ -22,8 +22,8 @@ from cliutil import ROOT, cli_env, kill_all_under
 
 from harnessctl import kit
 
-TINY = os.path.join(ROOT, "tests", "tiny_adapter")
-LEAN = os.path.join(ROOT, "tests", "tiny_adapter_lean")
+TINY = os.path.join(ROOT, "tests", "support", "tiny_adapter")
+LEAN = os.path.join(ROOT, "tests", "support", "tiny_adapter_lean")
 
 
 @pytest.fixture(scope="module")

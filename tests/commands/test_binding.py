@@ -14,7 +14,7 @@ import shutil
 
 from cliutil import ROOT, cli_env, of_type, ok, run, runtime_pids, wait_for
 
-FAKE = os.path.join(ROOT, "tests", "acp_support", "fake_agent.py")
+FAKE = os.path.join(ROOT, "tests", "support", "acp_support", "fake_agent.py")
 POLICY = ("--mode", "ask", "--max-tokens", "100000")
 
 

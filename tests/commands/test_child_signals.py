@@ -17,7 +17,7 @@ from typing import Dict, Set, Tuple
 
 from cliutil import ROOT, only, run, runtime_pids, wait_for, wait_results
 
-WEDGE = os.path.join(ROOT, "tests", "wedge_agent.py")
+WEDGE = os.path.join(ROOT, "tests", "support", "wedge_agent.py")
 
 # `record.sh OUT COMMAND...`: writes its signal masks to OUT, then becomes COMMAND (same pid).  With
 # builtins only: a shell that forks (for grep) blocks every signal meanwhile, and would record that.

@@ -22,8 +22,8 @@ from adapters.acp import wire
 from harnessctl.kit import Config
 
 SECONDS = float(os.environ.get("HARNESSCTL_RACE_SECONDS", "10"))
-FLIPPER = os.path.join(ROOT, "tests", "acp_support", "flipper.py")
-HOSTILE = os.path.join(ROOT, "tests", "acp_support", "hostile_agent.py")
+FLIPPER = os.path.join(ROOT, "tests", "support", "acp_support", "flipper.py")
+HOSTILE = os.path.join(ROOT, "tests", "support", "acp_support", "hostile_agent.py")
 NAMES = ["secret.txt", "target.txt"]
 # (what is asked, of which file below the flipping folder): every write could
 # escape to change target.txt or create deep/ outside; every read to read secret.txt

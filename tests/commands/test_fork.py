@@ -12,7 +12,7 @@ import subprocess
 
 from cliutil import ROOT, bind, cli_env, events, ok, run, runtime_pids, status, wait_for
 
-FAKE = os.path.join(ROOT, "tests", "acp_support", "fake_agent.py")
+FAKE = os.path.join(ROOT, "tests", "support", "acp_support", "fake_agent.py")
 
 
 def sent(path: str, text: str, *flags: str, env=None) -> dict:

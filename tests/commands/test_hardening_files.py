@@ -12,7 +12,7 @@ import shlex
 
 from cliutil import ROOT, cli_env, of_type, ok, run, runtime_pids, wait_for, wait_results
 
-FAKE = os.path.join(ROOT, "tests", "acp_support", "fake_agent.py")
+FAKE = os.path.join(ROOT, "tests", "support", "acp_support", "fake_agent.py")
 QUIET = {"HARNESSCTL_IDLE_TIMEOUT": "0.3"}
 
 

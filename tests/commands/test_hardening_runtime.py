@@ -1,6 +1,6 @@
 """Issue 19, sections 2, 3 and 7: a runtime that never wedges, and that
 respects the caller's process.  Black-box through the CLI, one behaviour a
-test; the hostile ACP agent they drive is tests/wedge_agent.py."""
+test; the hostile ACP agent they drive is tests/support/wedge_agent.py."""
 
 from __future__ import annotations
 
@@ -75,11 +75,11 @@ def test_the_runtime_holds_none_of_the_callers_inherited_descriptors(efile, work
 
 # -- 2. a runtime that never wedges -----------------------------------------------------
 
-WEDGE = os.path.join(ROOT, "tests", "wedge_agent.py")
+WEDGE = os.path.join(ROOT, "tests", "support", "wedge_agent.py")
 
 
 class Wedge:
-    """One event file driven through the ACP adapter by tests/wedge_agent.py."""
+    """One event file driven through the ACP adapter by tests/support/wedge_agent.py."""
 
     def __init__(self, directory, **env: str) -> None:
         self.path = os.path.join(str(directory), "events.jsonl")

@@ -17,7 +17,7 @@ from cliutil import ROOT, cli_env, events, matching, ok, only, results, run, sta
 
 from harnessctl.eventfile.eventlog import EventLog
 
-FAKE_ACP = os.path.join(ROOT, "tests", "acp_support", "fake_agent.py")
+FAKE_ACP = os.path.join(ROOT, "tests", "support", "acp_support", "fake_agent.py")
 HUGE = "9" * 4300  # a count the stand-in reads and writes; two of them add up to 4301 digits
 
 

@@ -1,5 +1,5 @@
 """Every line `harnessctl mcp` writes, held to the official MCP schema of the
-revision the client speaks (tests/mcp_support/schemas/, checked with the
+revision the client speaks (tests/support/mcp_support/schemas/, checked with the
 PyPI jsonschema package): one conversation per revision, with every tool's
 successes and errors, a progress notification and protocol errors, then one
 test per kind of line; under 2026-07-28 also a task's every line.  And every

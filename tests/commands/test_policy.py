@@ -311,7 +311,7 @@ def test_rules_without_a_mode_bind_the_mode_ask(efile):
 
 
 def test_rules_for_an_acp_agent_without_a_mode_table_bind_no_mode(efile, workdir):
-    agent = "%s %s" % (sys.executable, os.path.join(ROOT, "tests", "acp_support", "fake_agent.py"))
+    agent = "%s %s" % (sys.executable, os.path.join(ROOT, "tests", "support", "acp_support", "fake_agent.py"))
     ok("send", efile, "hello", "--adapter", "acp", "--agent", agent, "--cwd", str(workdir), "--deny", "command:rm *")
     assert status(efile)["mode"] is None and status(efile)["rules"] == [["deny", "command:rm *"]]
 

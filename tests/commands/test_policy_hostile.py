@@ -301,7 +301,7 @@ def test_the_corpus_holds_at_least_150_requests():
 
 # -- an ACP agent's labels: the call decides ------------------------------------------------------
 
-HOSTILE_AGENT = "%s %s" % (sys.executable, os.path.join(ROOT, "tests", "acp_support", "hostile_agent.py"))
+HOSTILE_AGENT = "%s %s" % (sys.executable, os.path.join(ROOT, "tests", "support", "acp_support", "hostile_agent.py"))
 
 
 def acp_answer(layout, name, tool_call, *flags):

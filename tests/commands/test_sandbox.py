@@ -96,7 +96,7 @@ def test_a_later_send_to_a_boxed_file_need_not_repeat_sandbox(efile, work):
     assert [r["output"] for r in wait_results(efile, 2)] == ["echo: one", "echo: two"]
 
 
-FAKE = os.path.join(ROOT, "tests", "acp_support", "fake_agent.py")
+FAKE = os.path.join(ROOT, "tests", "support", "acp_support", "fake_agent.py")
 
 
 def _harnessctl_inside(efile: str, work: str, *args: str) -> dict:

@@ -1,5 +1,5 @@
 """A hostile agent against its `--sandbox` box (issue 46, "Done means"): the
-agent of tests/acp_support/box_breaker.py writes, renames and links the
+agent of tests/support/acp_support/box_breaker.py writes, renames and links the
 session's files, reads the state folder, runs `harnessctl reply` on its own
 request, talks to the runtime's socket, signals the runtime and reads its
 /proc entries, from the agent process and from a grandchild that detached
@@ -29,7 +29,7 @@ from harnessctl import box, landlock
 
 pytestmark = pytest.mark.skipif(landlock.why_not() is not None, reason=str(landlock.why_not()))
 
-BREAKER = os.path.join(ROOT, "tests", "acp_support", "box_breaker.py")
+BREAKER = os.path.join(ROOT, "tests", "support", "acp_support", "box_breaker.py")
 WAIT = 120  # seconds: how long a condition may take on a loaded machine (the tests wait for it, never sleep)
 
 # Every attack box_breaker.py makes, by the name in its report.

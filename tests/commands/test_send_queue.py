@@ -13,7 +13,7 @@ from cliutil import cli_env, of_type, ok, results, run, runtime_pids, status, wa
 from schemacheck import check_event
 
 M = ("--adapter", "mock")
-WEDGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "wedge_agent.py")
+WEDGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support", "wedge_agent.py")
 
 
 def busy(efile, seconds=30):

@@ -137,7 +137,8 @@ def test_an_acp_preset_refuses_a_schema_with_exit_2_naming_it_before_anything_is
 
 
 def test_an_acp_agent_bound_already_refuses_a_schema_with_exit_2(efile, workdir, schema_file):
-    agent = "%s %s" % (os.environ.get("PYTHON", "python3"), os.path.join(ROOT, "tests", "acp_support", "fake_agent.py"))
+    fake = os.path.join(ROOT, "tests", "support", "acp_support", "fake_agent.py")
+    agent = "%s %s" % (os.environ.get("PYTHON", "python3"), fake)
     ok("send", efile, "hello", "--adapter", "acp", "--agent", agent, "--wait")
     proc = run("send", efile, "again", "--schema", schema_file(FILES))
     assert proc.returncode == 2 and b"cannot promise an answer that fits a schema" in proc.stderr

@@ -11,7 +11,7 @@ import shlex
 
 from cliutil import ROOT, cli_env, of_type, ok, run, runtime_pids, wait_for
 
-FAKE = os.path.join(ROOT, "tests", "acp_support", "fake_agent.py")
+FAKE = os.path.join(ROOT, "tests", "support", "acp_support", "fake_agent.py")
 
 
 def test_an_unknown_agent_is_exit_2_with_did_you_mean_and_nothing_is_created(workdir):

@@ -1,6 +1,6 @@
 """docs/FLEET.md's Slurm recipe runs, as written, on a real Slurm cluster (issue 37).
 
-The cluster (tests/slurm_cluster.py) is munged, slurmctld and two slurmd, node names n1 and n2, on
+The cluster (tests/support/slurm_cluster.py) is munged, slurmctld and two slurmd, node names n1 and n2, on
 this machine; the blocks of the page's "## Slurm" section run in one bash, in order, with $FLEET a
 fresh folder (the shared storage: every node is this machine), `harnessctl` this checkout, and
 HARNESSCTL_IDLE_TIMEOUT short, as it sets how long each job lasts after its last turn.  Then the test

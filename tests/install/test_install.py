@@ -302,7 +302,7 @@ def test_development_install_gives_the_venv_python_pytest(development):
 
 
 def test_development_install_sees_an_adapter_added_to_the_checkout(development):
-    shutil.copytree(os.path.join(ROOT, "tests", "tiny_adapter"), str(development / "adapters" / "tiny"))
+    shutil.copytree(os.path.join(ROOT, "tests", "support", "tiny_adapter"), str(development / "adapters" / "tiny"))
     try:
         helped = subprocess.run([str(development / ".venv" / "bin" / "harnessctl"), "send", "--help"],
                                 env=outside_env(), cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -215,7 +215,7 @@ def test_package_refuses_a_manifest_that_breaks_the_schema_in_one_line(mutate, s
 
 # -- an ACP preset fixed in the entry point -------------------------------------------------
 
-FAKE_AGENT = os.path.join(ROOT, "tests", "acp_support", "fake_agent.py")
+FAKE_AGENT = os.path.join(ROOT, "tests", "support", "acp_support", "fake_agent.py")
 
 
 def acp_gemini_entry(tmp_path):

@@ -19,7 +19,7 @@ from codex_support import mock_responses as mr
 
 pytestmark = pytest.mark.real
 
-SERVER = os.path.join(ROOT, "tests", "acp_support", "eliciting_mcp.py")
+SERVER = os.path.join(ROOT, "tests", "support", "acp_support", "eliciting_mcp.py")
 
 
 @pytest.fixture

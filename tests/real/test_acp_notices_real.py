@@ -1,6 +1,6 @@
 """What a first send to a real ACP agent says when the agent makes no progress,
 and that a notice is never the answer: claude-agent-acp 0.101.0, codex-acp
-2.6.0 and gemini-cli 0.61.0 (tests/acp_support/agents.py).
+2.6.0 and gemini-cli 0.61.0 (tests/support/acp_support/agents.py).
 
 * A model on a closed port: claude-agent-acp retries for about 3 minutes
   without a word over ACP or on stderr, codex-acp reports "Reconnecting...

@@ -1,6 +1,6 @@
 """The permission policy (`--mode`, `--allow`/`--deny`) through the CLI on the
 real ACP agents: codex-acp 2.6.0, claude-agent-acp 0.101.0 and gemini-cli
-0.61.0, each against its model mock (tests/acp_support/agents.py).
+0.61.0, each against its model mock (tests/support/acp_support/agents.py).
 
 The model is scripted to write a file with the agent's own file tool and to
 run shell commands; what asks is what the agent's mode (adapters/acp/

@@ -2,7 +2,7 @@
 install with pip (issue 35): vibe (mistral-vibe), hermes (hermes-agent),
 fast-agent (fast-agent-mcp) and openhands, each started by its PRESET command
 from its pinned venv (HARNESSCTL_TEST_ACP_PYPI), offline against the Chat
-Completions mock on 127.0.0.1 as its recipe says (tests/acp_support/recipes/).
+Completions mock on 127.0.0.1 as its recipe says (tests/support/acp_support/recipes/).
 
 The scenarios are those of test_acp_reach_real.py, but a Python agent takes 2
 to 8 s to start: so that the whole module stays near a minute, each agent

@@ -2,7 +2,7 @@
 21): opencode, copilot, qwen, pi, cline, kilocode, droid, auggie, openclaw, each
 started by its PRESET command from its pinned npm prefix
 (HARNESSCTL_TEST_ACP_REACH), offline against the project's mock model on
-127.0.0.1 as its recipe says (tests/acp_support/recipes/).
+127.0.0.1 as its recipe says (tests/support/acp_support/recipes/).
 
 Each scenario runs for the agents whose recipe's TRAITS allow it; where the
 agents differ, the test says what each does.  Skipped when an agent's prefix

@@ -1,6 +1,6 @@
 """The ACP adapter end to end through the CLI against the real agents: codex-acp
 2.6.0, claude-agent-acp 0.101.0 and gemini-cli 0.61.0 (`--acp`), each against
-the project's mock of its model API on 127.0.0.1 (tests/acp_support/agents.py).
+the project's mock of its model API on 127.0.0.1 (tests/support/acp_support/agents.py).
 
 Each claim of adapters/acp/manifest.json's per-agent capability table names
 the test here that proved it against that agent.  Skipped when the pinned

@@ -3,8 +3,8 @@ sub-agent as a task (the Tasks extension) and gets its result in a later
 turn; headless, it cancels a task that needs an answer, which ends the run
 `cancelled`; codex, which declares no Tasks extension, speaks 2026-07-28
 with the calls that wait.  The wire between client and server is recorded
-(tests/mcp_support/tee.py) and read back.  How each client is set up, and
-why: tests/mcp_support/clients.py and recorded.md."""
+(tests/support/mcp_support/tee.py) and read back.  How each client is set up, and
+why: tests/support/mcp_support/clients.py and recorded.md."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ from test_mcp_real import (
 
 pytestmark = pytest.mark.real
 
-TEE = os.path.join(ROOT, "tests", "mcp_support", "tee.py")
+TEE = os.path.join(ROOT, "tests", "support", "mcp_support", "tee.py")
 TASKS = "io.modelcontextprotocol/tasks"
 
 

@@ -1,5 +1,5 @@
 """Every command on an ssh:// address, black-box through the CLI against real sshd on the loopback
-interface (tests/ssh_support.py): the remote harnessctl does the work, the event file (on this same
+interface (tests/support/ssh_support.py): the remote harnessctl does the work, the event file (on this same
 machine, read at its local path) shows it was done, and the output and exit code come back as locally."""
 
 from __future__ import annotations

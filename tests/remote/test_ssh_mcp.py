@@ -1,5 +1,5 @@
 """`harnessctl mcp --root ssh://host/dir`: the MCP server's tools on ssh:// files under that folder of
-that machine (the real sshd of tests/ssh_support.py), and nothing outside it there."""
+that machine (the real sshd of tests/support/ssh_support.py), and nothing outside it there."""
 
 from __future__ import annotations
 

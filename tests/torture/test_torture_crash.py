@@ -2,7 +2,7 @@
 
 A harness that dies mid-run (the mock's `/crash`, or a kill -9 of the harness
 process: the mock's stand-in, and the Codex adapter's app-server played by the
-fake of tests/codex_support) gets its run a `failed` result promptly and the
+fake of tests/support/codex_support) gets its run a `failed` result promptly and the
 next send resumes the conversation; a harness that never answers the start makes the send exit 5 or
 6 with one clear line within HARNESSCTL_TIMEOUT and leaves nothing running.
 
@@ -86,7 +86,7 @@ def test_harness_killed_while_a_request_is_pending_expires_the_request(efile):
 
 
 def test_codex_killed_with_sigkill_mid_turn_fails_the_run_and_the_next_send_resumes_the_thread(efile, workdir):
-    fake = os.path.join(ROOT, "tests", "codex_support", "fake_app_server.py")
+    fake = os.path.join(ROOT, "tests", "support", "codex_support", "fake_app_server.py")
     if not os.path.isfile(fake):
         pytest.skip("no fake codex app-server")
     env = cli_env(HARNESSCTL_CODEX_BIN=fake, FAKE_CODEX_HOME=str(workdir), HARNESSCTL_ADAPTER="codex")

@@ -83,7 +83,7 @@ def test_a_held_send_that_cannot_be_recorded_leaves_no_trace_once_space_returns(
     is interrupted, and the held input is dropped without a result of its own
     (a result that covers no recorded input would say nothing)."""
     path = str(tiny_fs / "events.jsonl")
-    fake = os.path.join(ROOT, "tests", "acp_support", "fake_agent.py")
+    fake = os.path.join(ROOT, "tests", "support", "acp_support", "fake_agent.py")
     agent = ["--adapter", "acp", "--agent", "%s --no-steering" % fake]
     env = cli_env(FAKE_ACP_HOME=str(workdir / "sessions"))
     ok("send", path, "/slow 1", *agent, env=env)

@@ -2,7 +2,7 @@
 
 An ACP agent that writes harnessctl's files, sends escape sequences in every
 field it controls, floods, never answers a cancel and streams without a
-newline (tests/torture_hostile.py says what each round checks, and which
+newline (tests/support/torture_hostile.py says what each round checks, and which
 finding of issue 19 each check waits for).  One round per behaviour, then
 mixed rounds: 3 by default, 40 with HARNESSCTL_TORTURE=full.
 HARNESSCTL_TORTURE_SEED replays a run.  Alone:

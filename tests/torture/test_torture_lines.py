@@ -2,7 +2,7 @@
 every wrong JSON type (null, booleans, numbers huge and non-finite, strings
 escaped and not, arrays, objects, the field left out), appended as foreign
 lines to a session's event file with a live runtime, a stopped one and a lost
-one, in random rounds (tests/torture_lines.py).  After each round status,
+one, in random rounds (tests/support/torture_lines.py).  After each round status,
 wait, cancel, send and log exit with documented codes (never 1), and the file
 passes the independent checker while the fold reads it as it reads the file
 without those lines.  6 rounds by default, 40 with HARNESSCTL_TORTURE=full;

@@ -5,7 +5,7 @@ rename, link and unlink ever gives one file two writers: no input with two
 results, no `seq` used twice, no torn line, every send that exited 0 accepted
 exactly once, and none that exited 2..5 accepted at all.  The regression tests
 below are the issue's instances, one behaviour each; the last test plays the
-randomized class of tests/torture_moves.py (10 rounds by default, 100 with
+randomized class of tests/support/torture_moves.py (10 rounds by default, 100 with
 HARNESSCTL_TORTURE=full; HARNESSCTL_TORTURE_SEED replays a run).
 """
 

@@ -5,7 +5,7 @@ sockets wherever a session of root's looks: the event path, the sidecar and
 each file in it, the fallback socket directory.  Root's commands refuse them
 (exit 2, one line naming the path and its owner) or go on without them; they
 never follow, write, trust or kill through them, and never send the other user
-a byte.  The drivers live in tests/torture_users.py (also run by
+a byte.  The drivers live in tests/support/torture_users.py (also run by
 bench/torture_report.py)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Torture scenario: waiters under cancel, replies and kill -9 (tests/torture_waiters.py).
+"""Torture scenario: waiters under cancel, replies and kill -9 (tests/support/torture_waiters.py).
 8 rounds by default, 60 with HARNESSCTL_TORTURE=full; HARNESSCTL_TORTURE_SEED replays a run."""
 
 from __future__ import annotations

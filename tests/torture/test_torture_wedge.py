@@ -1,4 +1,4 @@
-"""Torture scenario: an agent that tries to wedge its runtime (tests/torture_wedge.py).
+"""Torture scenario: an agent that tries to wedge its runtime (tests/support/torture_wedge.py).
 6 rounds by default, 40 with HARNESSCTL_TORTURE=full; HARNESSCTL_TORTURE_SEED replays a run."""
 
 from __future__ import annotations

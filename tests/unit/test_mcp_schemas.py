@@ -1,4 +1,4 @@
-"""The schema check of tests/mcp_support/schemas.py itself, on lines made
+"""The schema check of tests/support/mcp_support/schemas.py itself, on lines made
 by hand: it finds each revision's definitions under their own names (and
 the Tasks extension's for 2026-07-28), and it refuses what they refuse."""
 

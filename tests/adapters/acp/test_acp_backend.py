@@ -18,7 +18,7 @@ from adapters.acp.backend import AcpBackend
 from harnessctl.kit.backend import Config, Input
 from harnessctl.store import registry
 
-TRANSCRIPTS = os.path.join(ROOT, "tests", "acp_support", "transcripts")
+TRANSCRIPTS = os.path.join(ROOT, "tests", "support", "acp_support", "transcripts")
 CWD = "/work/project"  # the recorded sessions' cwd, as the fixtures spell it
 
 

@@ -12,7 +12,7 @@ from typing import Optional
 import pytest
 from cliutil import ROOT, cli_env, of_type, ok, run, runtime_pids, status, wait_for, wait_results
 
-FAKE = os.path.join(ROOT, "tests", "acp_support", "fake_agent.py")
+FAKE = os.path.join(ROOT, "tests", "support", "acp_support", "fake_agent.py")
 
 
 class Agent:

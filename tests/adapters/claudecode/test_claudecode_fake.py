@@ -1,6 +1,6 @@
 """Races the real Claude cannot be made to hit on demand, through the CLI and
 the runtime, against a fake `claude` that plays recorded frame shapes in a
-scripted order (tests/claudecode_support/fake_claude.py)."""
+scripted order (tests/support/claudecode_support/fake_claude.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The Codex adapter end to end through the CLI, over a fake app-server that
-speaks the recorded codex shapes (tests/codex_support/fake_app_server.py).
+speaks the recorded codex shapes (tests/support/codex_support/fake_app_server.py).
 
 These are the races the real binary cannot be timed into; the same behaviours
 against the real codex are in test_codex_real.py.

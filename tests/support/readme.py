@@ -9,7 +9,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import List, Tuple
 
-README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+README = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "README.md")
 RECIPES = os.path.join(os.path.dirname(README), "docs", "RECIPES.md")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
 

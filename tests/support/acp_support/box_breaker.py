@@ -70,7 +70,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import fake_agent as fake
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ARGS = sys.argv[1:]
 WAIT = 120.0  # how long the agent waits for the test's go file, or the grandchild's report
 

@@ -9,7 +9,7 @@ from cliutil import events as read_events  # noqa: F401  (re-exported to the cla
 from cliutil import real_binary, session_dirs, wait_for  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 FAKE_CLAUDE = os.path.join(HERE, "fake_claude.py")
 
 

@@ -591,14 +591,14 @@ class Roulette:
 
 
 class CodexRoulette(Roulette):
-    """The Codex adapter against the fake app-server of tests/codex_support."""
+    """The Codex adapter against the fake app-server of tests/support/codex_support."""
 
     adapter = "codex"
     mock = False
     start_text = "%s"
     run_text = "/slow %s"  # streams until a steer arrives
     request_text = "/approve %s"
-    fake = os.path.join(ROOT, "tests", "codex_support", "fake_app_server.py")
+    fake = os.path.join(ROOT, "tests", "support", "codex_support", "fake_app_server.py")
 
     def harness_env(self) -> Dict[str, str]:
         return {"HARNESSCTL_CODEX_BIN": self.fake, "FAKE_CODEX_HOME": self.directory}
@@ -621,14 +621,14 @@ class CodexRoulette(Roulette):
 
 
 class ClaudeRoulette(Roulette):
-    """The Claude Code adapter against the fake claude of tests/claudecode_support
+    """The Claude Code adapter against the fake claude of tests/support/claudecode_support
     (plain turns only: it has no slow turn or permission prompt without a script)."""
 
     adapter = "claudecode"
     moments = ("spawn", "start", "steer", "result", "idle")
     mock = False
     start_text = run_text = "%s"
-    fake = os.path.join(ROOT, "tests", "claudecode_support", "fake_claude.py")
+    fake = os.path.join(ROOT, "tests", "support", "claudecode_support", "fake_claude.py")
 
     def harness_env(self) -> Dict[str, str]:
         return {"HARNESSCTL_CLAUDE_BIN": self.fake, "FAKE_CLAUDE_LOG": os.path.join(self.directory, "claude.log")}

@@ -1,7 +1,7 @@
 """A loopback mock of the OpenAI Chat Completions API for driving the real ACP
 agents that speak it (opencode, kilo, copilot, qwen, cline, droid, pi, openclaw).
 
-Each agent's recipe (tests/acp_support/recipes/) points it at ``base_url + "/v1"``.
+Each agent's recipe (tests/support/acp_support/recipes/) points it at ``base_url + "/v1"``.
 ``POST …/chat/completions`` requests that offer tools are the conversation: they
 play a scripted FIFO of replies, streamed as SSE (``"stream": true``) or answered
 as one JSON completion, optionally slowed down, held at a named gate until the

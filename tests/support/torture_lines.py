@@ -6,7 +6,7 @@ code (never 1), and the file passes the independent checker while the
 project's fold reads it exactly as it reads the file without those lines.
 
 Which lines are hostile is decided here, independently of harnessctl.eventfile.state:
-a line is hostile when schema/events.schema.json rejects it (tests/schemacheck.py),
+a line is hostile when schema/events.schema.json rejects it (tests/support/schemacheck.py),
 when it holds a number that is not finite (`Infinity` is not JSON), or when
 its `seq` is beyond 2^53 - 1 (EVENT.md, "Rules for readers").  A variant that
 turns out to be a valid event (a string where any string will do) is left out:

@@ -1,7 +1,7 @@
 """Torture class: the hostile agent (issue 19, "Done means").
 
 An ACP agent that runs as the user and attacks harnessctl from the inside
-(tests/acp_support/hostile_agent.py): it asks the client file system for
+(tests/support/acp_support/hostile_agent.py): it asks the client file system for
 harnessctl's own files, writes the binding, the snapshot and the event file
 itself, hides escape sequences in every field it controls, floods, never
 answers a cancel and streams a line without a newline.
@@ -36,7 +36,7 @@ from torture_support import Sends, check, count, fold, leftovers, read_events, s
 
 from harnessctl.store.address import fallback_socket_dir
 
-AGENT = os.path.join(ROOT, "tests", "acp_support", "hostile_agent.py")
+AGENT = os.path.join(ROOT, "tests", "support", "acp_support", "hostile_agent.py")
 
 # The knob of the grace period after which a runtime stops an agent that ignores
 # session/cancel (issue 19 F2, added on another branch): update the name here

@@ -9,7 +9,7 @@ import os
 import re
 from typing import Any, Dict, List
 
-SCHEMA_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schema",
+SCHEMA_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "schema",
                            "events.schema.json")
 TYPES = {
     "object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),

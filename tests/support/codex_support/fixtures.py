@@ -1,6 +1,6 @@
 """Fixtures for the Codex adapter's black-box tests (imported by the test files).
 
-`fake_codex` runs the CLI over tests/codex_support/fake_app_server.py;
+`fake_codex` runs the CLI over tests/support/codex_support/fake_app_server.py;
 `real_codex` runs it over the real `codex app-server` (HARNESSCTL_TEST_CODEX_BIN,
 else `codex` on PATH) pointed at a loopback Responses mock with a fresh
 CODEX_HOME.  Both leave no process behind: the conftest `workdir` fixture kills

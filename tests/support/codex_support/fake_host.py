@@ -1,6 +1,6 @@
 """The app-server's side of the Codex backend's unit tests.
 
-The backend runs against the tests' one FakeHost (tests/fakehost.py), which
+The backend runs against the tests' one FakeHost (tests/support/fakehost.py), which
 records every report and every JSON-RPC line it writes.  `Wire` plays the app-server's side: it
 answers the backend's requests and pushes notifications and server requests,
 using the shapes recorded from the real codex 0.171.0.  Everything runs on

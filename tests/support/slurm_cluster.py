@@ -4,7 +4,7 @@ munged with its own key and socket, slurmctld and two slurmd, node names n1 and 
 loopback interface and all in one scratch folder, in the foreground as our children: stopping
 them is terminating them, and nothing outlives the test session.  Debian's slurm-wlm 22.05 runs
 several slurmd on one host (`slurmd -N NAME`, each node its own port); no cgroups, no systemd,
-no accounting database.  `python3 tests/slurm_cluster.py DIR` starts one by hand and prints the
+no accounting database.  `python3 tests/support/slurm_cluster.py DIR` starts one by hand and prints the
 SLURM_CONF to export; Ctrl-C (or SIGTERM) stops it.
 """
 

@@ -1,6 +1,6 @@
 """Torture scenario: an agent that tries to wedge its runtime (issue 19,
 sections 2 and 7), round after round on one event file through the ACP
-adapter (tests/wedge_agent.py): junk lines without a newline (some beyond
+adapter (tests/support/wedge_agent.py): junk lines without a newline (some beyond
 the 64 MiB cap), stderr floods, storms of distinct message ids, cancels it
 never answers, and plain prompts between them.  Every round ends with the
 result its misbehaviour deserves, `status` answers in the middle of each,
@@ -23,7 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Tuple
 
-WEDGE = os.path.join(ROOT, "tests", "wedge_agent.py")
+WEDGE = os.path.join(ROOT, "tests", "support", "wedge_agent.py")
 MOVES = ("plain", "noline", "overlong", "stderr", "storm", "deaf")
 LOG_CAP = 4 * 1024 * 1024 + 65536  # harnessctl/runtime/runtimelog.py, and one read beyond it
 TIMEOUT = 300

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Union
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def cli_env(**overrides: str) -> Dict[str, str]:
