@@ -12,9 +12,9 @@ import json
 import shlex
 
 import pytest
+from acp_support.fakeagent import Agent
 from cliutil import cli_env, of_type, ok, run, wait_for
-from test_acp_fake import Agent
-from test_log import RUN, accepted, log, result, write_events
+from logutil import RUN, accepted, log, result, write_events
 
 OSC52 = "\x1b]52;c;cm0gLXJmIH4=\x07"  # sets the clipboard to `rm -rf ~`
 # C0, DEL, C1, bidi embedding/override/isolate, line and paragraph separators, zero-width characters

@@ -165,7 +165,7 @@ def test_only_log_lines_of_kind_warning_are_said():
 
 
 def test_an_mcp_wait_gives_the_note_in_a_progress_message_and_keeps_stdout_json_rpc(workdir, efile):
-    from test_mcp import Client  # its reader fails on any stdout line that is not JSON
+    from mcp_support.client import Client  # its reader fails on any stdout line that is not JSON
 
     mcp = Client("--root", str(workdir), cwd=str(workdir))
     try:

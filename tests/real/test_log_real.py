@@ -8,7 +8,7 @@ import os
 import signal
 
 import pytest
-from test_log import log
+from logutil import log
 
 
 def no_raw_json(text):

@@ -11,7 +11,7 @@ import time
 
 import pytest
 from cliutil import run
-from test_serve_http import WAIT, Scratch
+from servebed import WAIT, Scratch
 
 TIMEOUT = "1"  # seconds: HARNESSCTL_SERVE_TIMEOUT for these tests
 

@@ -10,6 +10,9 @@ cannot hide a bug in the writer.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
+import itertools
 import json
 import os
 import random
@@ -844,3 +847,65 @@ def storm(directory: str, senders: int, per_sender: int) -> Dict[str, Any]:
     assert [o for o in sends.outcomes if o[1]] == []
     return {"sends": len(sends.outcomes), "cancels": counts["cancel"], "replies": counts["reply"],
             "results": s.results, "inputs": len(s.inputs)}
+
+
+# -- a full disk, another user -----------------------------------------------------
+
+
+NOBODY = 65534  # the user a test acts as to be someone else
+
+
+def fill(directory):
+    """Write filler until the filesystem is full, then take the last pages one by
+    one (tmpfs counts pages per CPU and lets a few more through near the limit).
+    Returns the filler's directory: remove it to give the space back."""
+    filler = os.path.join(str(directory), "filler")
+    os.mkdir(filler)
+    with open(os.path.join(filler, "bulk"), "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+        except OSError as e:
+            assert e.errno == errno.ENOSPC
+    failures = 0
+    for n in itertools.count():
+        try:
+            with open(os.path.join(filler, "page-%d" % n), "wb", buffering=0) as f:
+                f.write(b"\0" * 4096)
+        except OSError:
+            failures += 1
+            if failures == 8:
+                return filler
+
+
+def as_nobody(argv, keep_root_fs=False):
+    """Run the CLI's main() in a forked child acting as user nobody: (exit code,
+    stderr).  With `keep_root_fs` only the effective uid changes and the
+    filesystem uid stays root, so file permissions do not stop the child."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status and stderr
+        code = 99
+        try:
+            sys.stderr = os.fdopen(write_end, "w")
+            if keep_root_fs:
+                os.setegid(NOBODY)
+                os.seteuid(NOBODY)
+                ctypes.CDLL(None).setfsuid(0)
+            else:
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+            os.environ["HARNESSCTL_TIMEOUT"] = "2"
+            from harnessctl import cli
+
+            code = cli.main(argv)
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as f:
+        err = f.read().decode("utf-8", "replace")
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status), status
+    return os.WEXITSTATUS(status), err

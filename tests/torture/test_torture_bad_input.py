@@ -9,8 +9,8 @@ import pathlib
 import signal
 
 import pytest
+from badinput import existing, foreign_text, new_path, snapshot_files, with_pending_request, with_question
 from cliutil import cli_env, ok, run, runtime_pids, wait_for
-from test_bad_input import existing, foreign_text, new_path, snapshot_files, with_pending_request, with_question
 from torture_support import of_kind, one_clear_line, tmpfs
 
 pytestmark = pytest.mark.torture
@@ -162,7 +162,7 @@ def test_send_in_a_read_only_directory_exits_2_even_as_root(read_only_dir):
 
 
 def test_the_matrix_and_this_file_hold_at_least_30_cases():
-    from test_bad_input import CASES as BASE
+    from badinput import CASES as BASE
 
     assert not set(BASE) & set(CASES), "extend, never duplicate"
     assert len(BASE) + len(CASES) >= 30

@@ -8,8 +8,6 @@ runtime (which ignores SIGXFSZ)."""
 
 from __future__ import annotations
 
-import errno
-import itertools
 import os
 import pathlib
 import resource
@@ -18,7 +16,7 @@ import signal
 
 import pytest
 from cliutil import ROOT, cli_env, events, of_type, ok, run, runtime_pids, wait_for, wait_results
-from torture_support import check, one_clear_line, settle, status_of, tmpfs
+from torture_support import check, fill, one_clear_line, settle, status_of, tmpfs
 
 pytestmark = pytest.mark.torture
 
@@ -30,29 +28,6 @@ def tiny_fs(workdir):
     """A 512 KiB tmpfs under the test directory; skipped where mount is not allowed."""
     with tmpfs(str(workdir / "fs"), "size=512k,mode=0755") as mountpoint:
         yield pathlib.Path(mountpoint)
-
-
-def fill(directory):
-    """Write filler until the filesystem is full, then take the last pages one by
-    one (tmpfs counts pages per CPU and lets a few more through near the limit).
-    Returns the filler's directory: remove it to give the space back."""
-    filler = os.path.join(str(directory), "filler")
-    os.mkdir(filler)
-    with open(os.path.join(filler, "bulk"), "wb", buffering=0) as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-        except OSError as e:
-            assert e.errno == errno.ENOSPC
-    failures = 0
-    for n in itertools.count():
-        try:
-            with open(os.path.join(filler, "page-%d" % n), "wb", buffering=0) as f:
-                f.write(b"\0" * 4096)
-        except OSError:
-            failures += 1
-            if failures == 8:
-                return filler
 
 
 def test_disk_full_send_exits_nonzero_with_a_clear_line_and_no_torn_line(tiny_fs):

@@ -277,7 +277,7 @@ def test_a_corrupt_snapshot_body_is_rebuilt_from_the_event_file(damage, efile):
 
 
 def test_a_first_send_on_a_full_disk_says_so_and_leaves_no_empty_session(workdir):
-    from test_torture_disk import fill
+    from torture_support import fill
 
     with tmpfs(str(workdir / "fs"), "size=256k,mode=0755") as mountpoint:
         filler = fill(mountpoint)
@@ -296,7 +296,7 @@ def test_a_first_send_on_a_full_disk_says_so_and_leaves_no_empty_session(workdir
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
 def test_an_unreadable_directory_on_the_way_exits_2_not_4(workdir):
     """As user nobody, behind a directory nobody may not search."""
-    from test_torture_security import as_nobody
+    from torture_support import as_nobody
 
     os.chmod(str(workdir), 0o755)
     closed = workdir / "closed"

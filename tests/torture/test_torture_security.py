@@ -7,19 +7,16 @@ network port, and no shell ever sees user text."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import stat
-import sys
 
 import pytest
 from cliutil import ROOT, cli_env, ok, run, runtime_pids, wait_for
-from torture_support import check, of_kind, status_of, wait_results
+from torture_support import as_nobody, check, of_kind, status_of, wait_results
 
 pytestmark = pytest.mark.torture
 
 MOCK = ("--adapter", "mock")
-NOBODY = 65534
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
 
 
@@ -72,39 +69,6 @@ def test_nothing_listens_on_a_network_port(efile):
     ok("cancel", efile)
     wait_results(efile, 1)
     check(efile)
-
-
-def as_nobody(argv, keep_root_fs=False):
-    """Run the CLI's main() in a forked child acting as user nobody: (exit code,
-    stderr).  With `keep_root_fs` only the effective uid changes and the
-    filesystem uid stays root, so file permissions do not stop the child."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports through its exit status and stderr
-        code = 99
-        try:
-            sys.stderr = os.fdopen(write_end, "w")
-            if keep_root_fs:
-                os.setegid(NOBODY)
-                os.seteuid(NOBODY)
-                ctypes.CDLL(None).setfsuid(0)
-            else:
-                os.setgroups([])
-                os.setgid(NOBODY)
-                os.setuid(NOBODY)
-            os.environ["HARNESSCTL_TIMEOUT"] = "2"
-            from harnessctl import cli
-
-            code = cli.main(argv)
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as f:
-        err = f.read().decode("utf-8", "replace")
-    _, status = os.waitpid(pid, 0)
-    assert os.WIFEXITED(status), status
-    return os.WEXITSTATUS(status), err
 
 
 @as_root

@@ -3,8 +3,7 @@ module of harnessctl/ or adapters/ at most 400 lines, a class at most 250, a
 function at most 60.  An adapter's wire module (the pure mappings of a wide
 protocol) is excepted by name and says why in its docstring.  What is over a
 limit today is listed in OVER with the way down; a listed part that fits
-now fails too, so the list only shrinks.  The tests keep their helpers in
-tests/support/, so that the top of tests/ stays a list of suites."""
+now fails too, so the list only shrinks."""
 
 from __future__ import annotations
 
@@ -70,9 +69,3 @@ def test_a_wire_module_over_the_limit_says_why_in_its_docstring(path):
         doc = ast.get_docstring(ast.parse(f.read())) or ""
     assert "Over 400 lines because" in doc
 
-
-def test_the_tests_folder_holds_the_suites_and_their_support_alone():
-    """Helpers go in tests/support/: at most 12 entries at the top of tests/, each a folder but conftest.py."""
-    top = sorted(name for name in os.listdir(os.path.join(ROOT, "tests")) if not name.startswith((".", "__")))
-    assert len(top) <= 12 and all(os.path.isdir(os.path.join(ROOT, "tests", name)) for name in top
-                                  if name != "conftest.py"), top

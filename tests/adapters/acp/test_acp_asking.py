@@ -5,7 +5,7 @@ claude-agent-acp 0.101.0)."""
 
 from __future__ import annotations
 
-from test_acp_backend import agent_asks, answer_to, frames, ready_agent, respond
+from acp_support.replaybed import agent_asks, answer_to, frames, ready_agent, respond
 
 from adapters.acp import asking, wire
 from harnessctl.kit.backend import Input

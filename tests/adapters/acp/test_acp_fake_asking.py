@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
+from acp_support.fakeagent import Agent
 from cliutil import of_type, ok, wait_for
-from test_acp_fake import Agent
 
 EVERYTHING = ("--mode", "full", "--allow", "*")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, List, Tuple
 
-from test_acp_backend import agent_asks, agent_says, frames, ready_agent, respond
+from acp_support.replaybed import agent_asks, agent_says, frames, ready_agent, respond
 
 from adapters.acp import backend as acp
 from adapters.acp import wire

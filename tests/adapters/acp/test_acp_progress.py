@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
+from acp_support.fakeagent import Agent
 from cliutil import matching, run
-from test_acp_fake import Agent
 
 
 def test_a_send_to_an_agent_that_makes_no_progress_says_why_on_stderr_and_fails_at_the_limit(workdir):
