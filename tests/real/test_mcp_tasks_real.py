@@ -30,7 +30,7 @@ from mcp_support.clients import (
     codex_modern_features,
     codex_server_table,
 )
-from test_mcp_real import (
+from mcp_support.realbed import (
     StepResponses,
     check_real_sub_session,
     check_sub_session,

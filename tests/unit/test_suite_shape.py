@@ -12,10 +12,7 @@ import os
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TESTS = os.path.join(ROOT, "tests")
 STILL = {  # a test module that imports others: what it takes, to move to tests/support/
-    "tests/real/test_mcp_tasks_real.py": "test_mcp_real's scripted steps",
     "tests/real/test_acp_claims.py": "the proofs of four real modules, read from their parametrize marks",
-    "tests/adapters/codex/test_codex_manifest.py": "the tests that back each claimed capability, by name",
-    "tests/adapters/claudecode/test_claudecode_manifest.py": "the tests that back each claimed capability, by name",
 }
 
 
