@@ -10,6 +10,7 @@ Each part is given only what it needs, and none knows `Runtime`:
 
 * loop.py: the one thread everything runs on, and its timers;
 * server.py: the socket, one thread per command, and their reply slots;
+* requests.py: each command's request handed to the part that serves it;
 * writer.py: the critical writes, the disk-full queue, the logs;
 * watches.py: the `wait` commands held open;
 * lifetime.py: when the runtime ends by itself, and the file it leaves;
@@ -27,11 +28,11 @@ Its process's start-up, from exec to `serve`, is main.py.
 from __future__ import annotations
 
 from .. import knobs
-from ..binding import check_binding, read_send_request
+from ..binding import check_binding
 from ..errors import HarnessctlError, UnavailableError
 from ..eventfile import snapshot
 from ..eventfile.eventlog import EventLog, timestamp
-from ..eventfile.state import LOST, close_open_work, status_line, status_report
+from ..eventfile.state import LOST, close_open_work, status_report
 from ..kit.backend import Input
 from ..store import pidfile, registry, trusted
 from ..store.address import Address
@@ -40,6 +41,7 @@ from .host import AdapterHost, new_id
 from .lifetime import Lifetime, close_file
 from .loop import Loop
 from .replies import Replies
+from .requests import Requests
 from .sends import Sends
 from .server import CommandServer, Waiter
 from .spending import Spending
@@ -49,7 +51,7 @@ from .writer import EventWriter
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Tuple
+    from typing import Any, Dict, Optional, Tuple
 
     from .runtimelog import RuntimeLog
 
@@ -70,7 +72,6 @@ class Runtime:
         self.conv = snapshot.load(addr)[0]
         self.writer = EventWriter(EventLog(event_fd, addr.path, self.conv.seq), self.conv, self.loop.call_later,
                                   self.debug)
-        self.server = CommandServer(sock, addr.socket, self.timeout, self._submit, self.debug)
         self.watches = Watches(self.conv, self.writer, self.status)
         self.supervisor = Supervisor(self, self.loop, addr.sidecar, addr.harness_pid, log.write)
         self.host = AdapterHost(self.conv, self.writer, self.loop, self.supervisor, binding["adapter"], self)
@@ -82,6 +83,9 @@ class Runtime:
         self.replies = Replies(self.conv, self.writer, self.supervisor, self.host, self.loop,
                                (addr.path, addr.sidecar), self.debug)
         self.spending = Spending(self.conv, addr, self.debug)
+        requests = Requests(addr.path, self.writer.events, self.loop, self.sends, self.replies, self.watches, self,
+                            self.debug)
+        self.server = CommandServer(sock, addr.socket, self.timeout, requests.submit, self.debug)
         self.lifetime = Lifetime(knobs.seconds(env, "HARNESSCTL_IDLE_TIMEOUT", 60.0), addr, self.writer.events,
                                  self.server, self.loop, self.shutdown, self.watches.drop_hung_up)
         self.stopping = False
@@ -126,51 +130,15 @@ class Runtime:
 
     # -- commands -------------------------------------------------------------
 
-    def _submit(self, request: List[str], waiter: Waiter) -> None:
-        """From a handler thread: run the command on the loop thread."""
-        self.loop.post(lambda: self._dispatch(request, waiter), owner=waiter)
-
-    def _dispatch(self, request: List[str], waiter: Waiter) -> None:
-        """Fields as ipc.py encodes them: send/VERSION and named fields (binding.send_request) | status |
-        cancel [INPUT_ID] | reply ID ANSWER |
-        wait INPUT_ID (empty: the conversation) [notes] [now]."""
-        op = request[0]
-        if self.writer.events.replaced():
-            waiter.retry()  # a new runtime serves the file now at the path (or refuses a foreign one)
-            self.shutdown("the event file was removed or replaced")
-            return
-        try:
-            if op.partition("/")[0] == "send":
-                text, schema, wanted, deliver = read_send_request(request, self.addr.path)
-                check_binding(self.binding, wanted)
-                item = Input(new_id(), text, self.sends.schema(schema, self.binding, hold=deliver is not None))
-                self.binding = self.spending.rebind(self.binding, wanted)  # the one place the binding changes
-                self.spending.check(self.binding)
-                if deliver == "interrupt":
-                    self._cancel(item.input_id)  # what runs and what is held ends; this input starts the next run
-                self.sends.add(item, waiter, hold=deliver is not None)
-            elif op == "status":
-                waiter.ok(status_line(self.status()))
-            elif op == "cancel" and len(request) == 1:
-                self._cancel()
-                waiter.ok()
-            elif op == "cancel" and len(request) == 2:
-                self.sends.revoke(request[1])
-                waiter.ok()
-            elif op == "reply" and len(request) == 3:
-                self.replies.reply(request[1], request[2])
-                waiter.ok()
-            elif op == "wait" and len(request) >= 2 and set(request[2:]) <= {"notes", "now"}:
-                self.watches.add(request[1] or None, waiter, "notes" in request[2:], "now" in request[2:])
-            else:
-                waiter.fail(HarnessctlError("malformed request %r" % op))
-        except HarnessctlError as e:
-            waiter.fail(e)
-        except Exception as e:
-            import traceback
-
-            self.debug("error handling %s:\n%s" % (op, traceback.format_exc()))
-            waiter.fail(HarnessctlError("internal error in the runtime: %s" % e))
+    def send(self, text: str, schema: str, wanted: Dict[str, Any], deliver: Optional[str], waiter: Waiter) -> None:
+        """A send: checked against the binding, which only its limits may change."""
+        check_binding(self.binding, wanted)
+        item = Input(new_id(), text, self.sends.schema(schema, self.binding, hold=deliver is not None))
+        self.binding = self.spending.rebind(self.binding, wanted)  # the one place the binding changes
+        self.spending.check(self.binding)
+        if deliver == "interrupt":
+            self.cancel_run(item.input_id)  # what runs and what is held ends; this input starts the next run
+        self.sends.add(item, waiter, hold=deliver is not None)
 
     def status(self) -> Dict[str, Any]:
         last = self.supervisor.last_activity
@@ -217,9 +185,9 @@ class Runtime:
         """A run that spent the budget is interrupted at once, like a cancel."""
         if self.spending.usage_seen(run_id, usage, self.binding):
             # the adapter is reporting from inside one of its methods: it hears the cancel after it returned
-            self.loop.call_later(0, lambda: self._cancel() if run_id in self.conv.open_runs else None)
+            self.loop.call_later(0, lambda: self.cancel_run() if run_id in self.conv.open_runs else None)
 
-    def _cancel(self, interrupting: Optional[str] = None) -> None:
+    def cancel_run(self, interrupting: Optional[str] = None) -> None:
         """`cancel FILE`, the budget, or `send --interrupt` (`interrupting`: its input id)."""
         self.sends.drop_held(interrupting)
         self.cancel.request(sending=self.sends.in_flight is not None)
