@@ -223,12 +223,15 @@ def mcp_properties() -> Dict[str, Any]:
     return {field.name: field.mcp for field in FIELDS if field.mcp is not None}
 
 
+def flags_of(field: Field) -> Tuple[str, ...]:
+    """The send flags that give a field: the rules' are --allow and --deny."""
+    return RULE_FLAGS if field.name == "rules" else (field.flag,)
+
 
 def send_flags() -> Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]:
     """The send flags of the fields (commandtable.py): those that take a
     value, the switches and the repeatable ones (--allow, --deny for the rules)."""
-    repeated = tuple(flag for field in FIELDS if field.takes == REPEATED
-                     for flag in (RULE_FLAGS if field.name == "rules" else (field.flag,)))
+    repeated = tuple(flag for field in FIELDS if field.takes == REPEATED for flag in flags_of(field))
     return (tuple(field.flag for field in FIELDS if field.takes == VALUE),
             tuple(field.flag for field in FIELDS if field.takes == SWITCH), repeated)
 
@@ -245,7 +248,7 @@ def from_flags(options: Dict[str, str], rules: List[Tuple[str, str]]) -> Dict[st
     given: Dict[str, Any] = {}
     for field in FIELDS:
         if field.takes == REPEATED:
-            verbs = [flag[2:] for flag in (RULE_FLAGS if field.name == "rules" else (field.flag,))]
+            verbs = [flag[2:] for flag in flags_of(field)]
             pairs = [(verb, value) for verb, value in rules if verb in verbs]
             given[field.name] = (pairs if field.name == "rules" else [value for _, value in pairs]) or None
         elif field.flag in options:
