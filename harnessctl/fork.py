@@ -5,7 +5,7 @@ No runtime is involved.  The command only prepares NEWFILE: its binding (the
 source's), a copy of the source's conversation handle (the file the
 adapter's backend names in RESUME_FILE) as NEWFILE.d/fork-RESUME_FILE, and
 its first line, a `log` of kind `forked` saying from where.  The harness
-forks at NEWFILE's first start, natively (docs/PROTOCOL.md, section on fork).
+forks at NEWFILE's first start, natively (docs/PROTOCOL-COMMANDS.md section 22).
 Every refusal comes before anything is written, and FILE and FILE.d are only
 ever read.
 """

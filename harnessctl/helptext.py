@@ -214,7 +214,8 @@ options:
   --runs N        start at the last N runs (default: the last 20 runs found in
                   the file's last 8 MiB, so a long file's tail is quick)
   --follow        then print what is appended until Ctrl-C, like tail -F
-  --json          one JSON object per entry instead of text (docs/PROTOCOL.md section 16)
+  --json          one JSON object per entry instead of text (its fields:
+                  docs/PROTOCOL-COMMANDS.md section 16)
   --diff          show the unified diff under each file change
 
 knobs: NO_COLOR, HARNESSCTL_DEBUG

@@ -1,5 +1,5 @@
 """The notes a waiting `send --wait` / `wait` prints on stderr about the
-harness's warnings and retries (docs/PROTOCOL.md section 9).
+harness's warnings and retries (docs/PROTOCOL-COMMANDS.md section 9).
 
 A harness that cannot reach its model (no network, no login) retries on its
 own, for a long time or for ever; the waiter would sit in silence while only

@@ -1,4 +1,4 @@
-"""The one cleaner of everything harnessctl prints (docs/PROTOCOL.md section 16).
+"""The one cleaner of everything harnessctl prints (docs/PROTOCOL-COMMANDS.md section 16).
 
 Text from the event file is the agent's: a control character in it could
 move the cursor, retitle the terminal or set the clipboard (OSC 52), a bidi

@@ -1,4 +1,4 @@
-"""Checking a `reply` ANSWER against the request it answers (docs/PROTOCOL.md section 8).
+"""Checking a `reply` ANSWER against the request it answers (docs/PROTOCOL-COMMANDS.md section 8).
 
 The runtime validates every answer here before an adapter sees it, so all
 adapters refuse the same bad answers with the same exit code.

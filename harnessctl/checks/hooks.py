@@ -9,8 +9,7 @@ would (shlex) and run without one.  How the runtime runs it: hookrunner.py
 A hook runs as the user, so the agent must not be able to rewrite what it
 runs: the first send resolves its program (and an interpreter's script) to
 an absolute path, against the sender's directory and PATH, records it
-so, and refuses one that lies inside the bound cwd (docs/PROTOCOL.md
-section 19)."""
+so, and refuses one that lies inside the bound cwd (docs/PROTOCOL-POLICY.md section 19)."""
 
 from __future__ import annotations
 

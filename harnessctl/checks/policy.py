@@ -1,6 +1,6 @@
 """The permission policy bound to a session: `--mode` and the `--allow`/`--deny`
 rules the runtime applies to each permission request as it arrives
-(docs/PROTOCOL.md, "Permission policy").
+(docs/PROTOCOL-POLICY.md section 17).
 
 A rule is `KIND[:PATTERN]`: KIND a tool kind of the activity vocabulary or
 `*`, PATTERN a shell glob (fnmatch) matched against what the request is

@@ -1,6 +1,6 @@
 """The event file: locked, fsynced appends of critical events; cheap merged logs.
 
-Durability split (docs/PROTOCOL.md section 5): `accepted`, `message`, `request` and
+Durability split (docs/PROTOCOL-SESSION.md section 5): `accepted`, `message`, `request` and
 `result` are written with one write() under an exclusive flock and fsynced
 before the caller goes on; `log` lines are buffered, merged and written without
 fsync, and a failed log write never fails the work.
@@ -37,7 +37,7 @@ def timestamp(now: Optional[float] = None) -> str:
 # Characters JSON lets a string hold raw that a terminal acts on: C1 controls,
 # bidi marks, embeddings, overrides and isolates, and the Unicode line and
 # paragraph separators.  The file holds them escaped (`\\u0085`): the same JSON
-# value, but `tail -F FILE` shows six harmless characters (docs/PROTOCOL.md section 4).
+# value, but `tail -F FILE` shows six harmless characters (docs/PROTOCOL-SESSION.md section 4).
 UNSAFE = re.compile("[\x80-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 # What a value the encoder cannot take raises: an integer of more than 4300
 # digits (ValueError), nesting too deep (RecursionError), a non-JSON type.

@@ -115,7 +115,7 @@ class Conversation:
         return bool(self.open_inputs or self.open_runs or self.pending)
 
     def status(self, cancelling: bool = False) -> Dict[str, Any]:
-        """The conversation part of `status` (docs/PROTOCOL.md section 7)."""
+        """The conversation part of `status` (docs/PROTOCOL-COMMANDS.md section 7)."""
         if cancelling and self.is_busy():
             state = "cancelling"
         elif self.pending:

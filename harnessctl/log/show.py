@@ -1,7 +1,6 @@
 """`harnessctl log`: open the event file, print the part to show
 (window.py finds it, printer.py folds and prints it), and with
---follow keep printing what is appended, like `tail -F` (docs/PROTOCOL.md
-section 16).
+--follow keep printing what is appended, like `tail -F` (docs/PROTOCOL-COMMANDS.md section 16).
 
 Read-only: only the event file is read, never the sidecar or the runtime, so
 it works on any adapter's file and after the runtime is gone.

@@ -1,6 +1,6 @@
 """Events -> transcript entries: what `harnessctl log` shows, as plain data.
 
-A pure fold (docs/PROTOCOL.md section 16): `Transcript.add` takes one event
+A pure fold (docs/PROTOCOL-COMMANDS.md section 16): `Transcript.add` takes one event
 (or one unreadable line) at a time and keeps one entry per thing a person
 reads — an input, a message, a tool call, a file change, a plan, a request, a
 result — keyed by its id, so that a later snapshot (a `message` with the same

@@ -1,5 +1,5 @@
 """Which part of an event file `harnessctl log` shows: the byte offset of
-its first line (docs/PROTOCOL.md section 16).
+its first line (docs/PROTOCOL-COMMANDS.md section 16).
 
 A long file is never read whole unless asked (`--since 1`): `--since SEQ`
 bisects on byte offsets (seq grows with the offset), `--runs N` and the

@@ -1,5 +1,5 @@
 """The `outputSchema` of each tool: a JSON Schema of the structuredContent
-its results carry (docs/PROTOCOL.md section 21), built from the tables the
+its results carry (docs/PROTOCOL-MCP.md section 21), built from the tables the
 results are built from, so a new outcome, bound field or event field shows
 in the schema without an edit here: the outcomes and their exit codes
 (commands.OUTCOME_CODES), the fields a status line shows of the binding

@@ -1,4 +1,4 @@
-"""`harnessctl mcp`: the commands as an MCP server over stdio (docs/PROTOCOL.md
+"""`harnessctl mcp`: the commands as an MCP server over stdio (docs/PROTOCOL-MCP.md
 section 21), for agents that take their tools from an MCP client.
 
 JSON-RPC 2.0, one message per line, in both protocol lines (protocol.py:

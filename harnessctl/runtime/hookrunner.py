@@ -1,6 +1,6 @@
 """How the runtime runs the hooks (hooks.py) a file is bound to.
 
-The runtime runs hooks fire-and-forget (docs/PROTOCOL.md, section 19): its
+The runtime runs hooks fire-and-forget (docs/PROTOCOL-POLICY.md, section 19): its
 loop thread only hands the event line over; a worker thread per running hook
 starts it in a session of its own, writes the line to its stdin and waits for
 it, at most HARNESSCTL_HOOK_TIMEOUT seconds, after which its whole process

@@ -1,4 +1,4 @@
-"""Answering the harness's requests (docs/PROTOCOL.md section 8): a `reply`
+"""Answering the harness's requests (docs/PROTOCOL-COMMANDS.md section 8): a `reply`
 command's answer, checked by answers.py, or the bound policy's (policy.py).
 Either is in the event file before the harness hears it: `reply` exits 0
 only once its answer is on disk.  Kept by the runtime, on its loop thread."""

@@ -1,1 +1,1 @@
-"""`harnessctl serve`: the fleet and its sessions in a browser (docs/PROTOCOL.md section 24)."""
+"""`harnessctl serve`: the fleet and its sessions in a browser (docs/PROTOCOL-SERVE.md section 24)."""

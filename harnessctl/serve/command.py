@@ -1,5 +1,5 @@
 """`harnessctl serve [DIR|FILE]... [--port N] [--host ADDR]`: the fleet page
-on one port, until interrupted (docs/PROTOCOL.md section 24)."""
+on one port, until interrupted (docs/PROTOCOL-SERVE.md section 24)."""
 
 from __future__ import annotations
 
@@ -54,8 +54,8 @@ def serve_fleet(args: List[str], port: str, host: str, emit: Callable[[str], Non
 
 def _not_there_yet(arg: str) -> bool:
     """Whether `arg` is a FILE that does not exist yet.  One is served on
-    purpose: its row shows once a send creates it (docs/PROTOCOL.md section
-    24).  But it is also what a mistyped folder looks like (`serve ~/agnet`),
+    purpose: its row shows once a send creates it (docs/PROTOCOL-SERVE.md
+    section 24).  But it is also what a mistyped folder looks like (`serve ~/agnet`),
     so serve_fleet warns of it.  A FILE whose folder is missing too no send
     can create (send refuses it): exit 4, as a missing DIR/ is."""
     if is_remote(arg) or arg.endswith("/"):  # asked on its machine; a DIR/ is Fleet.look's error

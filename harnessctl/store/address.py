@@ -1,6 +1,6 @@
 """Where a session lives: the event file's real path and its `FILE.d/` sidecar.
 
-The path IS the session (docs/PROTOCOL.md section 3), so everything private to a
+The path IS the session (docs/PROTOCOL-SESSION.md section 3), so everything private to a
 session is derived from it here and nowhere else.
 """
 

@@ -1,6 +1,6 @@
 """Budgets: `send --max-tokens N` and `--max-cost-usd X`, bound to the file and
 enforced by the runtime, black-box through the CLI with the mock adapter
-(docs/PROTOCOL.md section 20; the mock's `/usage IN OUT` reports tokens as a
+(docs/PROTOCOL-COMMANDS.md section 20; the mock's `/usage IN OUT` reports tokens as a
 harness does).  The real codex and Claude are in test_budget_real.py."""
 
 from __future__ import annotations

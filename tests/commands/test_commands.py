@@ -1,4 +1,5 @@
-"""The commands, black-box through the CLI with the mock adapter (docs/PROTOCOL.md sections 2, 6, 7, 8, 14)."""
+"""The commands, black-box through the CLI with the mock adapter (docs/PROTOCOL.md sections 2 and 14,
+docs/PROTOCOL-COMMANDS.md sections 6 to 8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hooks: `send --on-request CMD` / `--on-result CMD` (docs/PROTOCOL.md section 19), black-box through
+"""Hooks: `send --on-request CMD` / `--on-result CMD` (docs/PROTOCOL-POLICY.md section 19), black-box through
 the CLI with the mock adapter, with the recording hook of hookutil.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`harnessctl log`: the session as people read it (docs/PROTOCOL.md section 16).
+"""`harnessctl log`: the session as people read it (docs/PROTOCOL-COMMANDS.md section 16).
 
 Black-box through the CLI: mostly on files the mock writes, plus hand-written
 files for what no adapter writes on purpose (torn lines, unknown kinds, every

@@ -1,5 +1,5 @@
 """`harnessctl mcp` over a pipe: the MCP server a client starts, spoken to
-line by line as a client would (docs/PROTOCOL.md section 21), with the mock
+line by line as a client would (docs/PROTOCOL-MCP.md section 21), with the mock
 adapter behind it."""
 
 from __future__ import annotations

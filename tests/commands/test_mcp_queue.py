@@ -1,6 +1,6 @@
 """The MCP tools' `queue`, `interrupt` (send) and `input_id` (cancel): the
 same as `send --queue`, `send --interrupt` and `cancel FILE INPUT_ID`
-(docs/PROTOCOL.md sections 6 and 8), over a pipe with the mock adapter."""
+(docs/PROTOCOL-COMMANDS.md sections 6 and 8), over a pipe with the mock adapter."""
 
 from __future__ import annotations
 

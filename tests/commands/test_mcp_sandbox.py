@@ -1,6 +1,7 @@
 """`harnessctl mcp --sandbox` and the send tool's `sandbox`: a box an MCP
 caller asks for, or one the operator's server puts on every file a call
-binds, which no call can turn off (docs/PROTOCOL.md sections 11 and 21)."""
+binds, which no call can turn off (docs/PROTOCOL-POLICY.md section 11,
+docs/PROTOCOL-MCP.md section 21)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`harnessctl mcp` under MCP 2026-07-28 and its Tasks extension
-(docs/PROTOCOL.md section 21): server/discover, requests that each carry
+(docs/PROTOCOL-MCP.md section 21): server/discover, requests that each carry
 their revision, and a run as a task its caller polls, answers and cancels."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The permission policy: `--mode`, `--allow`/`--deny` rules and `--policy FILE`,
-black-box through the CLI with the mock adapter (docs/PROTOCOL.md, "Permission policy")."""
+black-box through the CLI with the mock adapter (docs/PROTOCOL-POLICY.md section 17)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`send --sandbox`, black-box through the CLI with the mock adapter: what is
 bound and shown, what is refused before anything starts, and that a runtime
 answers no request without the proof (docs/OPERATIONS.md, "The box";
-docs/PROTOCOL.md section 11).  What the box keeps an agent from doing is
+docs/PROTOCOL-POLICY.md section 11).  What the box keeps an agent from doing is
 proved by tests/commands/test_sandbox_hostile.py and the real agents."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""`send --queue`, `send --interrupt` and `cancel FILE INPUT_ID` (docs/PROTOCOL.md
-section 6): how a caller's words land in a busy session, black-box through the
-CLI with the mock adapter.  What the harness saw is its transcript
+"""`send --queue`, `send --interrupt` and `cancel FILE INPUT_ID` (docs/PROTOCOL-COMMANDS.md
+section 6): how a caller's words land in a busy session, black-box through the CLI
+with the mock adapter.  What the harness saw is its transcript
 (FILE.d/mock-transcript.jsonl: the inputs of each finished turn)."""
 
 from __future__ import annotations

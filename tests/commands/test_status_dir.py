@@ -1,5 +1,5 @@
 """`status DIR`: a directory stands for the event files directly in it
-(docs/PROTOCOL.md section 7), black-box through the CLI and the MCP status
+(docs/PROTOCOL-COMMANDS.md section 7), black-box through the CLI and the MCP status
 tool with the mock adapter."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`status FILE...` and `wait --any FILE...`: many sessions at once
-(docs/PROTOCOL.md sections 7 and 9), black-box through the CLI with the mock
+(docs/PROTOCOL-COMMANDS.md sections 7 and 9), black-box through the CLI with the mock
 adapter."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Structured answers: `send --schema FILE` and the result's `output_json`,
-black-box through the CLI with the mock adapter (docs/PROTOCOL.md section 18).
+black-box through the CLI with the mock adapter (docs/PROTOCOL-COMMANDS.md section 18).
 The real codex and Claude are in test_codex_real.py and test_claudecode_real.py."""
 
 from __future__ import annotations

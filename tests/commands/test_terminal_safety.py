@@ -1,4 +1,4 @@
-"""Nothing an agent writes drives the reader's terminal (docs/PROTOCOL.md section 16).
+"""Nothing an agent writes drives the reader's terminal (docs/PROTOCOL-COMMANDS.md section 16).
 
 Every string harnessctl prints goes through one cleaner (harnessctl/visible.py):
 control characters, bidi overrides, line separators and zero-width characters

@@ -1,5 +1,5 @@
 """`send --wait`, `--print-id` and `wait`: a script gets the answer to ITS input
-with one command (docs/PROTOCOL.md section 9), black-box through the CLI with
+with one command (docs/PROTOCOL-COMMANDS.md section 9), black-box through the CLI with
 the mock adapter."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`send --wait` and `wait` say the harness's warnings and retries on stderr
 while they wait, one line each, once per kind, each as it comes; stdout stays
-the answer alone (docs/PROTOCOL.md section 9).  Black-box through the CLI with
+the answer alone (docs/PROTOCOL-COMMANDS.md section 9).  Black-box through the CLI with
 the mock's `/warning SOURCE TEXT` directive; the once-per-kind rule on
 harnessctl.notes itself."""
 

@@ -1,5 +1,5 @@
 """The contract ships with the repository: whoever clones it finds every
-document the code and the docs point at (docs/PROTOCOL.md and its sections,
+document the code and the docs point at (docs/PROTOCOL.md, the pages it lists and their sections,
 the files README.md and EVENT.md link to), and nothing points at material a
 user does not have."""
 
@@ -15,6 +15,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROTOCOL = os.path.join(ROOT, "docs", "PROTOCOL.md")
+# docs/PROTOCOL.md and the pages of its parts, docs/PROTOCOL-COMMANDS.md and the like
+PROTOCOL_PAGE = r"PROTOCOL(?:-[A-Z]+)?\.md"
 STANDIN = os.path.join(ROOT, "adapters", "mock", "standin.py")
 THIS = os.path.relpath(os.path.abspath(__file__), ROOT)
 
@@ -22,12 +24,13 @@ THIS = os.path.relpath(os.path.abspath(__file__), ROOT)
 # so that this file, which only forbids them, does not mention them itself).
 SHARED = "sh" + "ared"
 OUTSIDE = ("../" + SHARED, SHARED + "/PROTOCOL", "rese" + "arch/")
-# A mention that does not name docs/PROTOCOL.md: "PROTOCOL.md" without "docs/", or "PROTOCOL section N".
-BARE_PROTOCOL = re.compile(r"(?<!docs/)PROTOCOL\.md|\bPROTOCOL sections?\b")
-# A markdown link to it may show any text: [PROTOCOL.md](docs/PROTOCOL.md), or from docs/ (PROTOCOL.md)
-LINK_TO_PROTOCOL = re.compile(r"\[[^\]\n]*\]\([^)\s]*PROTOCOL\.md(?:#[^)\s]*)?\)")
-# "docs/PROTOCOL.md section 3", "docs/PROTOCOL.md sections 2, 6 and 14", "… sections 3 to 5"
-CITATION = re.compile(r"docs/PROTOCOL\.md,?\s+sections?\s+(\d+(?:(?:\s*,\s*|\s+and\s+|\s+to\s+|\s*-\s*)\d+)*)")
+# A mention that does not name its page under docs/: "PROTOCOL.md" without "docs/", or "PROTOCOL section N".
+BARE_PROTOCOL = re.compile(r"(?<![\w/-])" + PROTOCOL_PAGE + r"|\bPROTOCOL sections?\b")
+# A markdown link to a page may show any text: [PROTOCOL.md](docs/PROTOCOL.md), or from docs/ (PROTOCOL.md)
+LINK_TO_PROTOCOL = re.compile(r"\[[^\]\n]*\]\([^)\s]*" + PROTOCOL_PAGE + r"(?:#[^)\s]*)?\)")
+# "docs/PROTOCOL-SESSION.md section 3", "docs/PROTOCOL.md sections 2, 6 and 14", "… sections 3 to 5"
+CITATION = re.compile(r"docs/(" + PROTOCOL_PAGE + r"),?\s+sections?\s+"
+                      r"(\d+(?:(?:\s*,\s*|\s+and\s+|\s+to\s+|\s*-\s*)\d+)*)")
 LINK = re.compile(r"\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
 CODE_SPAN = re.compile(r"`[^`\n]*`")
@@ -71,20 +74,30 @@ def tracked_texts():
             yield relpath, text
 
 
-def protocol_sections():
+def protocol_pages():
+    """The contract's pages: docs/PROTOCOL.md and every page it links to by name."""
     with open(PROTOCOL, encoding="utf-8") as f:
-        return {int(m.group(1)) for m in re.finditer(r"^## (\d+)\. \S", f.read(), re.M)}
+        return ["PROTOCOL.md"] + sorted(set(re.findall(r"\]\((PROTOCOL-[A-Z]+\.md)\)", f.read())))
+
+
+def protocol_sections():
+    """{(page, section number)} of every numbered section of the contract's pages."""
+    found = set()
+    for name in protocol_pages():
+        with open(os.path.join(ROOT, "docs", name), encoding="utf-8") as f:
+            found.update((name, int(m.group(1))) for m in re.finditer(r"^## (\d+)\. \S", f.read(), re.M))
+    return found
 
 
 def cited_sections(text):
-    """Every section number cited as "docs/PROTOCOL.md section(s) …" (ranges expanded)."""
+    """Every (page, section number) cited as "docs/PROTOCOL-PART.md section(s) …" (ranges expanded)."""
     cited = set()
     for m in CITATION.finditer(text):
-        spec = m.group(1)
-        numbers = [int(n) for n in re.findall(r"\d+", spec)]
-        cited.update(numbers)
+        name, spec = m.groups()
+        numbers = {int(n) for n in re.findall(r"\d+", spec)}
         for low, high in re.findall(r"(\d+)\s*(?:to|-)\s*(\d+)", spec):
-            cited.update(range(int(low), int(high) + 1))
+            numbers.update(range(int(low), int(high) + 1))
+        cited.update((name, n) for n in numbers)
     return cited
 
 
@@ -111,10 +124,15 @@ def link_documents():
 # -- the contract is in the repository -------------------------------------------
 
 
-def test_the_protocol_document_is_in_the_repository_with_numbered_sections():
-    assert os.path.isfile(PROTOCOL)
-    sections = protocol_sections()
-    assert sections and sections == set(range(1, max(sections) + 1)), sorted(sections)
+def test_the_protocol_pages_are_in_the_repository_with_sections_numbered_across_them():
+    assert os.path.isfile(PROTOCOL) and len(protocol_pages()) > 1
+    numbers = sorted(n for _, n in protocol_sections())
+    assert numbers == list(range(1, len(numbers) + 1)), numbers
+
+
+def test_no_page_of_the_protocol_is_over_40_kb():
+    sizes = {name: os.path.getsize(os.path.join(ROOT, "docs", name)) for name in protocol_pages()}
+    assert all(size <= 40 * 1024 for size in sizes.values()), sizes
 
 
 def test_no_tracked_file_points_at_material_outside_the_repository():
@@ -147,19 +165,20 @@ def test_every_cited_protocol_section_exists():
         missing = sorted(cited_sections(text) - sections)
         if missing:
             offenders[relpath] = missing
-    assert not offenders, "sections cited but not in docs/PROTOCOL.md: %s" % offenders
+    assert not offenders, "sections cited but not on the page named: %s" % offenders
 
 
 def test_a_citation_names_one_section_a_list_or_a_range():
-    assert cited_sections("see docs/PROTOCOL.md section 9.") == {9}
-    assert cited_sections("(docs/PROTOCOL.md sections 2, 6, 7 and 14)") == {2, 6, 7, 14}
-    assert cited_sections("docs/PROTOCOL.md sections 3 to 5") == {3, 4, 5}
+    assert cited_sections("see docs/PROTOCOL-COMMANDS.md section 9.") == {("PROTOCOL-COMMANDS.md", 9)}
+    assert cited_sections("(docs/PROTOCOL.md sections 2, 12 and 14)") == {("PROTOCOL.md", n) for n in (2, 12, 14)}
+    assert cited_sections("docs/PROTOCOL-SESSION.md sections 3 to 5") == {("PROTOCOL-SESSION.md", n) for n in (3, 4, 5)}
     assert cited_sections("PROTOCOL section 4") == set()
 
 
 def test_a_mention_without_docs_is_bare_and_a_link_to_docs_protocol_md_is_not():
-    assert bare_protocol_mentions("PROTOCOL section 4\ndocs/PROTOCOL.md section 4") == ["1: PROTOCOL section 4"]
+    assert bare_protocol_mentions("PROTOCOL section 4\ndocs/PROTOCOL-SESSION.md section 4") == ["1: PROTOCOL section 4"]
     assert bare_protocol_mentions("the contract is `PROTOCOL.md`") == ["1: the contract is `PROTOCOL.md`"]
+    assert bare_protocol_mentions("see PROTOCOL-MCP.md") == ["1: see PROTOCOL-MCP.md"]
     assert bare_protocol_mentions("the contract: [PROTOCOL.md](docs/PROTOCOL.md#2-the-commands)") == []
 
 
@@ -284,7 +303,7 @@ def test_the_acp_agents_page_installs_every_python_312_agent_with_a_python_312()
         assert "pipx install --python python3.12 " in rows[name], name
 
 
-# -- the rule recipes the docs teach (docs/PROTOCOL.md section 17) --
+# -- the rule recipes the docs teach (docs/PROTOCOL-POLICY.md section 17) --
 
 RECIPE_RULE = re.compile(r"(?<!/permission )command:(npm (?:test|run lint)[^'\"`\]\\\n]*)")  # not a mock directive
 # What "run the tests" and "run the lint" mean: with any arguments, and nothing that merely starts so.
@@ -292,7 +311,7 @@ INTENT = {"npm test": (["npm test", "npm test -- --watch"], ["npm testx", "npm r
           "npm run lint": (["npm run lint", "npm run lint -- --fix"], ["npm run lint-and-deploy", "npm test"])}
 
 
-@pytest.mark.parametrize("document", ["docs/RECIPES.md", "docs/MOCK.md", "docs/PROTOCOL.md"])
+@pytest.mark.parametrize("document", ["docs/RECIPES.md", "docs/MOCK.md", "docs/PROTOCOL-POLICY.md"])
 def test_every_npm_rule_a_recipe_teaches_allows_what_it_means_and_no_more(document, tmp_path):
     from harnessctl.checks import policy
 

@@ -3,7 +3,7 @@ figure (a number with its unit, about one subject) is the same wherever a page
 repeats it.  Copies drift: two knobs tables, two exit-code tables and two lists
 of the mock's directives had already come apart when this test was written.
 
-Three checks, each over README.md, EVENT.md and docs/*.md (fenced code left out):
+Four checks, each over README.md, EVENT.md and docs/*.md (fenced code left out):
 
 * Two tables on different pages with the same number of columns that share at
   least half the rows of the smaller one, by their first cell (`HARNESSCTL_TIMEOUT`,
@@ -13,6 +13,8 @@ Three checks, each over README.md, EVENT.md and docs/*.md (fenced code left out)
 * Each pinned package (`name@1.2.3`, or `` `name` 1.2.3 `` in a table) has one
   version, also where a page names it by its last part (`codex 0.171.0`): the
   one `.ci/run` installs.
+* No run of PROSE_RUN words is on two pages: a sentence said again elsewhere
+  is a fact written twice (say it where it belongs, link there).
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ FIGURES = {
     "HARNESSCTL_TIMEOUT's default": r"HARNESSCTL_TIMEOUT`(?: seconds)?(?: \(default |, | \| )(\d+)",
     "HARNESSCTL_HOOK_TIMEOUT's default": r"HARNESSCTL_HOOK_TIMEOUT`(?: seconds)?(?: \(default |, | \| )(\d+)",
 }
+# a sentence's worth: shorter runs are the shared phrases of a vocabulary (`idle`, `running`, …)
+PROSE_RUN = 12
 # `name@1.2.3` or, in a table, `` `name` 1.2.3 ``; and a bare `name 1.2.3` in prose
 PIN = re.compile(r"(@?[A-Za-z][\w./-]*)(?:@|` )(\d+\.\d+\.\d+)\b")
 BARE = re.compile(r"(?<![\w@/.-])([A-Za-z][\w.-]*) (\d+\.\d+\.\d+)\b")
@@ -104,7 +108,8 @@ def copied_tables(texts):
         for other, other_line, other_header, other_keys in every[n + 1:]:
             shared = set(keys) & set(other_keys)
             if (other != page and len(header) == len(other_header) and len(shared) >= 2
-                    and 2 * len(shared) >= min(len(set(keys)), len(set(other_keys)))):
+                    and 2 * len(shared) >= min(len(set(keys)), len(set(other_keys)))
+                    and (header[0] == other_header[0] or 2 * len(shared) >= max(len(set(keys)), len(set(other_keys))))):
                 copies.append("%s:%d and %s:%d (%s)" % (page, line, other, other_line, ", ".join(sorted(shared))))
     return copies
 
@@ -137,6 +142,18 @@ def versions(texts):
     return seen
 
 
+def repeated_prose(texts, length=PROSE_RUN):
+    """{run of `length` words: [pages]} of every run of words more than one page holds."""
+    seen = {}
+    for page, text in texts.items():
+        words = re.findall(r"[\w`'/-]+(?:\.[\w`'/-]+)*", text.lower())  # "file.d" a word, a full stop not
+        for i in range(len(words) - length + 1):
+            pages_of = seen.setdefault(" ".join(words[i:i + length]), [])
+            if page not in pages_of:
+                pages_of.append(page)
+    return {run: where for run, where in seen.items() if len(where) > 1}
+
+
 def differing(seen):
     return {subject: values for subject, values in seen.items() if len(values) > 1}
 
@@ -147,6 +164,12 @@ def differing(seen):
 def test_no_table_is_on_two_pages():
     copies = copied_tables(pages())
     assert not copies, "tables written twice (keep one, link to it):\n" + "\n".join(copies)
+
+
+def test_no_sentence_is_on_two_pages():
+    repeated = repeated_prose(pages())
+    assert not repeated, "said on two pages (keep one, link to it):\n" + "\n".join(
+        "%s: %s" % (", ".join(where), run) for run, where in sorted(repeated.items()))
 
 
 def test_every_figure_has_one_value_on_every_page():
@@ -189,6 +212,21 @@ def test_a_table_copied_to_another_page_is_found_even_drifted_or_renamed():
 def test_a_table_with_other_columns_about_the_same_things_is_another_table():
     presets = "| preset | install |\n|---|---|\n| `A` | npm i a |\n| `B` | npm i b |\n"
     assert copied_tables({"one.md": KNOBS_A, "two.md": presets}) == []
+
+
+def test_a_table_of_other_things_that_shares_a_few_names_is_another_table():
+    types = "| type | what |\n|---|---|\n| `a` | x |\n| `b` | y |\n| `c` | z |\n"
+    entries = "| entry | fields |\n|---|---|\n" + "".join("| `%s` | f |\n" % k for k in "abcdefgh")
+    assert copied_tables({"one.md": types, "two.md": entries}) == []
+
+
+def test_a_sentence_said_again_on_another_page_is_found_in_other_line_breaks_and_case():
+    one = "The runtime answers every connection it accepted\nbefore it exits, however late.\n"
+    two = "Note: the runtime answers every connection it accepted before it exits, however late!\n"
+    assert repeated_prose({"one.md": one, "two.md": two}) == {
+        "the runtime answers every connection it accepted before it exits however late": ["one.md", "two.md"]}
+    assert repeated_prose({"one.md": one + one}) == {}  # one page may repeat itself
+    assert repeated_prose({"one.md": one, "two.md": "The runtime answers every connection before it exits."}) == {}
 
 
 def test_a_pipe_inside_a_cell_and_a_table_in_code_are_not_cells_or_tables():

@@ -1,7 +1,7 @@
 """The permission policy with the REAL `claude` (2.1.332) on the loopback
 Messages mock, through the CLI: `send --mode` as Claude's --permission-mode,
 winning over the user's own HARNESSCTL_CLAUDE_ARGS, and `--allow`/`--deny`
-rules answering Claude's prompts (docs/PROTOCOL.md, "Permission policy").
+rules answering Claude's prompts (docs/PROTOCOL-POLICY.md section 17).
 
 The mock scripts the model's tool calls.
 """

@@ -1,4 +1,4 @@
-"""`send --queue`, `send --interrupt` and `cancel FILE INPUT_ID` (docs/PROTOCOL.md
+"""`send --queue`, `send --interrupt` and `cancel FILE INPUT_ID` (docs/PROTOCOL-COMMANDS.md
 sections 6 and 8) on the real codex 0.171.0 and Claude Code 2.1.332, each
 against its loopback mock model, which records every request: the contract is
 about which request of which run a text reaches, and the mock says so.

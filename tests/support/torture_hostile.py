@@ -47,7 +47,7 @@ CANCEL_GRACE = 1.0  # seconds, as the round sets the knob
 BEHAVIOURS = ("fs", "append", "escapes", "flood", "cancel", "junk", "state", "binding", "refused")
 TERMINAL = ("binding", "refused")  # a round ends with them: the file is unusable afterwards
 DOCUMENTED = {0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 130}  # docs/PROTOCOL.md section 15, less 1 (a bug or a disk error)
-# What no output for people may carry raw (docs/PROTOCOL.md section 16, issue 19 F5): C0 but
+# What no output for people may carry raw (docs/PROTOCOL-COMMANDS.md section 16, issue 19 F5): C0 but
 # newline and tab, DEL, C1, zero-width characters, U+2028/2029, bidi overrides and isolates.
 FORBIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200d\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]")
 TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

@@ -1,6 +1,6 @@
 """Torture scenario 6: torn tails, foreign writers, garbage and truncation (issue 5).
 
-Commands refuse or recover as docs/PROTOCOL.md sections 3 and 4 say and never change
+Commands refuse or recover as docs/PROTOCOL-SESSION.md sections 3 and 4 say and never change
 a byte of an existing line: a fragment left by someone else is terminated
 before the next append, lines that are not ours are skipped by every reader,
 and a truncated file is read up to its last complete line."""

@@ -1,6 +1,6 @@
 """The `mode` request kind, consent permissions and questions that offer
 options besides their fields: how the policy, a reply, `log` and the MCP
-server's elicitation treat them (docs/PROTOCOL.md section 8 and "Permission
+server's elicitation treat them (docs/PROTOCOL-COMMANDS.md section 8 and "Permission
 policy")."""
 
 from __future__ import annotations

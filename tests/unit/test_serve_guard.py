@@ -1,4 +1,4 @@
-"""The guard of `harnessctl serve` (docs/PROTOCOL.md section 24): the token and the Host names."""
+"""The guard of `harnessctl serve` (docs/PROTOCOL-SERVE.md section 24): the token and the Host names."""
 
 from __future__ import annotations
 

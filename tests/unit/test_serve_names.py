@@ -1,4 +1,4 @@
-"""The name a serve page shows a session by (docs/PROTOCOL.md section 24): the file's name, and the machine of an
+"""The name a serve page shows a session by (docs/PROTOCOL-SERVE.md section 24): the file's name, and the machine of an
 ssh:// session, since `a.jsonl` here and `a.jsonl` on a box are two sessions."""
 
 from __future__ import annotations

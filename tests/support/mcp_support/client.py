@@ -1,5 +1,5 @@
 """A client of `harnessctl mcp` for tests: the server started over pipes,
-spoken to line by line (docs/PROTOCOL.md section 21), in either protocol
+spoken to line by line (docs/PROTOCOL-MCP.md section 21), in either protocol
 line: `initialize` then plain requests, or 2026-07-28 requests that each
 carry their revision and capabilities in `_meta`."""
 
