@@ -4,67 +4,110 @@ names (tests/real/test_acp_real.py for codex, claude and gemini, with their
 fork in tests/real/test_fork_real.py; tests/real/test_acp_reach_real.py for
 the reach agents, test_acp_pypi_real.py for the PyPI ones) that proves it
 against that real agent: a claim with no such test, or a test that does not run for
-that agent, fails here (no agent needed to check that).  docs/ACP.md's
-presets table is the manifest's."""
+that agent, fails here (no agent needed to check that: pytest collects those
+modules in a child process and says which agents each test runs for).
+docs/ACP.md's presets table is the manifest's."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from typing import Dict, List, Set
 
 import readme
-import test_acp_pypi_real as pypi
-import test_acp_reach_real as reach
-import test_acp_real as real
-import test_fork_real as fork
+from acp_support.agents import AGENTS
 from acp_support.recipes import PYPI, trait, written
 from cliutil import ROOT
 
 from harnessctl.store import registry
 
 PRESETS = registry.manifest("acp")["agents"]
+ACP, REACH, PYPI_TESTS = ("tests/real/test_acp_real.py", "tests/real/test_acp_reach_real.py",
+                          "tests/real/test_acp_pypi_real.py")
+FORK = "tests/real/test_fork_real.py"
+CANCEL_EARLY = "test_cancel_before_the_first_token_ends_the_run_cancelled_and_the_next_send_goes_on"
+PYPI_KILLED = "test_an_agent_killed_mid_run_fails_the_run_and_the_restarted_agent_has_the_conversation"
 
-# capability -> the real-agent tests that prove it, each with the agents it runs for
+# the module a preset's `tests` names -> capability -> the real-agent tests ("FILE::TEST") that prove it
 PROOFS = {
-    "tests/real/test_acp_real.py": {
-        "steer": [real.test_a_send_mid_turn_steers_into_the_same_run],
-        "cancel": [real.test_cancel_ends_the_running_run_cancelled],
-        "approvals": [real.test_permission_denied_by_a_later_reply_does_not_run_the_command,
-                      real.test_permission_allowed_by_a_later_reply_runs_the_command],
-        "resume": [real.test_send_after_idle_exit_resumes_the_conversation],
-        "usage": [real.test_a_run_reports_the_tokens_the_model_counted],
-        "cost": [real.test_a_run_reports_the_tokens_the_model_counted],  # asserts cost_usd for claude only
-        "crash-recovery": [real.test_an_agent_killed_mid_run_fails_the_run_and_the_next_send_goes_on],
-        "fork": [fork.test_an_acp_fork_continues_the_session_and_the_original_never_sees_the_forks_turns],
+    ACP: {
+        "steer": [ACP + "::test_a_send_mid_turn_steers_into_the_same_run"],
+        "cancel": [ACP + "::test_cancel_ends_the_running_run_cancelled"],
+        "approvals": [ACP + "::test_permission_denied_by_a_later_reply_does_not_run_the_command",
+                      ACP + "::test_permission_allowed_by_a_later_reply_runs_the_command"],
+        "resume": [ACP + "::test_send_after_idle_exit_resumes_the_conversation"],
+        "usage": [ACP + "::test_a_run_reports_the_tokens_the_model_counted"],
+        "cost": [ACP + "::test_a_run_reports_the_tokens_the_model_counted"],  # asserts cost_usd for claude only
+        "crash-recovery": [ACP + "::test_an_agent_killed_mid_run_fails_the_run_and_the_next_send_goes_on"],
+        "fork": [FORK + "::test_an_acp_fork_continues_the_session_and_the_original_never_sees_the_forks_turns"],
     },
-    "tests/real/test_acp_reach_real.py": reach.PROOFS,
-    "tests/real/test_acp_pypi_real.py": pypi.PROOFS,
+    REACH: {
+        "cancel": [REACH + "::test_cancel_ends_the_running_run_cancelled",
+                   REACH + "::" + CANCEL_EARLY],
+        "approvals": [REACH + "::test_permission_denied_by_a_later_reply_does_not_run_the_command",
+                      REACH + "::test_permission_allowed_by_a_later_reply_runs_the_command"],
+        "resume": [REACH + "::test_send_after_idle_exit_resumes_the_conversation"],
+        "usage": [REACH + "::test_a_run_reports_the_tokens_the_model_counted"],
+        "cost": [REACH + "::test_a_run_reports_the_tokens_the_model_counted"],  # asserts the recipe's cost trait
+        "crash-recovery": [REACH + "::test_an_agent_killed_mid_run_fails_the_run_and_the_next_send_goes_on"],
+        "fork": [REACH + "::test_a_fork_continues_the_session_and_the_original_never_sees_the_forks_turns"],
+    },
+    PYPI_TESTS: {
+        "cancel": [PYPI_TESTS + "::test_cancel_ends_the_running_run_cancelled",
+                   PYPI_TESTS + "::" + CANCEL_EARLY],
+        "approvals": [PYPI_TESTS + "::test_permission_denied_by_a_later_reply_does_not_run_the_command",
+                      PYPI_TESTS + "::test_permission_allowed_by_a_later_reply_runs_the_command"],
+        "resume": [PYPI_TESTS + "::" + PYPI_KILLED],
+        "crash-recovery": [PYPI_TESTS + "::" + PYPI_KILLED],
+        "fork": [PYPI_TESTS + "::test_a_fork_continues_the_session_and_the_original_never_sees_the_forks_turns"],
+    },
 }
 DEGRADED = {  # (test module, capability) -> the test that shows the weaker form
-    ("tests/real/test_acp_real.py", "steer"): real.test_a_send_mid_turn_on_gemini_waits_for_its_own_next_run,
-    ("tests/real/test_acp_real.py", "resume"): real.test_gemini_after_idle_exit_starts_a_new_session_and_says_so,
-    ("tests/real/test_acp_real.py", "fork"): fork.test_a_gemini_file_cannot_be_forked_and_fork_says_why,
-    ("tests/real/test_acp_reach_real.py", "steer"): reach.DEGRADED["steer"],
-    ("tests/real/test_acp_reach_real.py", "approvals"): reach.DEGRADED["approvals"],
-    ("tests/real/test_acp_reach_real.py", "fork"): reach.DEGRADED["fork"],
-    ("tests/real/test_acp_pypi_real.py", "steer"): pypi.DEGRADED["steer"],
-    ("tests/real/test_acp_pypi_real.py", "approvals"): pypi.DEGRADED["approvals"],
-    ("tests/real/test_acp_pypi_real.py", "cancel"): pypi.DEGRADED["cancel"],
-    ("tests/real/test_acp_pypi_real.py", "fork"): pypi.DEGRADED["fork"],
+    (ACP, "steer"): ACP + "::test_a_send_mid_turn_on_gemini_waits_for_its_own_next_run",
+    (ACP, "resume"): ACP + "::test_gemini_after_idle_exit_starts_a_new_session_and_says_so",
+    (ACP, "fork"): FORK + "::test_a_gemini_file_cannot_be_forked_and_fork_says_why",
+    (REACH, "steer"): REACH + "::test_a_send_mid_turn_is_queued_for_its_own_next_run",
+    (REACH, "approvals"): REACH + "::test_a_command_runs_without_asking",
+    (REACH, "fork"): REACH + "::test_fork_refuses_the_file_of_an_agent_that_cannot_fork_and_says_why",
+    (PYPI_TESTS, "steer"): PYPI_TESTS + "::test_a_send_mid_turn_is_queued_for_its_own_next_run",
+    (PYPI_TESTS, "approvals"): PYPI_TESTS + "::test_a_command_runs_without_asking",
+    (PYPI_TESTS, "cancel"): PYPI_TESTS + "::test_cancel_ends_the_running_run_cancelled",
+    (PYPI_TESTS, "fork"): PYPI_TESTS + "::test_fork_refuses_the_file_of_an_agent_that_cannot_fork_and_says_why",
 }
 
 
-def agents_of(test) -> tuple:
-    """The agents a test runs for (its `agent` parameter), or ("gemini",) for a
-    test of test_acp_real.py named for gemini."""
-    for mark in getattr(test, "pytestmark", []):
-        if mark.name == "parametrize" and mark.args[0] == "agent":
-            return tuple(mark.args[1])
-    return ("gemini",) if "gemini" in test.__name__ else ()
+def collected() -> Dict[str, Set[str]]:
+    """{"FILE::TEST": its parameter ids} of every test pytest collects from the
+    modules the proofs name ("" for a test with no parameters)."""
+    paths = sorted({ACP, REACH, PYPI_TESTS, FORK})
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *paths],
+                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+    out = proc.stdout.decode("utf-8", "replace")
+    assert proc.returncode == 0, out
+    ids: Dict[str, Set[str]] = {}
+    for line in out.splitlines():
+        if "::" in line:
+            node, _, param = line.partition("[")
+            ids.setdefault(node, set()).add(param.rstrip("]"))
+    return ids
+
+
+COLLECTED = collected()
+
+
+def agents_of(test: str) -> List[str]:
+    """The agents a test runs for (the first part of each of its parameter ids),
+    or gemini for a test of test_acp_real.py with no parameters named for it."""
+    ids = COLLECTED.get(test, set())
+    if ids == {""}:
+        return ["gemini"] if "gemini" in test.partition("::")[2] else []
+    return [agent for agent in PRESETS if any(i == agent or i.startswith(agent + "-") for i in ids)]
 
 
 def costs(agent: str) -> bool:
     """Whether the usage test asserts a cost for this agent."""
-    return agent == "claude" if agent in real.AGENTS else trait(agent, "cost") is not None
+    return agent == "claude" if agent in AGENTS else trait(agent, "cost") is not None
 
 
 def test_every_capability_a_preset_claims_is_proved_against_that_agent():
@@ -84,12 +127,17 @@ def test_every_degraded_capability_names_a_test_that_runs_for_that_agent():
             assert test is not None and agent in agents_of(test), (agent, word)
 
 
+def test_every_named_proof_is_a_test_pytest_collects():
+    named = [t for proofs in PROOFS.values() for tests in proofs.values() for t in tests] + list(DEGRADED.values())
+    assert [test for test in named if test not in COLLECTED] == []
+
+
 def test_every_reach_agent_with_a_recipe_is_a_preset_tested_there():
-    assert [a for a, p in PRESETS.items() if p.get("tests") == "tests/real/test_acp_reach_real.py"] == written()
+    assert [a for a, p in PRESETS.items() if p.get("tests") == REACH] == written()
 
 
 def test_every_pypi_agent_with_a_recipe_is_a_preset_tested_there():
-    assert [a for a, p in PRESETS.items() if p.get("tests") == "tests/real/test_acp_pypi_real.py"] == written(PYPI)
+    assert [a for a, p in PRESETS.items() if p.get("tests") == PYPI_TESTS] == written(PYPI)
 
 
 def test_a_reach_presets_modes_are_ones_its_recipe_proved():

@@ -388,18 +388,3 @@ def test_the_manifest_maps_only_modes_a_test_proved(agent):
 
 
 # capability -> the tests here that prove it for the agents they run for (as test_acp_claims.PROOFS)
-PROOFS = {
-    "cancel": [test_cancel_ends_the_running_run_cancelled,
-               test_cancel_before_the_first_token_ends_the_run_cancelled_and_the_next_send_goes_on],
-    "approvals": [test_permission_denied_by_a_later_reply_does_not_run_the_command,
-                  test_permission_allowed_by_a_later_reply_runs_the_command],
-    "resume": [test_an_agent_killed_mid_run_fails_the_run_and_the_restarted_agent_has_the_conversation],
-    "crash-recovery": [test_an_agent_killed_mid_run_fails_the_run_and_the_restarted_agent_has_the_conversation],
-    "fork": [test_a_fork_continues_the_session_and_the_original_never_sees_the_forks_turns],
-}
-DEGRADED = {  # capability -> the test showing the weaker form, for the agents it runs for
-    "steer": test_a_send_mid_turn_is_queued_for_its_own_next_run,
-    "cancel": test_cancel_ends_the_running_run_cancelled,
-    "approvals": test_a_command_runs_without_asking,
-    "fork": test_fork_refuses_the_file_of_an_agent_that_cannot_fork_and_says_why,
-}

@@ -1,8 +1,7 @@
 """The shape of tests/ (docs/DEVELOPMENT.md): the suites are folders, the
 helpers, fakes and beds they share live in tests/support/ (on pytest's
 pythonpath), and no test module imports another, so that a test module can
-be read, moved or deleted on its own.  The modules that still import
-another are listed with what they take from it; the list only shrinks."""
+be read, moved or deleted on its own."""
 
 from __future__ import annotations
 
@@ -11,9 +10,6 @@ import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TESTS = os.path.join(ROOT, "tests")
-STILL = {  # a test module that imports others: what it takes, to move to tests/support/
-    "tests/real/test_acp_claims.py": "the proofs of four real modules, read from their parametrize marks",
-}
 
 
 def modules():
@@ -41,10 +37,12 @@ def test_the_top_of_tests_is_conftest_and_the_suites():
                                   if name != "conftest.py"), top
 
 
-def test_no_test_module_imports_another_but_those_listed():
-    importing = sorted(path for path in modules() if imports_a_test_module(path))
-    assert [path for path in importing if path not in STILL] == []
+def test_no_test_module_imports_another():
+    assert sorted(path for path in modules() if imports_a_test_module(path)) == []
 
 
-def test_each_module_listed_still_imports_another():
-    assert [path for path in STILL if not imports_a_test_module(path)] == []
+def test_an_import_of_a_test_module_is_found_and_one_of_a_support_module_is_not(tmp_path):
+    (tmp_path / "test_a.py").write_text("import cliutil\nfrom acp_support.recipes import PYPI\n")
+    (tmp_path / "test_b.py").write_text("import test_acp_real as real\n")
+    assert not imports_a_test_module(str(tmp_path / "test_a.py"))
+    assert imports_a_test_module(str(tmp_path / "test_b.py"))
