@@ -135,12 +135,12 @@ def _new_hooks(wanted: Dict[str, Any], binding: Dict[str, Any]) -> None:
     from .checks.hooks import check_reach, resolve
 
     for field in HOOKS:
-        given = wanted[field.name]
-        command = given or (os.environ.get(field.variable) if field.variable else None) or None
-        if command is not None:
-            name = field.flag if given else str(field.variable)
-            binding[field.name] = resolve(command, name)  # a flag's is already: this resolves the variable's
-            check_reach(binding[field.name], binding["cwd"], name)
+        hook, name = wanted[field.name], field.flag  # a flag's is resolved already (asked)
+        if not hook and field.variable and os.environ.get(field.variable):
+            hook, name = resolve(os.environ[field.variable], field.variable), field.variable
+        if hook:
+            binding[field.name] = hook
+            check_reach(hook, binding["cwd"], name)
 
 
 def _mode_table(manifest: Dict[str, Any], agent: Optional[str]) -> Dict[str, Any]:

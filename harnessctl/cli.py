@@ -28,7 +28,7 @@ from .commands import (
 )
 from .commandtable import BY_NAME
 from .errors import HarnessctlError, OutcomeUnknownError, UsageError
-from .stdio import drop_stdout, emit, end_with_reader, hold_std_fds, say
+from .stdio import deaf_to_sigint, drop_stdout, emit, end_with_reader, hold_std_fds, say
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -62,7 +62,12 @@ def entry(adapter: Optional[str] = None, agent: Optional[str] = None) -> None:
     (emit), files and locks are closed by the kernel, and a command starts no
     thread.  Should a flush still fail, the interpreter exits the usual way."""
     hold_std_fds()
-    code = main(None, adapter, agent)
+    try:
+        code = main(None, adapter, agent)
+        deaf_to_sigint()
+    except KeyboardInterrupt:  # it came while main was leaving by another way
+        code = 130
+        deaf_to_sigint()
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:

@@ -49,6 +49,17 @@ def end_with_reader() -> None:
     _thread.start_new_thread(watch, ())
 
 
+def deaf_to_sigint() -> None:
+    """Once a command's exit code is decided, a SIGINT changes nothing:
+    end_with_reader's may come while the command leaves by another way (the
+    reader's going also makes a write fail with EPIPE: exit 2), and a
+    KeyboardInterrupt raised on the way out would escape every handler and
+    end the process by the signal instead of its code."""
+    import _signal  # builtin, loaded at start-up (no stub: see end_with_reader)
+
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+
+
 def hold_std_fds() -> None:
     """A caller may start us with fd 0, 1 or 2 closed (cron, `<&-`, `2>&-`).
     Such a slot is filled with /dev/null opened the other way round (a closed

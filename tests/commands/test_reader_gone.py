@@ -4,6 +4,7 @@ It ends as Ctrl-C ends it, exit 130, and the run goes on."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 
@@ -62,3 +63,17 @@ def test_a_wait_whose_caller_ignores_or_blocks_sigint_still_ends_with_130_when_i
     busy(efile)
     assert ended_when_reader_gone("wait", efile, preexec_fn=caller) == 130
     assert status(efile)["state"] == "running"
+
+
+def test_a_reader_gone_before_the_start_ends_it_by_its_code_never_by_the_signal(efile):
+    """The watcher's SIGINT and the first write's EPIPE come together: whichever
+    wins, the command leaves with its code (130 or 2), never killed by SIGINT."""
+    busy(efile)
+    codes = set()
+    for _ in range(20):
+        read, write = os.pipe()
+        os.close(read)  # nobody will ever read
+        proc = start("log", "--follow", efile, stdout=write, stderr=subprocess.DEVNULL, preexec_fn=interruptible)
+        os.close(write)
+        codes.add(proc.wait(timeout=60))
+    assert codes <= {130, 2}, codes
