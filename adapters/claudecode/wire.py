@@ -1,17 +1,47 @@
-"""Pure helpers that turn Claude Code's stream-json shapes into harnessctl's:
-each a small function of its input (every shape recorded from Claude Code
-2.1.332; the transcripts in tests/support/claudecode_support/transcripts)."""
+"""Pure helpers that turn Claude Code's stream-json shapes into harnessctl's,
+and harnessctl's into Claude's (its arguments, its stdin lines): each a small
+function of its input (every shape recorded from Claude Code 2.1.332; the
+transcripts in tests/support/claudecode_support/transcripts)."""
 
 from __future__ import annotations
 
+import json
 import re
 
-from harnessctl.kit import permission_subject as subject
-from harnessctl.kit import unified_diff
+from harnessctl.kit import amount, unified_diff
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
+
+    from harnessctl.kit import Config
+
+FORCED_ARGS = [
+    "-p",
+    "--input-format", "stream-json",
+    "--output-format", "stream-json",
+    "--verbose",
+    "--replay-user-messages",
+    "--permission-prompt-tool", "stdio",
+    "--include-partial-messages",
+]
+# --mode (harnessctl/checks/policy.py MODES) as Claude's --permission-mode.  Recorded
+# differences (README): `default` lets read-only commands run and asks before
+# reads outside the cwd; Claude refuses `bypassPermissions` as root unless
+# IS_SANDBOX=1 (the start fails with its reason).
+PERMISSION_MODES = {"ask": "default", "edit": "acceptEdits", "full": "bypassPermissions"}
+# The flags of the user's own arguments that decide what asks, each with the
+# number of values it takes (-1: every value up to the next option).  Under a
+# bound mode they are left out: Claude takes the last --permission-mode but
+# lets --dangerously-skip-permissions win over any, --allowedTools' rules
+# let a tool through without asking, and --permission-prompts none refuses
+# instead of asking.
+MODE_FLAGS = {"--permission-mode": 1, "--dangerously-skip-permissions": 0, "--allowedTools": -1,
+              "--allowed-tools": -1, "--permission-prompts": 1}
+# The answer's schema is each send's own (send --schema, Config.schema): the
+# user's arguments never set one for every run.
+SCHEMA_FLAGS = {"--json-schema": 1}
+STDIN_TYPES = ("user", "control_request", "control_response")  # the lines Claude reads
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 MODEL_USAGE_KEYS = {"inputTokens": "input_tokens", "outputTokens": "output_tokens",
@@ -70,17 +100,6 @@ def tool_kind(name: str, tool_input: Dict[str, Any]) -> Tuple[str, str]:
         if isinstance(value, str) and value.strip():
             return kind, value
     return kind, name
-
-
-def permission_subject(name: str, tool_input: Dict[str, Any]) -> Dict[str, Any]:
-    """What a can_use_tool prompt is about, in the fields policy rules match
-    (activity.permission_subject): the tool's kind with Claude's name for it,
-    Bash's command, the file an editing tool changes, server.tool of an MCP tool."""
-    kind, title = tool_kind(name, tool_input)
-    command = text_or_none(tool_input.get("command")) if kind == "command" else None
-    path = text_or_none(tool_input.get("file_path") or tool_input.get("notebook_path"))
-    return subject(kind, name=name, command=command, paths=[path] if path and kind == "file_change" else None,
-                   mcp_tool=title if kind == "mcp" else None)
 
 
 def plan_entries(tool_input: Dict[str, Any]) -> Optional[List[Tuple[str, str]]]:
@@ -211,6 +230,20 @@ def usage(usage: Any) -> Optional[Dict[str, int]]:
     return {k: usage[k] for k in USAGE_KEYS if isinstance(usage.get(k), int)}
 
 
+def turn_cost(frame: Dict[str, Any], last_total: float) -> Tuple[Optional[float], float]:
+    """(the turn's cost, Claude's total so far): total_cost_usd is per
+    process; the per-turn figure is model_usage_since_last_result (or the
+    difference of the totals)."""
+    total = amount(frame.get("total_cost_usd"))  # a finite number or None, whatever Claude sent
+    since = frame.get("model_usage_since_last_result")
+    cost: Optional[float] = None
+    if isinstance(since, dict):
+        cost = amount(sum(amount(v.get("costUSD")) or 0.0 for v in since.values() if isinstance(v, dict)))
+    elif total is not None:
+        cost = amount(max(0.0, total - last_total))
+    return (round(cost, 8) if cost is not None else None), (last_total if total is None else total)
+
+
 def outcome(frame: Dict[str, Any], api_error: Optional[str]) -> Tuple[str, str, Optional[str]]:
     """(status, output, error) from is_error + terminal_reason, never subtype."""
     reason = frame.get("terminal_reason")
@@ -245,36 +278,96 @@ def structured(frame: Dict[str, Any], status: str, error: Optional[str],
     return status, value, error, error_class
 
 
-def questions(raw: List[Any]) -> List[Dict[str, Any]]:
-    out = []
-    for index, item in enumerate(raw, 1):
-        if not isinstance(item, dict) or not isinstance(item.get("question"), str):
+# -- harnessctl's side: Claude's arguments and stdin lines ----------------------------
+
+
+def arguments(config: Config, session_id: Optional[str], fork_from: Optional[str]) -> List[str]:
+    """Claude's arguments: the stream-json ones, the settings, the session to
+    resume (or to fork from: its own session id is saved after its first
+    turn, as always), the bound model, mode and schema."""
+    args = FORCED_ARGS + permission_settings(config.own_files, config.mode)
+    if session_id:
+        args += ["--resume", session_id]
+    elif fork_from:
+        args += ["--resume", fork_from, "--fork-session"]
+    if config.model:
+        args += ["--model", config.model]
+    if config.mode:
+        args += ["--permission-mode", PERMISSION_MODES[config.mode]]
+    if config.schema is not None:
+        args += ["--json-schema", json.dumps(config.schema, separators=(",", ":"))]
+    return args
+
+
+def permission_settings(own_files: Tuple[str, str], mode: Optional[str]) -> List[str]:
+    """Claude's `--settings`, one only (a second replaces the first):
+
+    * deny rules for the event file and its sidecar, as `.git` is kept from
+      codex: under a mode that lets it edit the workspace (acceptEdits,
+      bypassPermissions) its file tools still cannot rewrite harnessctl's
+      record or binding.  A shell command can (README, Security).  `//`
+      starts an absolute path in a rule; Edit covers every file-editing tool;
+    * under --mode edit, an ask rule for Bash: acceptEdits alone runs the
+      commands it counts as file edits inside the cwd (touch, mkdir, mv, cp,
+      rm -rf, `>`) without asking, and in `edit` every command asks."""
+    event_file, sidecar = own_files  # Config.own_files
+    own = (event_file, sidecar + "/**")
+    permissions: Dict[str, Any] = {"deny": ["Edit(/%s)" % path for path in own]}
+    if mode == "edit":
+        permissions["ask"] = ["Bash"]
+    return ["--settings", json.dumps({"permissions": permissions})]
+
+
+def without_mode_flags(args: List[str], flags: Dict[str, int] = MODE_FLAGS) -> List[str]:
+    """The user's arguments without `flags` (in `--flag value` or `--flag=value` form)."""
+    kept: List[str] = []
+    skip, variadic = 0, False
+    for arg in args:
+        if skip or (variadic and not arg.startswith("-")):
+            skip = max(skip - 1, 0)
             continue
-        question: Dict[str, Any] = {"id": "q%d" % index, "question": item["question"]}
-        labels = [o.get("label") for o in item.get("options") or [] if isinstance(o, dict) and o.get("label")]
-        if labels:
-            question["options"] = labels
-        if item.get("multiSelect"):
-            question["multi_select"] = True
-        out.append(question)
-    return out
+        name, equals, _ = arg.partition("=")
+        count = flags.get(name) if name.startswith("--") else None
+        if count is None:
+            kept.append(arg)
+            variadic = False
+            continue
+        skip, variadic = (0 if equals else max(count, 0)), count < 0
+    return kept
 
 
-def session_rules(suggestions: List[Any]) -> List[Dict[str, Any]]:
-    """The "always allow this" rules Claude suggests, kept for this session only
-    (Claude suggests saving them to the project's local settings file)."""
-    out = []
-    for item in suggestions:
-        if isinstance(item, dict) and item.get("type") == "addRules" and item.get("behavior") == "allow":
-            out.append(dict(item, destination="session"))
-    return out
+def without_user_flags(argv: List[str], start: int, mode: Optional[str]) -> List[str]:
+    """`argv` whose user's own arguments (from `start` on) lose --json-schema,
+    and under a bound mode the flags that would overrule it."""
+    flags = dict(SCHEMA_FLAGS, **MODE_FLAGS) if mode is not None else SCHEMA_FLAGS
+    return argv[:start] + without_mode_flags(argv[start:], flags)
 
 
-def question_message(questions: List[Dict[str, Any]]) -> str:
-    return " / ".join(q["question"] for q in questions) or "Claude asks a question"
+def start_failure(error: Optional[str], returncode: Optional[int], stderr: str, mode: Optional[str]) -> str:
+    """Why Claude exited before it was ready: its own reason (`error`: the
+    error of its result or of `initialize`), else the last line of its
+    stderr (e.g. its refusal of bypassPermissions as root); under --mode
+    full, the flag behind the mode, which Claude's refusal names."""
+    said = stderr.strip().splitlines()
+    reason = error or "claude exited (code %s) before it was ready%s" % (
+        returncode, ": " + said[-1].strip() if said else "")
+    return reason + (" (--mode full is --permission-mode bypassPermissions)" if mode == "full" else "")
 
 
-def permission_message(tool: str, request: Dict[str, Any]) -> str:
-    tool_input = as_object(request.get("input"))
-    detail = tool_input.get("command") or tool_input.get("file_path") or request.get("description") or ""
-    return ("Claude wants to use %s: %s" % (tool, detail)).rstrip(": ") if detail else "Claude wants to use %s" % tool
+def user_line(input_id: str, text: str) -> Dict[str, Any]:
+    """A user line under the input's id: Claude's receipts and results name it."""
+    return {"type": "user", "message": {"role": "user", "content": text}, "parent_tool_use_id": None,
+            "uuid": input_id}
+
+
+def stdin_line(frame: Dict[str, Any]) -> str:
+    """One JSON line for Claude's stdin, validated: a malformed line would kill Claude."""
+    line = json.dumps(frame, ensure_ascii=True, separators=(",", ":"))
+    if "\n" in line or "\r" in line or json.loads(line) != frame:
+        raise ValueError("refusing to write an invalid stdin line")
+    if frame.get("type") not in STDIN_TYPES:
+        raise ValueError("unknown stdin line type %r" % frame.get("type"))
+    if frame["type"] == "user" and not (isinstance(frame["message"]["content"], str)
+                                        and frame["message"]["content"].strip()):
+        raise ValueError("empty user text")
+    return line

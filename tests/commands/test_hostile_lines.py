@@ -196,11 +196,9 @@ def test_the_acp_adapter_takes_no_cost_that_is_not_a_finite_number(amount):
     {"model_usage_since_last_result": {"m": {"costUSD": "a lot"}}},
 ])
 def test_the_claude_code_adapter_takes_no_cost_that_is_not_a_finite_number(frame):
-    from adapters.claudecode.backend import ClaudeCodeBackend
+    from adapters.claudecode import wire
 
-    backend = ClaudeCodeBackend.__new__(ClaudeCodeBackend)
-    backend._last_total_cost = 0.0
-    assert backend._turn_cost(frame) in (None, 0.0)
+    assert wire.turn_cost(frame, 0.0)[0] in (None, 0.0)
 
 
 # -- a read-only filesystem ---------------------------------------------------------------

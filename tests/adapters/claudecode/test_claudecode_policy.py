@@ -11,7 +11,7 @@ import os
 import pytest
 from claudecode_support.replay import feed, initialize, make_backend, replay
 
-from adapters.claudecode.backend import without_mode_flags
+from adapters.claudecode.wire import without_mode_flags
 
 USER_ARGS = ("--permission-mode acceptEdits --dangerously-skip-permissions --allowedTools Bash 'Edit(*)' "
              "--append-system-prompt 'be brief' --allowed-tools=Write Read --permission-prompts none --verbose")

@@ -90,7 +90,7 @@ def replay(backend: Any, name: str, answers: Optional[List[Any]] = None,
                 backend.interrupt()
                 ids[data["request_id"]] = json.loads(host.children[-1].lines[-1])["request_id"]
             elif kind == "control_response":
-                pending = [c for c in host.named("request") if host.token(c[1]) in backend._requests]
+                pending = [c for c in host.named("request") if host.token(c[1]) in backend.control.prompts]
                 if pending:
                     value = answer_list.pop(0) if answer_list else "allow"
                     backend.answer(host.token(pending[0][1]), value)
