@@ -18,8 +18,6 @@ WIRE = ("adapters/acp/wire.py",)  # excepted by name: pure mappings, one small f
 OVER = {
     "adapters/codex/backend.py": "its item and approval translation to move to wire.py and approvals.py",
     "adapters/codex/backend.py:CodexBackend": "as its module",
-    "adapters/acp/backend.py": "its session set-up and updates to move to updates.py and asking.py",
-    "adapters/acp/backend.py:AcpBackend": "as its module",
     "adapters/claudecode/backend.py": "its stream-json translation to move to wire.py",
     "adapters/claudecode/backend.py:ClaudeCodeBackend": "as its module",
 }
