@@ -2,7 +2,8 @@
 activity vocabulary (harnessctl/kit/activity.py): message chunks and their
 `message` snapshots, thoughts, tool calls with their streamed output, exit
 codes and diffs, plans, usage, notices and context compactions.  The backend (backend.py) owns the runs'
-lives; this holds what a run's updates build: its messages and open tools."""
+lives; this holds what a run's updates build (its messages and open tools)
+and what its prompt's answer makes of it (Run.outcome)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from . import wire
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Set
+    from typing import Any, Dict, List, Optional, Set, Tuple
 
 OPEN_TOOLS_LIMIT = 256  # tools remembered while open (an interrupted tool never completes)
 DONE_TOOLS_LIMIT = 4096  # finished tools a run remembers, so a late update does not start one again
@@ -39,6 +40,28 @@ class Run:
         self.progressed = False  # the agent showed it works on it: text, a thought, a tool, a plan, a request
         self.said: Optional[str] = None  # the last error the agent reported while it runs (codex-acp's retries)
         self.stalled: Optional[str] = None  # why harnessctl gave up on it (no progress): it ends `failed`
+
+    def outcome(self) -> Tuple[str, Optional[str], Optional[str]]:
+        """(status, error, error class) of the run, once its prompt is answered:
+        cancelled whatever the agent answered a cancel with, failed when given
+        up for no progress, else what the answer says."""
+        assert self.response is not None
+        error = self.response.get("error")
+        if error is not None and self.cancelled:
+            return "cancelled", None, None
+        if self.stalled:
+            return "failed", self.stalled, "no_progress"
+        if error is not None:
+            return "failed", wire.rpc_error_text(error), wire.rpc_error_class(error)
+        return wire.outcome(self.response["result"].get("stopReason"))
+
+    def spent(self) -> Optional[float]:
+        """What the run cost, from the session's cumulative cost (None: never reported)."""
+        return None if self.cost is None else round(max(0.0, self.cost - (self.cost_base or 0.0)), 8)
+
+    def output(self) -> str:
+        """The text of its last message (the reply)."""
+        return "".join(self.messages[list(self.messages)[-1]]) if self.messages else ""
 
 
 class Tool:

@@ -57,6 +57,14 @@ def agent_command(agent: str, presets: Dict[str, Any], env: Dict[str, str]) -> T
     return shlex.split(agent), agent, None
 
 
+def extra_args(env: Dict[str, str], variable: Optional[str]) -> List[str]:
+    """The extra arguments in the manifest's `args_env` variable; raises
+    ValueError on a line shlex cannot split."""
+    import shlex
+
+    return shlex.split(env.get(variable, "")) if variable else []
+
+
 def install_hint(agent: str, presets: Dict[str, Any]) -> str:
     """How to get a missing agent: its package and the variable that overrides the command."""
     preset = presets.get(agent)
@@ -318,6 +326,19 @@ def seconds(text: Optional[str], default: float) -> float:
     return min(value, 365 * 86400.0) if 0 < value < float("inf") else default
 
 
+def agent_words(said: Optional[str], unreadable: str, stderr_words: str) -> str:
+    """What the agent said, for a message that quotes it: its last reported
+    error (of the run), the last line it wrote on stdout that was no message,
+    and its stderr's line that names an error, else its last lines
+    (ChildBackend.stderr_words): an agent's reason is often followed by more
+    output (claude-agent-acp's "Connection refused", fast-agent's "No model
+    configured")."""
+    words = "; it reports: %s" % said if said else ""
+    if unreadable:
+        words += "; its stdout said: %s" % cut(unreadable, 300)
+    return words + stderr_words
+
+
 def cut(text: str, limit: int = NOTICE_LIMIT) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
@@ -573,6 +594,23 @@ def write_text(config: Config, params: Dict[str, Any]) -> Dict[str, Any]:
         f.truncate()
         f.write(data)
     return {}
+
+
+FILE_METHODS = {"fs/read_text_file": read_text, "fs/write_text_file": write_text}
+
+
+def file_request(config: Config, method: str,
+                 params: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Tuple[int, str]]]:
+    """One of FILE_METHODS the agent calls its client with -> (its result,
+    None), or ({}, (code, message)) of the JSON-RPC error that refuses it."""
+    try:
+        return FILE_METHODS[method](config, params), None
+    except PermissionError as exc:
+        return {}, (-32602, str(exc))
+    except ValueError as exc:
+        return {}, (-32602, "Invalid params: %s" % exc)
+    except OSError as exc:
+        return {}, (-32603, "Internal error: %s" % (exc.strerror or exc))
 
 
 # -- small helpers ---------------------------------------------------------------------------------

@@ -15,10 +15,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIMITS = {"module": 400, "class": 250, "function": 60}
 WIRE = ("adapters/acp/wire.py",)  # excepted by name: pure mappings, one small function a shape
-OVER = {
-    "adapters/acp/backend.py": "its session set-up and updates to move to updates.py and asking.py",
-    "adapters/acp/backend.py:AcpBackend": "as its module",
-}
+OVER: dict = {}  # part -> the way down; empty: nothing is over its limit
 
 
 def sources():

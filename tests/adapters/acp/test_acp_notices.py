@@ -10,8 +10,7 @@ from typing import Any, List, Tuple
 
 from acp_support.replaybed import agent_asks, agent_says, frames, ready_agent, respond
 
-from adapters.acp import backend as acp
-from adapters.acp import wire
+from adapters.acp import progress, wire
 from harnessctl.kit.backend import Input
 
 BILLING = ("**Warning:** We're changing auto mode to no longer charge for classifier requests in Claude Code. "
@@ -212,7 +211,7 @@ def test_a_run_without_progress_gets_a_warning_quoting_the_agents_stderr_line_th
     host, backend = started_run(tmp_path)
     host.children[-1].stderr = ("[session/create] phase=register\n\nAPI Error: Connection refused (ECONNREFUSED)\n"
                                 + "[idle-compaction] skip: cache TTL is unknown, not 1h\n" * 3)
-    fire(host, acp.QUIET)
+    fire(host, progress.QUIET)
     (warning,) = host.logged("warning")
     assert warning["source"] == "no_progress" and warning["run_id"] == "run-1"
     assert warning["message"] == ("the ACP agent fake-agent has shown no progress 10 s after the prompt; its "
@@ -227,7 +226,7 @@ def test_the_no_progress_warning_quotes_fast_agents_missing_model_not_its_advice
         "FAST_AGENT_MODEL, or default_model in \nfast-agent.yaml.\n\nCommon models: gpt-5.5, kimi, sonnet, "
         "haiku. Set reasoning effort on supported \nmodels with gpt-5.4-mini?reasoning=high\n\n"
         "Visit https://fast-agent.ai/ for more information\n")
-    fire(host, acp.QUIET)
+    fire(host, progress.QUIET)
     assert host.logged("warning")[0]["message"].endswith(
         "; its stderr says: Model Configuration Error: No model configured")
 
@@ -235,7 +234,7 @@ def test_the_no_progress_warning_quotes_fast_agents_missing_model_not_its_advice
 def test_a_stderr_that_names_no_error_is_quoted_by_its_end_bounded_and_cleaned(tmp_path):
     host, backend = started_run(tmp_path)
     host.children[-1].stderr = "one\ntwo\nthree\nfour \x1b]52;c;eA==\x07" + "x" * 1000 + "\n"
-    fire(host, acp.QUIET)
+    fire(host, progress.QUIET)
     quoted = host.logged("warning")[0]["message"].split("; its stderr ends: ", 1)[1]
     assert quoted.startswith("two | three | four \\x1b]52;c;eA==\\x07xxx") and quoted.endswith("…")
     assert len(quoted) == 300
@@ -243,7 +242,7 @@ def test_a_stderr_that_names_no_error_is_quoted_by_its_end_bounded_and_cleaned(t
 
 def test_a_silent_agent_is_said_to_have_written_nothing_on_stderr(tmp_path):
     host, backend = started_run(tmp_path)
-    fire(host, acp.QUIET)
+    fire(host, progress.QUIET)
     assert host.logged("warning")[0]["message"].endswith("; it wrote nothing on stderr")
 
 
@@ -251,7 +250,7 @@ def test_the_no_progress_warning_quotes_the_error_the_agent_reports(tmp_path):
     host, backend = started_run(tmp_path)
     agent_says(backend, {"sessionUpdate": "session_info_update", "_meta": {"codex": {"error": {
         "message": "Reconnecting... waiting for network", "additionalDetails": "Connection failed"}}}})
-    fire(host, acp.QUIET)
+    fire(host, progress.QUIET)
     assert "; it reports: Reconnecting... waiting for network (Connection failed);" in \
         host.logged("warning")[0]["message"]
 
@@ -259,7 +258,7 @@ def test_the_no_progress_warning_quotes_the_error_the_agent_reports(tmp_path):
 def test_a_run_that_shows_text_gets_no_no_progress_warning(tmp_path):
     host, backend = started_run(tmp_path)
     agent_says(backend, {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "Hmm"}})
-    fire(host, acp.QUIET)
+    fire(host, progress.QUIET)
     assert host.logged("warning") == []
 
 
@@ -268,22 +267,22 @@ def test_a_permission_request_is_progress(tmp_path):
     agent_asks(backend, 7, "session/request_permission", {"sessionId": "s-1", "toolCall": {"toolCallId": "t1"},
                                                            "options": [{"optionId": "a", "kind": "allow_once",
                                                                         "name": "Allow"}]})
-    fire(host, acp.QUIET)
-    fire(host, acp.NO_PROGRESS)
+    fire(host, progress.QUIET)
+    fire(host, progress.NO_PROGRESS)
     assert host.logged("warning") == [] and frames(host, "session/cancel") == []
 
 
 def test_an_answered_run_gets_no_no_progress_warning(tmp_path):
     host, backend = started_run(tmp_path)
     answer(backend, host)
-    fire(host, acp.QUIET)
+    fire(host, progress.QUIET)
     assert host.logged("warning") == []
 
 
 def test_a_run_without_progress_at_the_limit_is_cancelled_and_ends_failed_with_the_reason(tmp_path):
     host, backend = started_run(tmp_path)
     host.children[-1].stderr = "API Error: Connection refused\n"
-    fire(host, acp.NO_PROGRESS)
+    fire(host, progress.NO_PROGRESS)
     assert len(frames(host, "session/cancel")) == 1
     answer(backend, host, "cancelled")
     (result,) = host.results()
@@ -295,7 +294,7 @@ def test_a_run_without_progress_at_the_limit_is_cancelled_and_ends_failed_with_t
 
 def test_an_agent_that_ignores_the_cancel_is_stopped_and_the_run_fails(tmp_path):
     host, backend = started_run(tmp_path)
-    fire(host, acp.NO_PROGRESS)
+    fire(host, progress.NO_PROGRESS)
     fire(host, backend.STOP_GRACE)
     (result,) = host.results()
     assert (result[3], result[4]["error_class"]) == ("failed", "no_progress")
@@ -304,7 +303,7 @@ def test_an_agent_that_ignores_the_cancel_is_stopped_and_the_run_fails(tmp_path)
 
 def test_the_no_progress_limit_is_the_knobs(tmp_path):
     host, backend = started_run(tmp_path, HARNESSCTL_ACP_NO_PROGRESS_TIMEOUT="42")
-    assert timers(host, 42.0) and timers(host, acp.QUIET) and not timers(host, acp.NO_PROGRESS)
+    assert timers(host, 42.0) and timers(host, progress.QUIET) and not timers(host, progress.NO_PROGRESS)
 
 
 def test_a_limit_shorter_than_twice_the_quiet_time_warns_at_half_of_it(tmp_path):
