@@ -29,7 +29,7 @@ S_IFMT, S_IFDIR, S_IFREG, S_IFLNK = 0o170000, 0o040000, 0o100000, 0o120000
 
 
 # No space, quota exceeded, file too large: the disk's fault, not the caller's
-# input, so exit 1 as for any write of the event file that fails (docs/COMMANDS.md: Exit codes).
+# input, so exit 1 as for any write of the event file that fails (docs/PROTOCOL.md section 15).
 DISK_ERRNOS = (28, 122, 27)  # ENOSPC, EDQUOT, EFBIG
 
 
