@@ -15,7 +15,7 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional
 
-    from .turns import Run
+    from .run import Run
 
 
 class Asking:

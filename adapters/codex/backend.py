@@ -28,7 +28,7 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, Optional
 
-    from .turns import Run
+    from .run import Run
 
     Handler = Callable[[Dict[str, Any], Optional[Run], Dict[str, Any]], None]
 

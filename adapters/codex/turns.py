@@ -16,6 +16,7 @@ from __future__ import annotations
 from harnessctl.kit import Calls, Config, Host, Input
 
 from . import wire
+from .run import Run
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -23,23 +24,6 @@ if TYPE_CHECKING:
 
     from .asking import Asking
     from .items import Items
-
-
-class Run:
-    """One codex turn = one harnessctl run."""
-
-    def __init__(self, run_id: str, turn_id: str, input_ids: List[str]) -> None:
-        self.run_id = run_id
-        self.turn_id = turn_id
-        self.input_ids = list(input_ids)
-        self.usage: Optional[Dict[str, int]] = None
-        self.output = ""
-        self.client_ids: Set[str] = set()  # our input ids codex showed as userMessage items
-        self.error: Optional[Dict[str, Any]] = None  # the last `error` notification's TurnError
-        self.steerable = True  # False once codex said its turn takes no steer (review / compact)
-        self.final: Optional[Dict[str, Any]] = None  # turn/completed's turn, once seen
-        self.steering = 0  # turn/steer requests in flight for this turn
-        self.interrupting = False
 
 
 class Turns:
