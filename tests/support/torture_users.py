@@ -271,24 +271,30 @@ def core_files() -> List[str]:
 
 
 def adapter_files() -> List[str]:
-    """Every sidecar file adapters/*/backend.py names: `os.path.join(self.config.sidecar,
+    """Every sidecar file the modules of adapters/*/ name: `os.path.join(self.config.sidecar,
     NAME)`, a resume id `self.load_resume(NAME)` / `self.save_resume(NAME, ...)` or a
     fork's `self.load_fork(NAME)` (FILE.d/fork-NAME), NAME a string literal, a
-    module-level constant or `"fork-" + ` one."""
+    module-level constant of the adapter's package or `"fork-" + ` one."""
     names = []
     adapters = os.path.join(ROOT, "adapters")
     for adapter in sorted(os.listdir(adapters)):
-        source = os.path.join(adapters, adapter, "backend.py")
-        if os.path.isfile(source):
-            with open(source, encoding="utf-8") as f:
-                names += _sidecar_joins(ast.parse(f.read()))
+        folder = os.path.join(adapters, adapter)
+        if not os.path.isfile(os.path.join(folder, "backend.py")):
+            continue
+        modules = []
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    modules.append(ast.parse(f.read()))
+        constants = {target.id: node.value.value for module in modules for node in module.body
+                     if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                     and isinstance(node.value.value, str) for target in node.targets if isinstance(target, ast.Name)}
+        for module in modules:
+            names += _sidecar_joins(module, constants)
     return names
 
 
-def _sidecar_joins(module: ast.Module) -> List[str]:
-    constants = {target.id: node.value.value for node in module.body if isinstance(node, ast.Assign)
-                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
-                 for target in node.targets if isinstance(target, ast.Name)}
+def _sidecar_joins(module: ast.Module, constants: Dict[str, str]) -> List[str]:
     names = []
     for node in ast.walk(module):
         if not isinstance(node, ast.Call):

@@ -94,12 +94,17 @@ def agent_command(npm: str, name: str) -> str:
 
 
 def base_env(root: str) -> Dict[str, str]:
-    """What every agent and the CLI get: a scratch HOME and TMPDIR, no user settings."""
+    """What every agent and the CLI get: a scratch HOME and TMPDIR, no user settings.
+    HARNESSCTL_TEST_NODE_CACHE (.ci/run sets it) becomes node's NODE_COMPILE_CACHE:
+    each node agent then starts from the code node compiled for an earlier test
+    (openclaw's gateway and bridge take ~12 s each to load their code without it)."""
     home = os.path.join(root, "home")
     tmp = os.path.join(root, "tmp")
     for path in (home, tmp):
         os.makedirs(path, exist_ok=True)
+    cache = os.environ.get("HARNESSCTL_TEST_NODE_CACHE")
     return {
+        **({"NODE_COMPILE_CACHE": cache} if cache else {}),
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": home,
         "TMPDIR": tmp,
