@@ -45,7 +45,9 @@ def test_codex_run_that_spends_max_tokens_is_interrupted_and_fails_with_budget(r
 
 def test_codex_send_after_the_budget_is_spent_exits_2_until_raised(real_codex):
     s, mock = real_codex
-    mock.add(mr.exec_command("sleep 60"), mr.text("Going on."))
+    # a second "Going on." for a loaded machine: should the sleep fail at once (codex's sandbox refused
+    # to start under load), codex asks the model again before the interrupt lands, and takes the first
+    mock.add(mr.exec_command("sleep 60"), mr.text("Going on."), mr.text("Going on."))
     s.cmd("send", s.path, "Work long.", "--adapter", "codex", "--cwd", s.cwd, "--max-tokens", "100", "--wait")
     refused = s.cmd("send", s.path, "More.")
     assert refused.returncode == 2 and b"the budget is spent" in refused.stderr
