@@ -146,11 +146,11 @@ def steer_refusal(error: Any) -> str:
 
 def turn_result(turn: Dict[str, Any], said: Optional[Dict[str, Any]],
                 output: str) -> Tuple[str, str, Optional[str], Optional[str]]:
-    """(status, output, error, error class) of turn/completed's turn: a failure
-    is the turn's own error, else the last `error` notification's (`said`); the
-    output is the streamed reply, else the turn's last agentMessage item."""
-    native: Any = turn.get("status")  # any JSON value: one we do not know means failed
-    status = {"completed": "completed", "interrupted": "cancelled"}.get(native, "failed")
+    """(status, output, error, error class) of turn/completed's turn: a failure is the turn's own error,
+    else the last `error` notification's (`said`); the output the streamed reply, else the last agentMessage."""
+    native: Any = turn.get("status")  # any JSON value: one we do not know (or no string) means failed
+    known = native if isinstance(native, str) else ""
+    status = {"completed": "completed", "interrupted": "cancelled"}.get(known, "failed")
     error = kind = None
     if status == "failed":
         failure = turn.get("error") if isinstance(turn.get("error"), dict) else said
@@ -158,10 +158,10 @@ def turn_result(turn: Dict[str, Any], said: Optional[Dict[str, Any]],
         kind = error_class((failure or {}).get("codexErrorInfo"))
         if kind is None and said:
             kind = error_class(said.get("codexErrorInfo"))
-    if not output:
-        for item in turn.get("items") or []:
-            if isinstance(item, dict) and item.get("type") == "agentMessage":
-                output = item.get("text") or output
+    items = turn.get("items")
+    for item in items if isinstance(items, list) and not output else []:
+        if isinstance(item, dict) and item.get("type") == "agentMessage":
+            output = item.get("text") or output
     return status, output or "", error, kind
 
 

@@ -640,3 +640,13 @@ def test_codexs_refusal_to_make_helpers_with_bubblewrap_on_path_is_said_at_start
     assert warning["source"] == "sandbox" and warning["run_id"] is None
     assert warning["message"].startswith("codex cannot sandbox its commands, so each one fails; at start codex "
                                          "said: Refusing to create helper binaries")
+
+
+@pytest.mark.parametrize("status, items", [({"state": "done"}, 5), (["completed"], "text"), (None, {"a": 1})])
+def test_a_turn_whose_status_or_items_are_no_string_or_list_fails_the_run(ready, host, status, items):
+    backend, wire = ready
+    run_turn(backend, wire)
+    wire.notify("turn/completed", {"threadId": "thr-1", "turn": {"id": T1, "status": status, "items": items}})
+    ((_, run_id, input_ids, result, fields),) = host.named("result")
+    assert (run_id, input_ids, result, fields["output"]) == ("run-1", ["in-1"], "failed", "")
+    assert fields["error"].startswith("codex ended the turn with status ")
