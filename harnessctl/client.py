@@ -15,7 +15,7 @@ from .store.address import check_event_file, require_exists, resolve
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Tuple
 
     from .store.address import Address
 
@@ -42,6 +42,25 @@ def status_once(addr: Address, deadline: float) -> Optional[str]:
     from .recovery import status_written_elsewhere, stopped_status, while_stopped
 
     return while_stopped(addr, deadline, stopped_status, elsewhere=status_written_elsewhere)
+
+
+def ask(addr: Address, fields: List[str], deadline: float, retry_on_eof: bool,
+        without: Callable[[], Optional[str]]) -> str:
+    """The live runtime's answer to `fields`.  When nobody listens, and no
+    runtime is starting or exiting, without() answers instead, or starts a
+    runtime and returns None: then that one is asked."""
+    while True:
+        try:
+            return exchange(addr, fields, deadline, retry_on_eof)
+        except NoRuntime:
+            pass
+        from .spawn import starting_or_exiting
+
+        if starting_or_exiting(addr, deadline):
+            continue
+        answer = without()
+        if answer is not None:
+            return answer
 
 
 def exchange(addr: Address, fields: List[str], deadline: float, retry_on_eof: bool) -> str:
@@ -132,24 +151,22 @@ def send(file: str, text: str, wish: Dict[str, Any], schema: Optional[Dict[str, 
     request = send_request(text, schema_field, wanted, deliver)
     deadline = time.monotonic() + timeout_seconds()
     warnings: List[Optional[str]] = []  # said once the send is accepted: a refused send says only why
-    while True:
-        try:
-            input_id = exchange(addr, request, deadline, retry_on_eof=False)
-            for warning in warnings:
-                _warn(warning)
-            return input_id
-        except NoRuntime:
-            pass
-        from .spawn import Starter, ensure_runtime, starting_or_exiting
 
-        if starting_or_exiting(addr, deadline):
-            continue
+    def start() -> None:
+        from .spawn import Starter, ensure_runtime
+
         with Starter(addr, deadline) as starter:  # it starts up while we bind the file
             check_event_file(addr)
             bound = read_binding(addr)
-            binding, warnings = _binding_for(addr, bound, wanted)
+            binding, found = _binding_for(addr, bound, wanted)
+            warnings[:] = found
             _check_claims(bound or binding, schema, wanted["max_cost_usd"])
             ensure_runtime(addr, binding, deadline, starter)
+
+    input_id = ask(addr, request, deadline, False, start)
+    for warning in warnings:
+        _warn(warning)
+    return input_id
 
 
 def _binding_for(addr: Address, bound: Optional[Dict[str, Any]],

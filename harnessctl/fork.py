@@ -147,25 +147,23 @@ def _state(addr: Address) -> str:
     writer records it failed).  Nothing is written to FILE."""
     import json
 
-    from .client import NoRuntime, exchange, timeout_seconds
+    from .client import ask, timeout_seconds
 
     deadline = time.monotonic() + timeout_seconds()
-    while True:
-        try:
-            return str(json.loads(exchange(addr, ["status"], deadline, retry_on_eof=True)).get("state"))
-        except NoRuntime:
-            pass
-        from .spawn import starting_or_exiting
+    return str(json.loads(ask(addr, ["status"], deadline, True, lambda: _stopped_status(addr))).get("state"))
 
-        if starting_or_exiting(addr, deadline):
-            continue
-        from .eventfile import snapshot
-        from .eventfile.state import LOST, close_open_work
 
-        conv = snapshot.load(addr)[0]
-        for event in close_open_work(conv, LOST):
-            conv.apply(event, unwritten=True)
-        return str(conv.status()["state"])
+def _stopped_status(addr: Address) -> str:
+    """The status line's state without a runtime, read from the file alone."""
+    import json
+
+    from .eventfile import snapshot
+    from .eventfile.state import LOST, close_open_work
+
+    conv = snapshot.load(addr)[0]
+    for event in close_open_work(conv, LOST):
+        conv.apply(event, unwritten=True)
+    return json.dumps({"state": conv.status()["state"]})
 
 
 # -- NEWFILE ---------------------------------------------------------------------
