@@ -90,6 +90,17 @@ class Session:
         """What its run does now, in a few words."""
         raise NotImplementedError
 
+    def new_cwd(self) -> Optional[str]:
+        """The cwd a first send binds when it names none, where the caller
+        must decide it (this machine's current folder); None where the
+        session's machine does."""
+        raise NotImplementedError
+
+    def held_cwd(self, cwd: str, inside: Callable[[str, str], str]) -> str:
+        """`cwd` on the session's machine, held to the roots there by
+        `inside(address, what)` (the MCP server's)."""
+        raise NotImplementedError
+
 
 class Local(Session):
     """A session on this machine: the modules the command line uses."""
@@ -144,6 +155,14 @@ class Local(Session):
 
     def latest_activity(self) -> str:
         return latest_activity(self.file)
+
+    def new_cwd(self) -> Optional[str]:
+        import os
+
+        return None if os.path.exists(self.file) else os.getcwd()
+
+    def held_cwd(self, cwd: str, inside: Callable[[str, str], str]) -> str:
+        return inside(cwd, "cwd")
 
 
 class Remote(Session):
@@ -202,6 +221,13 @@ class Remote(Session):
 
     def latest_activity(self) -> str:
         return "working"
+
+    def new_cwd(self) -> Optional[str]:
+        return None  # its machine's: the folder the remote command starts in
+
+    def held_cwd(self, cwd: str, inside: Callable[[str, str], str]) -> str:
+        """An absolute one held to that machine's roots; a relative one is that machine's to resolve."""
+        return parse(inside(self.remote.with_path(cwd), "cwd")).path if cwd.startswith("/") else cwd
 
     def _output(self, command: str, args: List[str], stdin: Optional[bytes] = None,
                 options: Optional[Dict[str, str]] = None, ok: Tuple[int, ...] = (0,)) -> Tuple[int, str]:

@@ -12,12 +12,11 @@ shapes of its structured results, is results.py's."""
 from __future__ import annotations
 
 import json
-import os
 
 from .. import commands, fields
 from ..commands import OUTCOME_CODES, Send, check_text, error_line, file_status, fixed, listed, waited_line
 from ..errors import HarnessctlError, UsageError
-from ..remote.address import is_remote, parse
+from ..remote.address import is_remote
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -109,17 +108,17 @@ def send(args: Dict[str, Any], call: Call) -> Result:
     adapter, agent = fixed(args.get("adapter"), args.get("agent"), *call.grants.fixed)
     if agent is not None:
         call.grants.check_agent(adapter, agent)
+    session = call.sessions.at(file)
     cwd = args.get("cwd")
-    if cwd is None and not is_remote(file) and not os.path.exists(file):  # a new file's cwd is the server's:
-        cwd = os.getcwd()  # it too must be allowed
+    if cwd is None:  # a new file's cwd is the server's: it too must be allowed
+        cwd = session.new_cwd()
     if cwd is not None:
-        cwd = _inside_dir(file, cwd, call)
+        cwd = session.held_cwd(cwd, call.inside)
     if "timeout" in args and not args.get("wait"):
         raise UsageError("timeout applies to wait: add \"wait\": true, or leave timeout out")
     rules = [(verb, rule) for verb, rule in args.get("rules", [])]
     if any(verb not in ("allow", "deny") for verb, _ in rules):
         raise UsageError('a rule is ["allow" or "deny", "KIND[:GLOB]"]')
-    session = call.sessions.at(file)
     call.grants.check_grant(session.binding(), args.get("mode"), rules)
     text = check_text(args["text"])
     if "schema" in args:
@@ -203,8 +202,8 @@ def log(args: Dict[str, Any], call: Call) -> Result:
 def fork(args: Dict[str, Any], call: Call) -> Result:
     file = call.inside(args["file"], "file")
     new_file = call.inside(args["new_file"], "new_file")
-    cwd = _inside_dir(file, args["cwd"], call) if "cwd" in args else None
     session = call.sessions.at(file)
+    cwd = session.held_cwd(args["cwd"], call.inside) if "cwd" in args else None
     if cwd is not None:  # the source's policy granted in another place: held to the cap as a new file's
         bound = session.binding() or {}
         call.grants.check_grant(None, bound.get("mode"), [(verb, rule) for verb, rule in bound.get("rules") or []])
@@ -213,14 +212,6 @@ def fork(args: Dict[str, Any], call: Call) -> Result:
 
 HANDLERS: Dict[str, Callable[[Dict[str, Any], Call], Result]] = {
     "send": send, "wait": wait, "status": status, "reply": reply, "cancel": cancel, "log": log, "fork": fork}
-
-
-def _inside_dir(file: str, cwd: str, call: Call) -> str:
-    """A working directory held to the roots: on the machine of `file`."""
-    if not is_remote(file):
-        return call.inside(cwd, "cwd")
-    remote = parse(file)
-    return parse(call.inside(remote.with_path(cwd), "cwd")).path if cwd.startswith("/") else cwd
 
 
 def outcome(found: Tuple[str, str], input_id: Optional[str]) -> Result:

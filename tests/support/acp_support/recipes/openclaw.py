@@ -20,7 +20,7 @@ openclaw's defaults:
   gateway's workspace (~/.openclaw/workspace).  One gateway serves one
   project this way.
 
-Node >= 24.16 (node24 first on PATH).  Bonjour, channels, updates and helper
+Node >= 24.16 (node24 first on PATH).  Bonjour, channels, cron, the canvas and browser hosts, updates and helper
 downloads are off; the gateway logs to root/gateway.log.
 """
 
@@ -88,6 +88,11 @@ def env(root: str, base_url: str) -> Dict[str, str]:
     return {
         "OPENCLAW_DISABLE_BONJOUR": "1",   # no mDNS advertising of the gateway
         "OPENCLAW_SKIP_CHANNELS": "1",     # no chat channel transports (faster start)
+        # nor the gateway's services no ACP session uses (openclaw's own test set-up skips them so)
+        "OPENCLAW_SKIP_CRON": "1",
+        "OPENCLAW_SKIP_GMAIL_WATCHER": "1",
+        "OPENCLAW_SKIP_CANVAS_HOST": "1",
+        "OPENCLAW_SKIP_BROWSER_CONTROL_SERVER": "1",
         "OPENCLAW_NO_AUTO_UPDATE": "1",
         "OPENCLAW_OFFLINE": "1",           # no helper binary downloads
         "OPENCLAW_ALLOW_MULTI_GATEWAY": "1",  # other tests' gateways may run at the same time
