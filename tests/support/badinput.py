@@ -18,11 +18,16 @@ def existing(workdir):
     return path
 
 
-def with_pending_request(workdir):
+def asked(workdir, task):
+    """existing()'s file with a run waiting on the one request `task` makes it ask."""
     path = existing(workdir)
-    ok("send", path, "/permission go?")
+    ok("send", path, task)
     wait_for(lambda: len(of_type(path, "request")) == 1, what="request")
     return path
+
+
+def with_pending_request(workdir):
+    return asked(workdir, "/permission go?")
 
 
 def with_expired_request(workdir):
@@ -33,17 +38,19 @@ def with_expired_request(workdir):
 
 
 def with_question(workdir):
-    path = existing(workdir)
-    ok("send", path, "/question colour?")
-    wait_for(lambda: len(of_type(path, "request")) == 1, what="request")
+    return asked(workdir, "/question colour?")
+
+
+def file_with(workdir, name, text):
+    """workdir/name holding `text`: a file that is not harnessctl's."""
+    path = str(workdir / name)
+    with open(path, "w") as f:
+        f.write(text)
     return path
 
 
 def foreign_text(workdir):
-    path = str(workdir / "notes.txt")
-    with open(path, "w") as f:
-        f.write("my precious notes\n")
-    return path
+    return file_with(workdir, "notes.txt", "my precious notes\n")
 
 
 def foreign_binary(workdir):
@@ -54,10 +61,7 @@ def foreign_binary(workdir):
 
 
 def foreign_json(workdir):
-    path = str(workdir / "other.jsonl")
-    with open(path, "w") as f:
-        f.write('{"hello": "world"}\n')
-    return path
+    return file_with(workdir, "other.jsonl", '{"hello": "world"}\n')
 
 
 def new_path(workdir):

@@ -9,7 +9,7 @@ import pathlib
 import signal
 
 import pytest
-from badinput import existing, foreign_text, new_path, snapshot_files, with_pending_request, with_question
+from badinput import existing, file_with, foreign_text, new_path, snapshot_files, with_pending_request, with_question
 from cliutil import cli_env, ok, run, runtime_pids, wait_for
 from torture_support import of_kind, one_clear_line, tmpfs
 
@@ -25,10 +25,8 @@ def over_path_max(workdir):
 
 
 def sidecar_is_a_file(workdir):
-    path = str(workdir / "side.jsonl")
-    with open(path + ".d", "w") as f:
-        f.write("not a directory\n")
-    return path
+    file_with(workdir, "side.jsonl.d", "not a directory\n")
+    return str(workdir / "side.jsonl")
 
 
 def corrupt_binding(workdir):
@@ -43,10 +41,7 @@ def corrupt_binding(workdir):
 
 
 def looks_like_ours(workdir):
-    path = str(workdir / "almost.jsonl")
-    with open(path, "w") as f:
-        f.write('{"type": "log", "note": "no seq: not one of our events"}\n')
-    return path
+    return file_with(workdir, "almost.jsonl", '{"type": "log", "note": "no seq: not one of our events"}\n')
 
 
 def dangling_symlink(workdir):
