@@ -14,12 +14,14 @@ from .remote.address import is_remote, parse
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Optional, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
     from .commands import Send
+    from .log.reader import Entries, Reader
     from .notes import Notes
 
     Machine = Tuple[Optional[str], str, Optional[str]]
+    EntryReader = Union[Reader, "RemoteReader"]
 
 ACTIVITY_TAIL = 64 * 1024  # bytes of the event file read for the latest activity
 REMOTE_SLICE = 2.0  # seconds a remote wait asks at once: each ask is an ssh round trip
@@ -43,11 +45,27 @@ class Sessions:
         remote = parse(file)
         return Remote(remote, self.settings(remote.machine))
 
-    def statuses(self, paths: List[str]) -> List[List[str]]:
-        """Each path's status lines (a folder's files' lines), this machine's and others'."""
+    def name(self, file: str) -> str:
+        """The name a page shows `file` by (Session.name); an address no
+        command would take is shown as it is (its row's error says why)."""
+        from .errors import HarnessctlError
+
+        try:
+            return self.at(file).name()
+        except HarnessctlError:
+            return file
+
+    def split(self, paths: List[str]) -> Tuple[List[str], List[str]]:
+        """(the paths on this machine, those on others), each in order: a
+        fleet watches the first by their files, asks the second by ssh."""
+        return [p for p in paths if not is_remote(p)], [p for p in paths if is_remote(p)]
+
+    def statuses(self, paths: List[str], held: Optional[Callable[[str], str]] = None) -> List[List[str]]:
+        """Each path's status lines (a folder's files' lines), this machine's
+        and others', each held to the roots by `held` where given (remote/fleet.statuses)."""
         from .remote import fleet
 
-        return [[line for line, _ in lines] for lines in fleet.statuses(paths, self.settings)]
+        return [[line for line, _ in lines] for lines in fleet.statuses(paths, self.settings, held)]
 
 
 class Session:
@@ -81,6 +99,18 @@ class Session:
     def fork(self, new_file: str, cwd: Optional[str]) -> str:
         """fork's line; NEWFILE on the same machine."""
         raise NotImplementedError
+
+    def entries(self) -> EntryReader:
+        """Its log entries as a page reads them: start(), then more() as it changes (log/reader.py)."""
+        raise NotImplementedError
+
+    def name(self) -> str:
+        """The name a page shows it by: its file's name, and for one on
+        another machine the machine too (`a.jsonl on box`), since the same
+        name on two machines, or here and there, are two sessions."""
+        import os
+
+        return os.path.basename(self.file.rstrip("/")) or self.file
 
     def binding(self) -> Optional[Dict[str, Any]]:
         """The bound mode and rules; None for a file no send bound yet."""
@@ -147,6 +177,11 @@ class Local(Session):
 
         return fork(self.file, new_file, cwd)[0]
 
+    def entries(self) -> EntryReader:
+        from .log.reader import Reader
+
+        return Reader(self.file)
+
     def binding(self) -> Optional[Dict[str, Any]]:
         from .store.address import resolve
         from .store.bindingfile import read_binding
@@ -190,29 +225,35 @@ class Remote(Session):
         return calls.wait(self.remote, input_id, timeout, self.settings)
 
     def reply(self, request_id: str, answer: str) -> None:
-        self._output("reply", [request_id], answer.encode("utf-8"))
+        self._call("reply", [request_id], answer.encode("utf-8"))
 
     def cancel(self, input_id: Optional[str] = None) -> None:
-        self._output("cancel", [input_id] if input_id else [])
+        self._call("cancel", [input_id] if input_id else [])
 
     def pieces(self, since: Optional[int], runs: Optional[int], as_json: bool) -> List[str]:
         options = {name: str(value) for name, value in (("--since", since), ("--runs", runs)) if value is not None}
         if as_json:
             options["--json"] = ""
-        _, out = self._output("log", [], options=options)
+        _, out = self._call("log", [], options=options)
         return out.splitlines() if as_json else [out.rstrip("\n")]
 
     def fork(self, new_file: str, cwd: Optional[str]) -> str:
         from .remote.forward import renamed, same_machine
 
         new = same_machine(self.remote, new_file)
-        _, out = self._output("fork", [new.path], options={"--cwd": cwd} if cwd else None)
+        _, out = self._call("fork", [new.path], options={"--cwd": cwd} if cwd else None)
         return renamed(out.strip(), [self.remote, new])
+
+    def entries(self) -> EntryReader:
+        return RemoteReader(self)
+
+    def name(self) -> str:
+        return "%s on %s" % (super().name(), self.remote.authority)
 
     def binding(self) -> Optional[Dict[str, Any]]:
         """Its rules cannot be read from here: they are given as one allow
         rule, so that a grant checked against them is held to the cap."""
-        code, out = self._output("status", [], ok=(0, 4))
+        code, out = self._call("status", [], ok=(0, 4))
         if code == 4:
             return None
         import json
@@ -229,14 +270,40 @@ class Remote(Session):
         """An absolute one held to that machine's roots; a relative one is that machine's to resolve."""
         return parse(inside(self.remote.with_path(cwd), "cwd")).path if cwd.startswith("/") else cwd
 
-    def _output(self, command: str, args: List[str], stdin: Optional[bytes] = None,
-                options: Optional[Dict[str, str]] = None, ok: Tuple[int, ...] = (0,)) -> Tuple[int, str]:
+    def _call(self, command: str, args: List[str], stdin: Optional[bytes] = None,
+              options: Optional[Dict[str, str]] = None, ok: Tuple[int, ...] = (0,)) -> Tuple[int, str]:
         """(exit code, stdout) of `command` on the session, held to its machine's roots."""
-        from .remote import calls
-        from .remote.forward import words
+        from .remote.calls import call
 
-        return calls.output(self.remote, words(command, [self.remote.path] + args, options or {}, []), stdin, ok,
-                            self.settings)
+        return call(self.remote, command, args, options, stdin, ok, self.settings)
+
+
+class RemoteReader:
+    """A remote session's log entries: `log --json` there, asked again on
+    each look (remote rows change rarely: serve/fleet.py's REMOTE_POLL);
+    the page sends only those that changed."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def close(self) -> None:
+        pass
+
+    def start(self) -> Entries:
+        return self.more()[1]
+
+    def more(self) -> Tuple[bool, Entries]:
+        import json
+
+        found = []
+        for piece in self.session.pieces(None, None, True):
+            entry = json.loads(piece)
+            if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or "entry" not in entry:
+                continue  # a note about the reading
+            key = entry.pop("id")
+            entry.pop("reply", None)
+            found.append((key, entry))
+        return False, found
 
 
 def latest_activity(file: str) -> str:

@@ -17,19 +17,13 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Optional, Protocol
 
-    from harnessctl.kit import Activity, Calls, Config, Host
-
+    from .session import Parts
     from .updates import Run
 
-    class Owner(Protocol):
+    class Owner(Parts, Protocol):
         """What the watch asks of the backend of the agent process."""
 
-        host: Host
-        activity: Activity
-        config: Config
-        calls: Calls
         run: Optional[Run]  # the run whose session/prompt is open
-        session_id: Optional[str]
         short: str  # the agent, where a message must be short
         unreadable: str  # its last stdout line that was no message
         STOP_GRACE: float

@@ -28,15 +28,19 @@ if TYPE_CHECKING:
 
     from harnessctl.kit import Activity, Calls, Config, Host
 
-    class Owner(Protocol):
-        """What the set-up asks of the backend of the agent process."""
+    class Parts(Protocol):
+        """What every part of the backend (the set-up, the watch) reads of it."""
 
         host: Host
         activity: Activity
         config: Config
         calls: Calls
-        label: str  # the agent, for messages
         session_id: Optional[str]  # the session: the stored one, then the one opened
+
+    class Owner(Parts, Protocol):
+        """What the set-up asks of the backend of the agent process."""
+
+        label: str  # the agent, for messages
 
         def save_resume(self, name: str, value: str, key: Optional[str] = None) -> None: ...
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 import json
 
 from .. import commands, fields
-from ..commands import OUTCOME_CODES, Send, check_text, error_line, file_status, fixed, listed, waited_line
-from ..errors import HarnessctlError, UsageError
-from ..remote.address import is_remote
+from ..commands import OUTCOME_CODES, Send, check_text, fixed, waited_line
+from ..errors import UsageError
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -143,33 +142,10 @@ def wait(args: Dict[str, Any], call: Call) -> Result:
 
 
 def status(args: Dict[str, Any], call: Call) -> Result:
-    """Each file's line; a directory's event files in its place (commands.listed),
-    each held to the roots too (a symlink in it may lead out)."""
-    lines = []
-    for path in args["files"]:
-        try:
-            if is_remote(path):  # held to its roots there (HARNESSCTL_ROOT), a folder's files too
-                lines.extend(call.sessions.statuses([call.inside(path, "file")])[0])
-                continue
-            call.inside(path, "file")
-            files = listed(path)
-        except HarnessctlError as e:
-            lines.append(error_line(path, str(e), e.exit_code))
-            continue
-        if files is None:
-            lines.append(file_status(path)[0])
-        else:
-            lines.extend(_status_inside(file, call) for file in files)
-    return _json({"statuses": [json.loads(line) for line in lines]})
-
-
-def _status_inside(file: str, call: Call) -> str:
-    """A directory's file: its line, or its error line when it leads out of the roots."""
-    try:
-        call.inside(file, "file")
-    except HarnessctlError as e:
-        return error_line(file, str(e), e.exit_code)
-    return file_status(file)[0]
+    """Each file's line; a directory's event files in its place, each held
+    to the roots too (a symlink in it may lead out)."""
+    lines = call.sessions.statuses(args["files"], lambda path: call.inside(path, "file"))
+    return _json({"statuses": [json.loads(line) for found in lines for line in found]})
 
 
 def reply(args: Dict[str, Any], call: Call) -> Result:

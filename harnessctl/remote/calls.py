@@ -12,7 +12,7 @@ from .ssh import Child, failure
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Dict, List, Optional, Sequence, Tuple
+    from typing import Dict, Optional, Sequence, Tuple
 
     from ..commands import Send
 
@@ -30,9 +30,12 @@ def error_of(remote: Remote, code: int, stderr: bytes, ok: Sequence[int] = (0,))
     return from_code(code, ours[-1] if ours else "exit %d on %s" % (code, remote.host))
 
 
-def output(remote: Remote, command_words: List[str], stdin: Optional[bytes] = None, ok: Sequence[int] = (0,),
-           settings: Optional[Dict[str, str]] = None) -> Tuple[int, str]:
-    """(exit code, stdout) of one remote command; its error raised."""
+def call(remote: Remote, command: str, args: Sequence[str] = (), options: Optional[Dict[str, str]] = None,
+         stdin: Optional[bytes] = None, ok: Sequence[int] = (0,), settings: Optional[Dict[str, str]] = None,
+         rules: Sequence[Tuple[str, str]] = ()) -> Tuple[int, str]:
+    """(exit code, stdout) of `command` on the remote session, with `args`
+    after its path; its error raised."""
+    command_words = words(command, [remote.path, *args], options or {}, list(rules))
     code, out, err = Child.on(remote.machine, command_words, stdin is not None, settings=settings).communicate(
         stdin or b"")
     error = error_of(remote, code, err, ok)
@@ -46,14 +49,14 @@ def send(remote: Remote, request: Send, settings: Dict[str, str]) -> str:
     from .forward import send_flags, send_stdin
 
     options, rules = send_flags(request, {"--print-id": ""})
-    _, out = output(remote, words("send", [remote.path], options, rules), send_stdin(request.schema, request.text),
-                    settings=settings)
+    _, out = call(remote, "send", (), options, send_stdin(request.schema, request.text), settings=settings,
+                  rules=rules)
     return out.strip()
 
 
 def wait(remote: Remote, input_id: Optional[str], timeout: float, settings: Dict[str, str]) -> Tuple[str, str]:
     """What `wait` found within `timeout` seconds: (kind, line) as waiting.wait's."""
-    code, out = output(remote, words("wait", [remote.path] + ([input_id] if input_id else []),
-                                     {"--timeout": repr(timeout)}, []), ok=(0, *WAIT_CODES), settings=settings)
+    code, out = call(remote, "wait", [input_id] if input_id else [], {"--timeout": repr(timeout)},
+                     ok=(0, *WAIT_CODES), settings=settings)
     kind = WAIT_CODES.get(code) or ("completed" if input_id else "status")
     return kind, renamed(out.strip(), [remote])

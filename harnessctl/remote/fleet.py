@@ -34,26 +34,49 @@ def machines(args: List[str]) -> Dict[Machine, List[int]]:
     return found
 
 
-def statuses(args: List[str], settings: Optional[Callable[[Machine], Dict[str, str]]] = None) -> List[Lines]:
+def statuses(args: List[str], settings: Optional[Callable[[Machine], Dict[str, str]]] = None,
+             held: Optional[Callable[[str], str]] = None) -> List[Lines]:
     """Per argument, its lines: a local file's or folder's as `status` gives
     them, a remote one's from its machine's one `status` command (run with
-    `settings(machine)` in its environment)."""
-    remotes = {index: parse(args[index]) for indexes in machines(args).values() for index in indexes}
+    `settings(machine)` in its environment).  `held(path)`, where given,
+    holds every argument and each file of a local folder to the caller's
+    roots (the address to ask, or a HarnessctlError: that path's error line)."""
+    found: List[Lines] = [[] for _ in args]
+    asked = []
+    for index, arg in enumerate(args):
+        try:
+            asked.append(held(arg) if held else arg)
+        except HarnessctlError as e:
+            found[index] = [(error_line(arg, str(e), e.exit_code), e.exit_code)]
+            asked.append("")
+    remotes = {index: parse(asked[index]) for indexes in machines(asked).values() for index in indexes}
     running = [(indexes, _start_status([remotes[i] for i in indexes], settings))
-               for indexes in machines(args).values()]
-    found: List[Lines] = [[] if index in remotes else _local(arg) for index, arg in enumerate(args)]
+               for indexes in machines(asked).values()]
+    for index, arg in enumerate(args):
+        if index not in remotes and not found[index]:
+            found[index] = _local(arg, held)
     for indexes, proc in running:
         for index, lines in zip(indexes, _collect([remotes[i] for i in indexes], proc)):
             found[index] = lines
     return found
 
 
-def _local(arg: str) -> Lines:
+def _local(arg: str, held: Optional[Callable[[str], str]]) -> Lines:
     try:
         files = listed(arg)
     except HarnessctlError as e:
         return [(error_line(arg, str(e), e.exit_code), e.exit_code)]
-    return [file_status(file) for file in ([arg] if files is None else files)]
+    return [_held_status(file, held) for file in ([arg] if files is None else files)]
+
+
+def _held_status(file: str, held: Optional[Callable[[str], str]]) -> Tuple[str, int]:
+    """A file's line, or its error line when it leads out of the roots (a symlink in a folder may)."""
+    try:
+        if held is not None:
+            held(file)
+    except HarnessctlError as e:
+        return error_line(file, str(e), e.exit_code), e.exit_code
+    return file_status(file)
 
 
 def _start_status(remotes: List[Remote], settings: Optional[Callable[[Machine], Dict[str, str]]]) -> Child:

@@ -8,7 +8,6 @@ import signal
 
 from .. import knobs
 from ..errors import NotFoundError, UnavailableError, UsageError
-from ..remote.address import is_remote
 from ..sessions import Sessions
 from .fleet import Fleet
 from .guard import Guard, is_loopback
@@ -25,10 +24,12 @@ def serve_fleet(args: List[str], port: str, host: str, emit: Callable[[str], Non
     """Serve until SIGINT, SIGTERM or SIGHUP (exit 0).  `emit` prints the URL line,
     `say` a warning: cli.py's, so that every line out is cleaned the same way."""
     timeout = knobs.seconds(os.environ, "HARNESSCTL_SERVE_TIMEOUT", REQUEST_TIMEOUT)
-    for arg in [arg for arg in args if _not_there_yet(arg)]:  # every exit 4 before any warning
+    sessions = Sessions([])
+    here, _ = sessions.split(args)  # those on other machines are asked there
+    for arg in [arg for arg in here if _not_there_yet(arg)]:  # every exit 4 before any warning
         say("harnessctl: warning: nothing at %s: served as an event file, shown once a send creates it "
             "(if you meant a folder, it is not there)" % arg)
-    fleet = Fleet(args or ["."], Sessions([]))
+    fleet = Fleet(args or ["."], sessions)
     fleet.look()  # a folder that is not there is this command's error, before any port is taken
     try:
         server = Server((host, _port(port)), Guard(host, 0), fleet, timeout)
@@ -58,7 +59,7 @@ def _not_there_yet(arg: str) -> bool:
     section 24).  But it is also what a mistyped folder looks like (`serve ~/agnet`),
     so serve_fleet warns of it.  A FILE whose folder is missing too no send
     can create (send refuses it): exit 4, as a missing DIR/ is."""
-    if is_remote(arg) or arg.endswith("/"):  # asked on its machine; a DIR/ is Fleet.look's error
+    if arg.endswith("/"):  # a DIR/ is Fleet.look's error
         return False
     try:
         os.stat(arg)

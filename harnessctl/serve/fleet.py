@@ -18,14 +18,13 @@ import threading
 
 from ..commands import error_line, file_status, listed
 from ..errors import HarnessctlError
-from ..remote.address import is_remote, parse
 from ..sessions import latest_activity
 from ..store.address import under
 from ..visible import shown
 
 TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Tuple
+    from typing import Any, Dict, List, Optional, Set, Tuple
 
     from ..sessions import Sessions
 
@@ -59,8 +58,7 @@ class Fleet:
     follow them."""
 
     def __init__(self, args: List[str], sessions: Sessions) -> None:
-        self.local = [arg for arg in args if not is_remote(arg)]
-        self.remote = [arg for arg in args if is_remote(arg)]
+        self.local, self.remote = sessions.split(args)
         self.roots = [os.path.realpath(arg) for arg in self.local]
         self.sessions = sessions
         self.lock = threading.Lock()
@@ -69,6 +67,7 @@ class Fleet:
         self.stopped = threading.Event()
         self._folders: Dict[str, Tuple[Optional[Look], List[str]]] = {}  # a folder's look and files
         self._looks: Dict[str, Optional[Look]] = {}  # a local file's last look
+        self._asked: Set[str] = set()  # the rows of sessions on other machines
 
     # -- what pages ask -------------------------------------------------------------
 
@@ -79,7 +78,9 @@ class Fleet:
         with self.lock:
             if file not in self.rows:
                 return False
-        return is_remote(file) or self.inside(file)
+            if file in self._asked:
+                return True  # held to the roots on its machine
+        return self.inside(file)
 
     def inside(self, file: str) -> bool:
         """Whether a local file's real path is a served FILE or in a served
@@ -97,6 +98,11 @@ class Fleet:
         with self.lock:
             if subscriber in self.subscribers:
                 self.subscribers.remove(subscriber)
+
+    def _placed(self, row: Row, index: int) -> Row:
+        """A status line as a row: its place among the rows and the name it is shown by."""
+        row.update(index=index, name=self.sessions.name(row["file"]))
+        return row
 
     # -- watching -------------------------------------------------------------------
 
@@ -161,7 +167,7 @@ class Fleet:
             line, _ = file_status(file)
         else:
             line = error_line(file, "refusing %s: its real path is not in the served folders" % file, 2)
-        row = _placed(json.loads(line), index)
+        row = self._placed(json.loads(line), index)
         if row.get("state") in ("running", "cancelling"):
             row["activity"] = latest_activity(file)
         return inert(row)
@@ -171,8 +177,9 @@ class Fleet:
         lines = [line for lines in self.sessions.statuses(self.remote) for line in lines]
         base = 1 << 20  # remote rows after the local ones, in the order given
         for i, line in enumerate(lines):
-            row = inert(_placed(json.loads(line), base + i))
+            row = inert(self._placed(json.loads(line), base + i))
             with self.lock:
+                self._asked.add(row["file"])
                 same = self.rows.get(row["file"]) == row
             if not same:
                 self._publish(row["file"], row)
@@ -186,25 +193,6 @@ class Fleet:
             subscribers = list(self.subscribers)
         for subscriber in subscribers:
             subscriber.put("row" if row is not None else "gone", row if row is not None else {"file": file})
-
-
-def _placed(row: Row, index: int) -> Row:
-    """A status line as a row: its place among the rows and the name it is shown by."""
-    row.update(index=index, name=shown_name(row["file"]))
-    return row
-
-
-def shown_name(file: str) -> str:
-    """The name a page shows a session by: its file's name, and for an
-    ssh:// session the machine too (`a.jsonl on box`), since the same name
-    on two machines, or here and there, are two sessions."""
-    name = os.path.basename(file.rstrip("/")) or file
-    if is_remote(file):
-        try:
-            return "%s on %s" % (name, parse(file).authority)
-        except HarnessctlError:
-            return file  # not an address status would take: its row's error says so
-    return name
 
 
 def inert(value: Any) -> Any:

@@ -3,31 +3,26 @@ draws them (log/render.py, every agent text cleaned first), with colour
 names where `log` writes terminal codes, so that the page and the terminal
 never disagree about what happened.
 
-A local file is folded here as `log --follow` folds it (log/printer.py),
-read on from where it stopped each time the fleet's watch says it changed; a
-remote one is `log --json` on its machine, asked again when its row changed.
+The entries come from the session (Session.entries): a local file folded
+as `log --follow` folds it, read on from where it stopped each time the
+fleet's watch says it changed; a remote one's `log --json` on its machine,
+asked again when its row changed.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 
-from ..log.printer import Printer
 from ..log.render import Style, answers_of, render
-from ..log.show import open_log
-from ..log.transcript import Transcript
-from ..log.window import window
-from ..remote.address import is_remote
-from ..store.address import resolve
 from ..visible import shown
 
 TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, BinaryIO, Dict, List, Optional, Tuple, Union
+    from typing import Any, Dict, List, Tuple
 
-    from ..sessions import Session, Sessions
+    from ..log.reader import Entries
+    from ..sessions import Session
 
     Drawn = Dict[str, Any]
     Entry = Dict[str, Any]
@@ -86,90 +81,35 @@ def answers(entry: Entry) -> Dict[str, Any]:
 
 
 class Follower:
-    """A page's transcript of one local file, read on as it grows."""
+    """A page's transcript of one session, drawn as its entries come
+    (Session.entries: a local file read on as it grows, a remote one's
+    `log --json` asked again), each sent again only when it changed."""
 
-    def __init__(self, file: str) -> None:
-        self.file = file
-        self.style = Marks(file)
-        self.f: Optional[BinaryIO] = None
-        self.printer = Printer(Transcript(), self.style, False)
-        self.offset = 0
+    def __init__(self, session: Session) -> None:
+        self.reader = session.entries()
+        self.style = Marks(session.file)
         self.sent: Dict[str, str] = {}
 
     def close(self) -> None:
-        if self.f is not None:
-            self.f.close()
+        self.reader.close()
 
     def start(self) -> List[Drawn]:
-        """Everything `log FILE` shows now (its window of the file)."""
-        self.f = open_log(resolve(self.file))
-        start = window(self.f, os.fstat(self.f.fileno()).st_size, None, None)
-        self.offset = self.printer.feed(self.f, start)
-        return self._changed(list(self.printer.transcript.entries))
+        """Everything `log FILE` shows now."""
+        return self._changed(self.reader.start())
 
     def more(self) -> Tuple[bool, List[Drawn]]:
-        """(whether the page starts over: the path names a new or shorter
-        file now, as `log --follow` reads it again; the entries new or changed)."""
-        assert self.f is not None
-        try:
-            st = os.stat(self.file)
-        except OSError:
-            return False, []  # gone for now (being replaced): look again at the next change
-        fst = os.fstat(self.f.fileno())
-        if (st.st_dev, st.st_ino) != (fst.st_dev, fst.st_ino) or st.st_size < self.offset:
-            self.close()
-            self.printer, self.sent, self.offset = Printer(Transcript(), self.style, False), {}, 0
-            return True, self.start()
-        keys: List[str] = []
-        self.offset = self.printer.feed(self.f, self.offset, keys)
-        transcript = self.printer.transcript
-        return False, self._changed([k for k in keys if transcript.settled(transcript.entries[k])])
+        """(whether the page starts over, the entries new or changed)."""
+        again, entries = self.reader.more()
+        if again:
+            self.sent = {}
+        return again, self._changed(entries)
 
-    def _changed(self, keys: List[str]) -> List[Drawn]:
+    def _changed(self, entries: Entries) -> List[Drawn]:
         found = []
-        transcript = self.printer.transcript
-        for key in self.printer.grouped(list(dict.fromkeys(keys))):
-            entry = transcript.entries[key]
-            if not transcript.shown(entry):
-                continue
+        for key, entry in entries:
             one = drawn(key, entry, self.style)
             text = json.dumps(one)
             if self.sent.get(key) != text:
                 self.sent[key] = text
                 found.append(one)
         return found
-
-
-class RemoteFollower:
-    """A page's transcript of a session on another machine: `log --json`
-    there, asked again whenever its row changed (remote rows change rarely:
-    REMOTE_POLL)."""
-
-    def __init__(self, session: Session) -> None:
-        self.session = session
-        self.style = Marks(session.file)
-        self.sent: Dict[str, str] = {}
-
-    def close(self) -> None:
-        pass
-
-    def start(self) -> List[Drawn]:
-        return self.more()[1]
-
-    def more(self) -> Tuple[bool, List[Drawn]]:
-        found = []
-        for piece in self.session.pieces(None, None, True):
-            entry = json.loads(piece)
-            if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or "entry" not in entry:
-                continue  # a note about the reading
-            key = entry.pop("id")
-            entry.pop("reply", None)
-            if self.sent.get(key) != piece:
-                self.sent[key] = piece
-                found.append(drawn(key, entry, self.style))
-        return False, found
-
-
-def follower(file: str, sessions: Sessions) -> Union[Follower, RemoteFollower]:
-    """The follower of a local or remote session."""
-    return RemoteFollower(sessions.at(file)) if is_remote(file) else Follower(file)

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 from ..commands import Send, check_text
 from ..errors import HarnessctlError, UsageError
 from . import pages
-from .follow import follower
+from .follow import Follower
 from .guard import TOKEN_HEADER
 
 TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)
@@ -110,7 +110,7 @@ class Handler(BaseHTTPRequestHandler):
         elif url.path in ("/session", "/session/events") and not self._served(file):
             return
         elif url.path == "/session":
-            self._answer(200, "text/html; charset=utf-8", pages.page(guard.token, file))
+            self._answer(200, "text/html; charset=utf-8", pages.page(guard.token, self.server.sessions.name(str(file))))
         elif url.path == "/session/events":
             self._session_feed(str(file))
         else:
@@ -222,7 +222,7 @@ class Handler(BaseHTTPRequestHandler):
             self.server.fleet.unsubscribe(subscriber)
 
     def _session_feed(self, file: str) -> None:
-        follows = follower(file, self.server.sessions)
+        follows = Follower(self.server.sessions.at(file))
         rows, subscriber = self.server.fleet.subscribe()  # before the first read: no change is missed
         try:
             try:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from html import escape
 
 from ..visible import shown
-from .fleet import shown_name
 
 TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -43,10 +42,10 @@ SESSION = """<body data-page="session">
 """
 
 
-def page(token: str, file: Optional[str] = None) -> bytes:
-    """The fleet page, or with `file` that session's page."""
-    if file is None:
+def page(token: str, name: Optional[str] = None) -> bytes:
+    """The fleet page, or with a session's `name` (Sessions.name) that session's page."""
+    if name is None:
         return ((HEAD % {"title": "harnessctl fleet", "token": escape(token)}) + FLEET).encode()
-    name = escape(shown(shown_name(file)))
+    name = escape(shown(name))
     values = {"title": name + " - harnessctl", "token": escape(token), "name": name}
     return ((HEAD % values) + SESSION % values).encode()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from harnessctl.serve.fleet import shown_name
 from harnessctl.serve.pages import page
+from harnessctl.sessions import Sessions
 
 
 @pytest.mark.parametrize("file, name", [
@@ -18,8 +18,8 @@ from harnessctl.serve.pages import page
     ("ssh://box", "ssh://box"),
 ])
 def test_a_session_is_shown_by_its_name_and_its_machine(file, name):
-    assert shown_name(file) == name
+    assert Sessions([]).name(file) == name
 
 
 def test_a_session_page_is_titled_by_the_same_name():
-    assert b"<h1>a.jsonl on me@box</h1>" in page("t", "ssh://me@box/srv/a.jsonl")
+    assert b"<h1>a.jsonl on me@box</h1>" in page("t", Sessions([]).name("ssh://me@box/srv/a.jsonl"))
