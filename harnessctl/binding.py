@@ -20,6 +20,8 @@ TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy 
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 
+    from .worktree import Worktree
+
 SEND_VERSION = 2  # of the send request; 1 was thirteen positional fields (harnessctl 0.1.0 before the binding table)
 
 # -- a send's binding ------------------------------------------------------------------------------
@@ -172,14 +174,50 @@ def real_dir(path: str) -> str:
     return real
 
 
+def with_worktree(binding: Dict[str, Any], bound: Optional[Dict[str, Any]], path: str) -> Dict[str, Any]:
+    """A new binding that asks for --worktree, with its worktree made: a
+    new branch and folder named from the event file `path`, the cwd moved
+    into it.  The worktree of a first send that failed after making it is
+    taken again (its binding is `bound`), not made twice."""
+    if binding.get("worktree") is not True:
+        return binding
+    if bound is not None and bound.get("worktree") is not None:
+        return dict(binding, worktree=bound["worktree"], cwd=bound["cwd"])
+    from . import worktree
+
+    name = worktree.named(path)
+    check_root(worktree.planned(binding["cwd"], name), "worktree")
+    tree = worktree.add(binding["cwd"], name)
+    return dict(binding, worktree=tree.as_dict(), cwd=worktree.cwd_in(tree, binding["cwd"]))
+
+
+def worktree_of(file: str) -> Worktree:
+    """The worktree of the session `file` names, from its trusted binding."""
+    from .store.address import require_exists, resolve
+    from .store.bindingfile import read_binding
+    from .worktree import Worktree
+
+    addr = resolve(file)
+    require_exists(addr)
+    bound = read_binding(addr) or {}
+    if bound.get("worktree") is None:
+        raise UsageError("%s has no worktree: its first send gave no --worktree" % file)
+    return Worktree.from_dict(bound["worktree"])
+
+
 # -- check and change ------------------------------------------------------------------------------
 
 
 def check_binding(bound: Dict[str, Any], wanted: Dict[str, Any]) -> None:
     """A later command may omit any field; a different value is a conflict,
-    except for a field a later send may change (changed())."""
+    except for a field a later send may change (changed()).  A send that
+    gives --worktree again, to a file whose first send made its worktree,
+    repeats that send's flags: its --cwd is where the worktree came from."""
+    same_tree = bound.get("worktree") is not None and wanted.get("worktree") is True
     for field in FIELDS:
         key = field.name
+        if same_tree and key in ("worktree", "cwd"):
+            continue
         if not field.change and wanted.get(key) is not None and wanted[key] != bound.get(key):
             value = bound.get(key)
             if field.status == THAT_BOUND and value is not None:

@@ -135,11 +135,26 @@ def rebind(args: List[str], options: Dict[str, str]) -> int:
 def fork(args: List[str], options: Dict[str, str]) -> int:
     from . import fork as forking
 
-    line, warning = forking.fork(args[0], args[1], options.get("--cwd"))
+    line, warning = forking.fork(args[0], args[1], options.get("--cwd"), "--worktree" in options)
     if warning is not None:
         say("harnessctl: warning: %s" % warning)
     emit(json_line(line))
     return 0
+
+
+def diff(args: List[str], options: Dict[str, str]) -> int:
+    from .binding import worktree_of
+    from .stdio import emit_bytes
+    from .worktree import patch
+
+    emit_bytes(patch(worktree_of(args[0])))
+    return 0
+
+
+def prune(args: List[str], options: Dict[str, str]) -> int:
+    from .prune import command
+
+    return command(args, options, emit)
 
 
 def serve(args: List[str], options: Dict[str, str]) -> int:
@@ -378,4 +393,4 @@ def read_stdin(what: str) -> str:
 
 # The commands on this machine's sessions, but send and mcp (run): each is given its arguments and options.
 LOCAL = {"log": log, "agents": agents, "rebind": rebind, "fork": fork, "serve": serve, "wait": wait, "status": statuses,
-         "cancel": cancel, "reply": reply}
+         "cancel": cancel, "reply": reply, "diff": diff, "prune": prune}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 
-from .errors import OutcomeUnknownError, StateError, UnavailableError, UsageError, from_code
+from .errors import HarnessctlError, OutcomeUnknownError, StateError, UnavailableError, UsageError, from_code
 from .store import ipc
 from .store.address import check_event_file, require_exists, resolve
 
@@ -138,7 +138,7 @@ def send(file: str, text: str, wish: Dict[str, Any], schema: Optional[Dict[str, 
     --schema) is this send's alone: the run it starts must answer with JSON
     that fits.  `deliver` (binding.DELIVERIES): queue or interrupt instead
     of steering a busy run."""
-    from .binding import asked, send_request
+    from .binding import asked, send_request, with_worktree
     from .store.bindingfile import read_binding
 
     addr = resolve(file)
@@ -161,6 +161,7 @@ def send(file: str, text: str, wish: Dict[str, Any], schema: Optional[Dict[str, 
             binding, found = _binding_for(addr, bound, wanted)
             warnings[:] = found
             _check_claims(bound or binding, schema, wanted["max_cost_usd"])
+            binding = with_worktree(binding, bound, addr.path)  # the last check passed: made only now
             ensure_runtime(addr, binding, deadline, starter)
 
     input_id = ask(addr, request, deadline, False, start)
@@ -198,7 +199,27 @@ def status(file: str) -> str:
     while True:
         report = status_once(addr, deadline)
         if report is not None:
-            return report
+            return _with_changes(report) if '"worktree":{' in report else report
+
+
+def _with_changes(line: str) -> str:
+    """A status line with what the session changed in its worktree
+    (worktree.changes), asked of git by the command: the runtime answers
+    from memory and never waits for git."""
+    import json
+
+    from .eventfile.state import status_line
+    from .worktree import Worktree, changes
+
+    report = json.loads(line)
+    if not isinstance(report.get("worktree"), dict):
+        return line
+    try:
+        found: Dict[str, Any] = changes(Worktree.from_dict(report["worktree"]))
+    except HarnessctlError as e:
+        found = {"error": str(e)}
+    report["worktree"] = dict(report["worktree"], changes=found)
+    return status_line(report)
 
 
 def cancel(file: str, input_id: Optional[str] = None) -> None:

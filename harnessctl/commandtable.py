@@ -78,10 +78,17 @@ COMMANDS = (
     Command("rebind", ("FILE",), 1, 1, ("--accept",)),
     Command("agents", (), 0, 0, flags=("--json",)),
     Command("mcp", (), 0, 0, ("--root", "--max-mode"), ("--allow-agent-commands", "--allow-rules", "--sandbox")),
-    Command("fork", ("FILE", "NEWFILE"), 2, 2, ("--cwd",), codes={
+    Command("fork", ("FILE", "NEWFILE"), 2, 2, ("--cwd",), ("--worktree",), codes={
         0: "NEWFILE made: its line is printed", 1: None,
         2: "usage or input error: NEWFILE exists, or FILE's harness cannot fork (nothing was written)",
         3: "FILE has a run going or a request waiting, or no conversation yet", 4: None, 6: None}),
+    Command("diff", ("FILE",), 1, 1, codes={
+        0: "the patch is printed (nothing: no change)", 1: None,
+        2: "usage or input error: FILE has no worktree (its first send gave no --worktree), or git failed", 4: None}),
+    Command("prune", ("FILE",), 1, sys.maxsize, ("--older-than",), ("--events", "--force", "--dry-run", "--json"), {
+        0: "pruned: a line per session removed (or, with --dry-run, to remove) or kept", 1: None,
+        2: "usage or input error", 3: "a session was kept for the work in its worktree (its line says what): "
+                                      "--force removes it", 4: "DIR/ (named with its slash) does not exist"}),
     Command("serve", ("DIR",), 0, sys.maxsize, ("--port", "--host"), codes={
         0: "interrupted (Ctrl-C, SIGTERM, SIGHUP): it served until then", 1: None, 2: None,
         4: "DIR/ (named with its slash), or a FILE's folder, does not exist",

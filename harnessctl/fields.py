@@ -84,6 +84,19 @@ def _flag(value: Any) -> bool:
     return value is None or isinstance(value, bool)
 
 
+def _worktree(value: Any) -> bool:
+    """None, or the worktree a first send made (binding.with_worktree)."""
+    if value is None:
+        return True
+    from .worktree import Worktree
+
+    try:
+        Worktree.from_dict(value)
+    except UsageError:
+        return False
+    return True
+
+
 def _dirs(value: Any) -> bool:
     return value is None or (isinstance(value, list) and all(isinstance(v, str) and os.path.isabs(v) for v in value))
 
@@ -136,6 +149,13 @@ FIELDS = (
   --cwd DIR       the working directory of a new FILE (default: the current directory)
 """, _text, status=ALWAYS, mcp={"type": "string", "description": "the working directory of a new file, under an "
                                                                  "allowed root (default: the server's own)"}),
+    Field("worktree", "--worktree", "[--worktree]", """\
+  --worktree      give a new FILE its own git worktree of the cwd's repository, on a new branch
+                  harnessctl/NAME (NAME: FILE's name) at HEAD, in $HARNESSCTL_WORKTREES/NAME
+                  (default: REPO.worktrees/NAME beside the repository); the session works there
+""", _worktree, takes=SWITCH, parse=_switch, read=lambda text: True,
+          mcp={"type": "boolean", "description": "give a new file its own git worktree of the cwd's repository, "
+                                                 "on a new branch harnessctl/NAME"}),
     Field("model", "--model", "[--model MODEL]", """\
   --model MODEL   the model of a new FILE (default: the harness's own)
 """, _text_or_none, status=ALWAYS, mcp={"type": "string", "description": "the model of a new file"}),

@@ -42,11 +42,15 @@ class Source:
         self.seq, self.inputs = seq, inputs
 
 
-def fork(file: str, new_file: str, cwd: Optional[str] = None) -> Tuple[str, Optional[str]]:
+def fork(file: str, new_file: str, cwd: Optional[str] = None, worktree: bool = False) -> Tuple[str, Optional[str]]:
     """Make NEWFILE a fork of FILE: the output line ({"file", "forked_from",
-    "seq"}, paths as given) and a warning to show, or None."""
+    "seq"}, paths as given) and a warning to show, or None.  With
+    `worktree`, NEWFILE works in a worktree of its own that starts with
+    FILE's files as they are now (worktree.fork)."""
     from .commands import json_string
 
+    if cwd is not None and worktree:
+        raise UsageError("--cwd and --worktree both say where the fork works: give one")
     addr = resolve(file)
     require_exists(addr)
     check_event_file(addr)
@@ -60,11 +64,31 @@ def fork(file: str, new_file: str, cwd: Optional[str] = None) -> Tuple[str, Opti
         binding = dict(binding, cwd=real_dir(cwd))
         _check_hooks(binding)
     source = _read_source(addr, file, binding, resume_file)
-    _write(new, new_file, source)
+    if worktree:
+        _write_in_tree(new, new_file, source)
+    else:
+        _write(new, new_file, source)
     from .store.trusted import inside_workspace
 
     line = '{"file":%s,"forked_from":%s,"seq":%d}' % (json_string(new_file), json_string(file), source.seq)
-    return line, inside_workspace(new.path, binding["cwd"])
+    return line, inside_workspace(new.path, source.binding["cwd"])
+
+
+def _write_in_tree(new: Address, new_file: str, source: Source) -> None:
+    """NEWFILE written with a worktree of its own, made once every check
+    passed, and removed again when NEWFILE cannot be written."""
+    from . import worktree
+    from .store.address import check_root
+
+    cwd, name = source.binding["cwd"], worktree.named(new.path)
+    check_root(worktree.planned(cwd, name), "worktree")
+    tree = worktree.fork(cwd, name)
+    source.binding = dict(source.binding, worktree=tree.as_dict(), cwd=worktree.cwd_in(tree, cwd))
+    try:
+        _write(new, new_file, source)
+    except BaseException:
+        worktree.remove(tree, True)
+        raise
 
 
 # -- the checks: nothing is written before all of them passed -----------------

@@ -41,7 +41,9 @@ SYNOPSIS = {
     "agents": "harnessctl agents [--json]",
     "mcp": "harnessctl mcp    [--root DIR]... [--allow-agent-commands] [--max-mode ask|edit|full]\n"
            "                  [--allow-rules] [--sandbox]",
-    "fork": "harnessctl fork   FILE NEWFILE [--cwd DIR]",
+    "fork": "harnessctl fork   FILE NEWFILE [--cwd DIR | --worktree]",
+    "diff": "harnessctl diff   FILE",
+    "prune": "harnessctl prune  DIR|FILE... [--older-than DURATION] [--events] [--force] [--dry-run] [--json]",
     "serve": "harnessctl serve  [DIR|FILE]... [--port N] [--host ADDR]",
 }
 
@@ -56,6 +58,8 @@ usage: {send}
        {agents}
        {mcp}
        {fork}
+       {diff}
+       {prune}
        {serve}
        harnessctl COMMAND --help | --help | --version
 
@@ -282,8 +286,39 @@ arguments:
 
 options:
   --cwd DIR       NEWFILE's working directory (default: FILE's)
+  --worktree      NEWFILE works in a git worktree of its own, on a new branch harnessctl/NAME
+                  (NAME: NEWFILE's name), that starts with FILE's files as they are now,
+                  committed or not (as send --worktree; FILE's files are not touched)
 
 knobs: HARNESSCTL_TIMEOUT (30 s), HARNESSCTL_DEBUG
+
+exit codes:
+{codes}""",
+    "diff": """\
+usage: {synopsis}
+
+Print what FILE's session changed in its worktree (send or fork --worktree)
+since the commit it started from, as one patch `git apply` takes there: its
+commits, uncommitted edits and new files, binary ones too.  To a terminal,
+control characters are shown escaped; to a pipe, the bytes are exact.
+
+exit codes:
+{codes}""",
+    "prune": """\
+usage: {synopsis}
+
+Remove what stopped sessions leave: the sidecar (FILE.d), the records in the
+state folder, the worktree and its branch, and with --events the event file
+(else it stays, a log no send may continue).  Never a live session, nor a
+file harnessctl did not bind; a worktree holding uncommitted changes or
+unmerged commits keeps its session unless --force.  A DIR's records of event
+files gone from it are dropped too.  One line per session: removed or kept.
+
+options:
+  --older-than DURATION  only sessions whose file changed longer ago (90s, 30m, 12h, 7d, 2w)
+  --events        remove the event files too       --force    remove worktrees that hold work
+  --dry-run       say what would go; remove nothing
+  --json          one object per session: {{"file", "removed", "kept", "refused", "dry_run"}}
 
 exit codes:
 {codes}""",

@@ -96,8 +96,8 @@ class Session:
         """What `log` prints, one piece per entry (log.show.pieces)."""
         raise NotImplementedError
 
-    def fork(self, new_file: str, cwd: Optional[str]) -> str:
-        """fork's line; NEWFILE on the same machine."""
+    def fork(self, new_file: str, cwd: Optional[str], worktree: bool = False) -> str:
+        """fork's line; NEWFILE on the same machine (with `worktree`, in a worktree of its own)."""
         raise NotImplementedError
 
     def entries(self) -> EntryReader:
@@ -129,6 +129,12 @@ class Session:
     def held_cwd(self, cwd: str, inside: Callable[[str, str], str]) -> str:
         """`cwd` on the session's machine, held to the roots there by
         `inside(address, what)` (the MCP server's)."""
+        raise NotImplementedError
+
+    def hold_worktree(self, cwd: Optional[str], new_file: Optional[str], inside: Callable[[str, str], str]) -> None:
+        """Refuse a worktree the session (or the fork `new_file`) would get
+        outside the roots: worktrees go beside the repository of `cwd` (None:
+        the session's own), which may lie outside them."""
         raise NotImplementedError
 
 
@@ -168,14 +174,14 @@ class Local(Session):
 
         return pieces(self.file, since, runs, as_json)
 
-    def fork(self, new_file: str, cwd: Optional[str]) -> str:
+    def fork(self, new_file: str, cwd: Optional[str], worktree: bool = False) -> str:
         if is_remote(new_file):
             from .errors import UsageError
 
             raise UsageError("fork: FILE and NEWFILE must be on the same machine (%s, %s)" % (self.file, new_file))
         from .fork import fork
 
-        return fork(self.file, new_file, cwd)[0]
+        return fork(self.file, new_file, cwd, worktree)[0]
 
     def entries(self) -> EntryReader:
         from .log.reader import Reader
@@ -198,6 +204,14 @@ class Local(Session):
 
     def held_cwd(self, cwd: str, inside: Callable[[str, str], str]) -> str:
         return inside(cwd, "cwd")
+
+    def hold_worktree(self, cwd: Optional[str], new_file: Optional[str], inside: Callable[[str, str], str]) -> None:
+        from .worktree import named, planned
+
+        if cwd is None:
+            cwd = (self.binding() or {}).get("cwd")
+        if cwd is not None:
+            inside(planned(cwd, named(new_file or self.file)), "worktree")
 
 
 class Remote(Session):
@@ -237,11 +251,14 @@ class Remote(Session):
         _, out = self._call("log", [], options=options)
         return out.splitlines() if as_json else [out.rstrip("\n")]
 
-    def fork(self, new_file: str, cwd: Optional[str]) -> str:
+    def fork(self, new_file: str, cwd: Optional[str], worktree: bool = False) -> str:
         from .remote.forward import renamed, same_machine
 
         new = same_machine(self.remote, new_file)
-        _, out = self._call("fork", [new.path], options={"--cwd": cwd} if cwd else None)
+        options = {"--cwd": cwd} if cwd else {}
+        if worktree:
+            options["--worktree"] = ""
+        _, out = self._call("fork", [new.path], options=options)
         return renamed(out.strip(), [self.remote, new])
 
     def entries(self) -> EntryReader:
@@ -269,6 +286,10 @@ class Remote(Session):
     def held_cwd(self, cwd: str, inside: Callable[[str, str], str]) -> str:
         """An absolute one held to that machine's roots; a relative one is that machine's to resolve."""
         return parse(inside(self.remote.with_path(cwd), "cwd")).path if cwd.startswith("/") else cwd
+
+    def hold_worktree(self, cwd: Optional[str], new_file: Optional[str], inside: Callable[[str, str], str]) -> None:
+        """Held there: the command runs with that machine's roots
+        (HARNESSCTL_ROOT), which binding.with_worktree and fork check."""
 
     def _call(self, command: str, args: List[str], stdin: Optional[bytes] = None,
               options: Optional[Dict[str, str]] = None, ok: Tuple[int, ...] = (0,)) -> Tuple[int, str]:

@@ -103,6 +103,27 @@ def emit(text: str) -> None:
         raise UsageError("cannot write to stdout: %s" % (getattr(e, "strerror", None) or e)) from None
 
 
+def emit_bytes(data: bytes) -> None:
+    """Print bytes an agent chose (a patch): exact to a pipe or a file, the
+    bytes a tool such as `git apply` must get; to a terminal with their
+    control characters shown escaped (visible.py), never obeyed."""
+    try:
+        if sys.stdout is None:
+            raise OSError(9, "stdout is closed")
+        if sys.stdout.isatty():
+            from .visible import shown
+
+            sys.stdout.write(shown(data.decode("utf-8", "replace"), lines=True))
+        else:
+            sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as e:
+        drop_stdout()
+        raise UsageError("cannot write to stdout: %s" % (getattr(e, "strerror", None) or e)) from None
+
+
 def drop_stdout() -> None:
     """Point fd 1 at /dev/null so that the interpreter's own flush at exit
     does not report the same failure again with a traceback."""

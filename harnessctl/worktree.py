@@ -153,6 +153,26 @@ def fork(source_cwd: str, name: str) -> Worktree:
     return _create(top, common, head, name, tree)
 
 
+def planned(cwd: str, name: str) -> str:
+    """The folder add(cwd, name) would make: for a check of where it lies
+    (the roots of a caller) before anything is made."""
+    common = _checkout(cwd)[1]
+    return os.path.join(folder_default(main_top(common)), clean_name(name))
+
+
+def named(event_path: str) -> str:
+    """A session's worktree name: its event file's name without `.jsonl`."""
+    name = os.path.basename(event_path)
+    return name[:-len(".jsonl")] if name.endswith(".jsonl") else name
+
+
+def cwd_in(tree: Worktree, asked: str) -> str:
+    """Where a session asked to work in `asked` works in its worktree: the
+    same folder of the repository (its root, or a folder in it), in the tree."""
+    prefix = _text(_git(os.path.abspath(asked), ("rev-parse", "--show-prefix"))).rstrip("/")
+    return os.path.join(tree.path, prefix) if prefix else tree.path
+
+
 def _checkout(cwd: str) -> Tuple[str, str, str, str]:
     """(top, common git dir, index file, HEAD's commit id) of the work tree
     `cwd` is in; a folder in no work tree, a bare repository and one with

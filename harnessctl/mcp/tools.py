@@ -79,7 +79,9 @@ SCHEMAS = {
         "is never written (harnessctl fork).",
         {"file": FILE, "new_file": dict(FILE, description="the new event file: must not exist; under an allowed root"),
          "cwd": {"type": "string", "description": "the new file's working directory, under an allowed root "
-                                                  "(default: file's)"}},
+                                                  "(default: file's)"},
+         "worktree": {"type": "boolean", "description": "the new file works in a git worktree of its own that starts "
+                                                        "with file's files as they are now (not with cwd)"}},
         ["file", "new_file"]),
 }
 
@@ -119,6 +121,8 @@ def send(args: Dict[str, Any], call: Call) -> Result:
     if any(verb not in ("allow", "deny") for verb, _ in rules):
         raise UsageError('a rule is ["allow" or "deny", "KIND[:GLOB]"]')
     call.grants.check_grant(session.binding(), args.get("mode"), rules)
+    if args.get("worktree"):
+        session.hold_worktree(cwd, None, call.inside)
     text = check_text(args["text"])
     if "schema" in args:
         from ..checks.structured import check_size
@@ -183,7 +187,9 @@ def fork(args: Dict[str, Any], call: Call) -> Result:
     if cwd is not None:  # the source's policy granted in another place: held to the cap as a new file's
         bound = session.binding() or {}
         call.grants.check_grant(None, bound.get("mode"), [(verb, rule) for verb, rule in bound.get("rules") or []])
-    return _json(json.loads(session.fork(new_file, cwd)))
+    if args.get("worktree"):
+        session.hold_worktree(None, new_file, call.inside)
+    return _json(json.loads(session.fork(new_file, cwd, bool(args.get("worktree")))))
 
 
 HANDLERS: Dict[str, Callable[[Dict[str, Any], Call], Result]] = {

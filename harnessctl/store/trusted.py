@@ -142,6 +142,35 @@ def record(path: str, binding: Dict[str, Any]) -> None:
             raise private.cannot("record the binding in", name, e) from None
 
 
+def records() -> List[Tuple[str, Dict[str, Any]]]:
+    """Every record in the state directory: (its file, the record), a
+    file's inode record and its path record each (prune reads them)."""
+    folder = os.path.join(state_dir(), "sessions")
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        loaded = _load(os.path.join(folder, name)) if name.endswith(".json") else None
+        if loaded is not None and isinstance(loaded.get("path"), str):
+            found.append((os.path.join(folder, name), loaded))
+    return found
+
+
+def forget(path: str) -> None:
+    """Drop every record of the event file `path` (prune): its binding is
+    never trusted again, so the file may never be used again either."""
+    for name, found in records():
+        if found["path"] == path:
+            try:
+                os.unlink(name)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                raise private.cannot("remove the record", name, e) from None
+
+
 def check(path: str, binding: Dict[str, Any], shown: str) -> None:
     """Refuse (UsageError) a binding.json (`shown`) that is not the latest
     binding recorded for the event file `path`.  A file bound before records

@@ -245,6 +245,6 @@ def test_a_missing_file_exits_4(workdir):
 
 def test_fork_help_gives_the_synopsis_and_the_exit_codes_in_order():
     text = ok("fork", "--help").stdout.decode()
-    assert text.startswith("usage: harnessctl fork   FILE NEWFILE [--cwd DIR]")
+    assert text.startswith("usage: harnessctl fork   FILE NEWFILE [--cwd DIR | --worktree]")
     codes = [int(line.split()[0]) for line in text.split("exit codes:\n", 1)[1].splitlines()]
     assert codes == [0, 1, 2, 3, 4, 6]

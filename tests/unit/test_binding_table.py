@@ -25,10 +25,16 @@ from harnessctl.store.address import Address
 SAMPLES = {"cwd": "/tmp", "model": "gpt-x", "adapter": "mock", "agent": "gemini", "mode": "edit",
            "rules": [["allow", "command:ls*"], ["deny", "*"]], "max_tokens": 1000, "max_cost_usd": 2.5,
            "on_request": "/bin/true request", "on_result": "/bin/echo result", "sandbox": True,
-           "sandbox_write": ["/srv/cache"]}
+           "sandbox_write": ["/srv/cache"],
+           "worktree": {"path": "/srv/r.worktrees/a", "branch": "harnessctl/a", "base": "a" * 40, "repo": "/srv/r/.git"}}
 OTHERS = {"cwd": "/", "model": "gpt-y", "adapter": "codex", "agent": "codex", "mode": "full",
           "rules": [["deny", "*"]], "max_tokens": 2000, "max_cost_usd": 3.0, "on_request": "/bin/false",
-          "on_result": "/bin/false", "sandbox": False, "sandbox_write": ["/srv/other", "/opt/x"]}
+          "on_result": "/bin/false", "sandbox": False, "sandbox_write": ["/srv/other", "/opt/x"],
+          "worktree": {"path": "/srv/r.worktrees/b", "branch": "harnessctl/b", "base": "b" * 40, "repo": "/srv/r/.git"}}
+
+# What a send asks for: the bound value, but for the worktree, which a send asks for by a switch and which binds
+# the worktree it made (binding.with_worktree).
+WISHES = dict(SAMPLES, worktree=True)
 
 
 def test_every_field_has_a_sample_and_one_name():
@@ -69,7 +75,7 @@ def test_status_shows_each_field_as_its_row_says(field):
 def test_status_keeps_its_order_of_keys():
     report = status_report(Conversation(), SAMPLES, alive=True)
     assert list(report) == ["state", "run_id", "queued", "requests", "cwd", "model", "adapter", "mode", "runtime",
-                            "last_activity", "agent", "rules", "sandbox", "sandbox_write", "totals", "max_tokens",
+                            "last_activity", "worktree", "agent", "rules", "sandbox", "sandbox_write", "totals", "max_tokens",
                             "max_cost_usd", "on_request", "on_result"]
 
 
@@ -92,14 +98,14 @@ def test_a_later_send_may_change_a_field_only_where_its_row_says(field):
 
 
 def test_every_field_round_trips_the_send_request():
-    request = binding.send_request("hi\nthere", '{"type":"object"}', dict(SAMPLES))
+    request = binding.send_request("hi\nthere", '{"type":"object"}', dict(WISHES))
     assert request[0] == "send/%d" % binding.SEND_VERSION
     heard = ipc.decode_fields(ipc.encode_fields(request))
-    assert binding.read_send_request(heard, "/f.jsonl") == ("hi\nthere", '{"type":"object"}', SAMPLES, None)
+    assert binding.read_send_request(heard, "/f.jsonl") == ("hi\nthere", '{"type":"object"}', WISHES, None)
 
 
 def test_every_field_passes_on_as_the_send_flags_the_parser_takes_back():
-    options, rules = fields.as_flags(SAMPLES)
+    options, rules = fields.as_flags(WISHES)
     argv = ["send", "f.jsonl", "hi"] + [word for name, value in options.items() for word in (name, value) if word]
     argv += [word for verb, value in rules for word in ("--" + verb, value)]
     assert arguments.parse(argv) == ("send", ["f.jsonl", "hi"], options, rules)
@@ -109,11 +115,11 @@ def test_every_field_passes_on_as_the_send_flags_the_parser_takes_back():
 
 def test_the_send_flags_of_every_field_read_back_as_the_same_wish():
     """A send passed on to another machine asks there what it asked here."""
-    assert fields.from_flags(*fields.as_flags(SAMPLES)) == SAMPLES
+    assert fields.from_flags(*fields.as_flags(WISHES)) == WISHES
 
 
 def test_the_mcp_send_tool_arguments_read_as_the_flags_do():
-    offered = {name: SAMPLES[name] for name in fields.mcp_properties()}
+    offered = {name: WISHES[name] for name in fields.mcp_properties()}
     options, rules = fields.as_flags(offered)
     assert fields.parsed(offered) == fields.from_flags(options, rules) == offered
 
