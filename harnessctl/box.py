@@ -87,7 +87,7 @@ def check_binding(event_path: str, binding: Dict[str, Any]) -> Optional[str]:
         raise UsageError(reason)
     manifest = registry.manifest(binding["adapter"])
     Box(event_path, binding["cwd"], binding.get("sandbox_write") or [],
-        declared(manifest, binding.get("agent"), dict(os.environ)), others=False).check()
+        declared(manifest, binding.get("agent"), dict(os.environ)), others=False, git=git_folders(binding)).check()
     return None
 
 
@@ -97,8 +97,9 @@ class Box:
     ruleset its process enters."""
 
     def __init__(self, event_path: str, cwd: str, writes: Iterable[str], agent_writes: Iterable[str],
-                 others: bool = True) -> None:
-        """`others`: deny the recorded sessions' files too (read from the state folder)."""
+                 others: bool = True, git: Iterable[str] = ()) -> None:
+        """`others`: deny the recorded sessions' files too (read from the state folder);
+        `git`: the git folders a worktree session commits through (git_folders)."""
         from .store.trusted import state_dir
 
         self.event_path = event_path
@@ -107,6 +108,7 @@ class Box:
         self.cwd = cwd
         self.user_writes = [os.path.realpath(path) for path in writes]
         self.agent_writes = list(agent_writes)
+        self.git_writes = list(git)
         self.denied = _denied(self.state, event_path, others)
 
     def env(self) -> Dict[str, str]:
@@ -120,6 +122,7 @@ class Box:
     def writable(self) -> List[Tuple[str, str]]:
         """(what, real path) of each place the agent may write."""
         places = [("the cwd", self.cwd)] + [("--sandbox-write", path) for path in self.user_writes]
+        places += [("the worktree's git folder", path) for path in self.git_writes]
         return places + [("the agent's own %s" % path, os.path.realpath(path)) for path in self.agent_writes]
 
     def check(self) -> None:
@@ -170,6 +173,32 @@ class Box:
             ruleset.close()
             raise
         return ruleset
+
+
+def git_folders(binding: Dict[str, Any]) -> List[str]:
+    """What a boxed session with a worktree writes to commit on its branch:
+    the worktree's own folder in the repository (its HEAD, index, logs),
+    the objects, and the folders of the harnessctl/* branches and their
+    logs; never the repository's config, hooks, or any other branch.  Found
+    from the recorded repository, never from the worktree's `.git` file,
+    which the agent writes.  Git's folders that do not exist are left out."""
+    tree = binding.get("worktree")
+    if not isinstance(tree, dict):
+        return []
+    from .worktree import Worktree
+
+    common, path = Worktree.from_dict(tree).repo, tree["path"]
+    found = [os.path.join(common, *parts) for parts in (("objects",), ("refs", "heads", "harnessctl"),
+                                                          ("logs", "refs", "heads", "harnessctl"))]
+    admin = os.path.join(common, "worktrees")
+    for name in sorted(os.listdir(admin)) if os.path.isdir(admin) else []:
+        try:
+            with open(os.path.join(admin, name, "gitdir")) as f:
+                if f.read().rstrip("\n") == os.path.join(path, ".git"):
+                    found.append(os.path.join(admin, name))
+        except OSError:
+            continue
+    return [folder for folder in found if os.path.isdir(folder)]
 
 
 def _denied(state: str, event_path: str, others: bool) -> List[str]:

@@ -285,6 +285,14 @@ def remote(command: str, args: List[str], options: Dict[str, str], rules: List[T
         from .remote import fleet
 
         return outcome(fleet.wait_any(args, timeout(options), lambda text: say("harnessctl: " + text)))
+    if command == "diff":  # the patch as it is there: its bytes are not lines to clean (stdio.emit_bytes)
+        from .remote.address import parse
+        from .remote.calls import call
+        from .stdio import emit_bytes
+
+        patch = call(parse(args[0]), "diff")[1].encode("utf-8", "surrogateescape")
+        emit_bytes(patch + b"\n" if patch else patch)  # the last newline call's lines dropped (git ends with one)
+        return 0
     from .remote import forward
 
     stdin = None

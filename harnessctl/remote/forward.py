@@ -71,9 +71,9 @@ def run(command: str, args: List[str], options: Dict[str, str], rules: List[Tupl
     remote = parse(args[0])
     asked = [remote]
     paths = [remote.path] + args[1:]
-    if command == "fork":
-        asked.append(same_machine(remote, args[1]))
-        paths[1] = asked[1].path
+    if command in ("fork", "prune"):  # every session it names on the same machine
+        asked += [same_machine(remote, arg, command) for arg in args[1:]]
+        paths = [one.path for one in asked]
     if command == "wait" or command == "log" and "--follow" in options or command == "send" and "--wait" in options:
         end_with_signals()  # only a command that may wait long pays for the import of signal (enum: ~4 ms)
     if command in NAMING:
@@ -89,9 +89,9 @@ def cleaned(line: str) -> str:
     return json_shown(line) if line.startswith("{") else shown(line, lines=True)
 
 
-def same_machine(remote: Remote, other: str) -> Remote:
+def same_machine(remote: Remote, other: str, command: str = "fork") -> Remote:
     if not is_remote(other) or parse(other).machine != remote.machine:
-        raise UsageError("fork: FILE and NEWFILE must be on the same machine (%s, %s)" % (remote.given, other))
+        raise UsageError("%s: the files must be on the same machine (%s, %s)" % (command, remote.given, other))
     return parse(other)
 
 

@@ -92,14 +92,14 @@ class Supervisor:
         process of this start enters it (`spawn`)."""
         if not binding.get("sandbox"):
             return None
-        from ..box import Box, declared
+        from ..box import Box, declared, git_folders
         from ..landlock import why_not
 
         reason = why_not()
         if reason is not None:
             raise UnavailableError(reason)  # never run unboxed what was bound boxed
         box = Box(self.sidecar[:-len(".d")], binding["cwd"], binding.get("sandbox_write") or [],
-                  declared(manifest, binding.get("agent"), env))
+                  declared(manifest, binding.get("agent"), env), git=git_folders(binding))
         box.check()
         return box
 

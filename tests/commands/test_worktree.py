@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 
 import pytest
+from cliutil import ROOT, cli_env, events, ok, run, status, wait_for
 
-from cliutil import cli_env, ok, run, status, wait_for
+from harnessctl import landlock
 
 GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "init.defaultBranch=main"]
 
@@ -296,3 +298,29 @@ def test_a_pruned_file_stays_a_log_that_no_send_continues(workdir, repo, env):
     pruned(path, env=env)
     assert b"echo: hi" in ok("log", path, env=env).stdout
     assert run("send", path, "more", env=env).returncode == 2
+
+
+# -- in a box ------------------------------------------------------------------------------------------------
+
+FAKE = os.path.join(ROOT, "tests", "support", "acp_support", "fake_agent.py")
+
+
+def boxed_tool(path: str, repo, line: str) -> dict:
+    """What the fake ACP agent, boxed in a worktree session of `repo`, got when it ran `line`: its tool's end."""
+    ok("send", path, "/tool " + line, "--adapter", "acp", "--agent", shlex.quote(FAKE), "--cwd", str(repo),
+       "--worktree", "--sandbox", "--wait", "--timeout", "60")
+    return [e for e in events(path) if e.get("kind") == "tool.completed"][-1]
+
+
+@pytest.mark.skipif(landlock.why_not() is not None, reason=str(landlock.why_not()))
+def test_a_boxed_session_commits_on_its_branch_but_changes_no_config_hook_or_other_branch(workdir, repo):
+    path = str(workdir / "a.jsonl")
+    commit = "git -c user.email=t@example.com -c user.name=t commit --allow-empty -qm boxed"
+    assert boxed_tool(path, repo, commit)["exit_code"] == 0
+    assert git(repo, "log", "-1", "--format=%s", "harnessctl/a").strip() == "boxed"
+    main = git(repo, "rev-parse", "main")
+    for attack in ("git config user.name evil", "git update-ref refs/heads/main HEAD",
+                   "cp /bin/true %s" % (repo / ".git" / "hooks" / "pre-commit")):
+        assert boxed_tool(path, repo, attack)["exit_code"] != 0, attack
+    assert git(repo, "rev-parse", "main") == main and not (repo / ".git" / "hooks" / "pre-commit").exists()
+    assert subprocess.run(["git", "-C", str(repo), "config", "--local", "user.name"], capture_output=True).stdout == b""
