@@ -104,6 +104,10 @@ class Session:
         """Its log entries as a page reads them: start(), then more() as it changes (log/reader.py)."""
         raise NotImplementedError
 
+    def patch(self) -> bytes:
+        """What it changed in its worktree, as `diff FILE` prints it (worktree.patch)."""
+        raise NotImplementedError
+
     def name(self) -> str:
         """The name a page shows it by: its file's name, and for one on
         another machine the machine too (`a.jsonl on box`), since the same
@@ -188,6 +192,12 @@ class Local(Session):
 
         return Reader(self.file)
 
+    def patch(self) -> bytes:
+        from .binding import worktree_of
+        from .worktree import patch
+
+        return patch(worktree_of(self.file))
+
     def binding(self) -> Optional[Dict[str, Any]]:
         from .store.address import resolve
         from .store.bindingfile import read_binding
@@ -263,6 +273,11 @@ class Remote(Session):
 
     def entries(self) -> EntryReader:
         return RemoteReader(self)
+
+    def patch(self) -> bytes:
+        """`diff` there, with the last newline the ssh layer drops (ssh.Child.communicate): a patch ends with one."""
+        out = self._call("diff", [])[1]
+        return (out + "\n" if out else out).encode("utf-8", "surrogateescape")
 
     def name(self) -> str:
         return "%s on %s" % (super().name(), self.remote.authority)

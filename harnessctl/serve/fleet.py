@@ -7,6 +7,13 @@ new row.  So a page open costs a queue, not a poll of its own, and an idle
 fleet a stat per file per tick.  Sessions on other machines (ssh://) are
 asked by a second thread, one `status` per machine every REMOTE_POLL seconds
 (remote/fleet.py), and a row is sent only when its line changed.
+
+A session with a worktree has its changes in its row (status counts them
+with git), but an edit in the worktree does not touch the event file: while
+a page is open, the thread counts them again (worktree.changes, no status)
+for a row not asked for WORKTREE_POLL seconds, at most RECOUNTS a tick, and
+sends the row when they changed.  A remote row's are counted there, on each
+ask.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import json
 import os
 import queue
 import threading
+import time
 
 from ..commands import error_line, file_status, listed
 from ..errors import HarnessctlError
@@ -33,6 +41,8 @@ if TYPE_CHECKING:
 
 POLL = 0.25  # seconds between two looks at the local files: a page hears an event line within it
 REMOTE_POLL = 2.0  # seconds between two asks of the remote sessions: each is an ssh round trip
+WORKTREE_POLL = 5.0  # seconds a worktree row's changes may be old while a page is open
+RECOUNTS = 2  # worktree rows counted again at most per tick: a tick's git work stays small
 BACKLOG = 10000  # events a page that stopped reading may owe before it is dropped (it reconnects)
 
 
@@ -68,6 +78,7 @@ class Fleet:
         self._folders: Dict[str, Tuple[Optional[Look], List[str]]] = {}  # a folder's look and files
         self._looks: Dict[str, Optional[Look]] = {}  # a local file's last look
         self._asked: Set[str] = set()  # the rows of sessions on other machines
+        self._counted: Dict[str, float] = {}  # a local worktree row's last count of its changes (monotonic)
 
     # -- what pages ask -------------------------------------------------------------
 
@@ -114,6 +125,7 @@ class Fleet:
     def _watch_local(self) -> None:
         while not self.stopped.wait(POLL):
             self.look()
+            self.recount()
 
     def _watch_remote(self) -> None:
         while True:
@@ -134,12 +146,38 @@ class Fleet:
         index = {file: i for i, file in enumerate(files)}
         for file in [f for f in self._looks if f not in index]:
             del self._looks[file]
+            self._counted.pop(file, None)
             self._publish(file, None)
         for file in files:
             seen = _look(file)
             if file not in self._looks or seen != self._looks[file] or self._moved(file, index[file]):
                 self._looks[file] = seen
-                self._publish(file, self._row(file, index[file]))
+                row = self._row(file, index[file])
+                if isinstance(row.get("worktree"), dict):
+                    self._counted[file] = time.monotonic()
+                else:
+                    self._counted.pop(file, None)
+                self._publish(file, row)
+
+    def recount(self) -> None:
+        """While a page is open, the changes of the local worktree rows
+        counted longest ago (more than WORKTREE_POLL seconds), RECOUNTS at
+        most: a row is sent again when they changed.  Only look() and this
+        publish local rows, both on the local thread."""
+        with self.lock:
+            if not self.subscribers:
+                return
+            now = time.monotonic()
+            due = sorted((at, file) for file, at in self._counted.items() if now - at >= WORKTREE_POLL)[:RECOUNTS]
+            rows = [(file, self.rows.get(file)) for _, file in due]
+        for file, row in rows:
+            if row is None or not isinstance(row.get("worktree"), dict) or not self.inside(file):
+                self._counted.pop(file, None)  # look() asks it again when it changes
+                continue
+            self._counted[file] = now
+            counted = inert(_changes(file))
+            if row["worktree"].get("changes") != counted:
+                self._publish(file, dict(row, worktree=dict(row["worktree"], changes=counted)))
 
     def _files_of(self, arg: str) -> List[str]:
         """A FILE argument itself; a folder's event files, listed again only when the folder changed."""
@@ -205,6 +243,20 @@ def inert(value: Any) -> Any:
     if isinstance(value, list):
         return [inert(item) for item in value]
     return shown(value) if isinstance(value, str) else value
+
+
+def _changes(file: str) -> Dict[str, Any]:
+    """What the session changed in its worktree, as status counts it (client.py)."""
+    from ..binding import worktree_of
+    from ..worktree import changes
+
+    try:
+        found: Dict[str, Any] = changes(worktree_of(file))
+    except HarnessctlError as e:
+        found = {"error": str(e)}
+    except OSError as e:  # gone since it was listed: look() says so next
+        found = {"error": "cannot read %s: %s" % (file, e.strerror or e)}
+    return found
 
 
 def _look(path: str) -> Optional[Look]:

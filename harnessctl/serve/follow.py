@@ -7,6 +7,9 @@ The entries come from the session (Session.entries): a local file folded
 as `log --follow` folds it, read on from where it stopped each time the
 fleet's watch says it changed; a remote one's `log --json` on its machine,
 asked again when its row changed.
+
+A session with a worktree has its patch beside the transcript (patch_text):
+`diff FILE`'s bytes as a terminal shows them, asked when the page asks.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
 # hold one: render sees only cleaned text, in which every control character
 # is shown escaped (visible.py).
 PAINTED = re.compile("\x01([^\x02]*)\x02([^\x03]*)\x03")
+PATCH_LIMIT = 2 << 20  # bytes of a patch a page shows; `diff FILE` prints it all
 
 
 class Marks(Style):
@@ -113,3 +117,14 @@ class Follower:
                 self.sent[key] = text
                 found.append(one)
         return found
+
+
+def patch_text(patch: bytes) -> str:
+    """A session's patch (Session.patch) as its page shows it: as `diff`
+    shows it on a terminal, UTF-8 with replacement and every control
+    character but newline and tab shown escaped; cut at PATCH_LIMIT bytes."""
+    more = len(patch) - PATCH_LIMIT
+    text = shown(patch[:PATCH_LIMIT].decode("utf-8", "replace"), lines=True)
+    if more > 0:
+        text += "\n[%d more bytes: `harnessctl diff FILE` prints them all]\n" % more
+    return text

@@ -1,7 +1,8 @@
 """The HTTP face of `harnessctl serve`: the pages, their live feeds
-(server-sent events) and the three things a page does (reply, send,
-cancel), each checked by the guard first and done through the same calls
-as the command line, so the event file records them as the CLI would.
+(server-sent events), a worktree session's patch (as `diff` prints it) and
+the three things a page does (reply, send, cancel), each checked by the
+guard first and done through the same calls as the command line, so the
+event file records them as the CLI would.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..commands import Send, check_text
 from ..errors import HarnessctlError, UsageError
+from ..visible import shown
 from . import pages
-from .follow import Follower
+from .follow import Follower, patch_text
 from .guard import TOKEN_HEADER
 
 TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)
@@ -107,12 +109,14 @@ class Handler(BaseHTTPRequestHandler):
             self._answer(200, STATIC[url.path], self.server.static[url.path])
         elif url.path == "/events":
             self._fleet_feed()
-        elif url.path in ("/session", "/session/events") and not self._served(file):
+        elif url.path in ("/session", "/session/events", "/session/patch") and not self._served(file):
             return
         elif url.path == "/session":
             self._answer(200, "text/html; charset=utf-8", pages.page(guard.token, self.server.sessions.name(str(file))))
         elif url.path == "/session/events":
             self._session_feed(str(file))
+        elif url.path == "/session/patch":
+            self._patch(str(file))
         else:
             self._error(404, "no such page: %s" % url.path)
 
@@ -205,6 +209,18 @@ class Handler(BaseHTTPRequestHandler):
     def _cancel(self, file: str, body: Dict[str, Any]) -> Dict[str, Any]:
         self.server.sessions.at(file).cancel()
         return {"outcome": "done"}
+
+    def _patch(self, file: str) -> None:
+        """What the session changed in its worktree, as `diff FILE` prints it (follow.patch_text)."""
+        try:
+            text = patch_text(self.server.sessions.at(file).patch())
+        except HarnessctlError as e:  # no worktree (2), its folder gone, git failed
+            self._error(HTTP_STATUS.get(e.exit_code, 500), shown(str(e)))
+            return
+        except OSError as e:  # gone since it was listed
+            self._error(404, shown("cannot read %s: %s" % (file, e.strerror or e)))
+            return
+        self._answer(200, "text/plain; charset=utf-8", text.encode())
 
     # -- the feeds ---------------------------------------------------------------------
 

@@ -35,6 +35,8 @@ SESSION = """<body data-page="session">
 <header><a href="/?token=%(token)s">fleet</a> <h1>%(name)s</h1> <span id="state"></span>
 <span id="facts"></span></header>
 <main id="transcript"></main>
+<section id="worktree" hidden><details><summary id="changes"></summary>
+<button id="refresh" type="button">Refresh</button><pre id="patch"></pre></details></section>
 <footer><span id="notice" role="status"></span>
 <textarea id="text" rows="2" placeholder="A message: steers the running run, or starts the next"></textarea>
 <button id="send" type="button">Send</button><button id="cancel" type="button">Cancel run</button></footer>

@@ -54,6 +54,20 @@ function spent(totals) {
   return parts.join(", ");
 }
 
+// A worktree's branch and what the session changed in it: "harnessctl/a · 3 files +10 −2".
+function worktree(tree) {
+  if (!tree || typeof tree !== "object") return "";
+  const changes = tree.changes;
+  let counted = "";
+  if (changes && changes.error) {
+    counted = "changes unknown: " + changes.error;
+  } else if (changes) {
+    counted = changes.files + (changes.files === 1 ? " file" : " files") + " +" + changes.added +
+      " \u2212" + changes.removed;
+  }
+  return [tree.branch, counted].filter(Boolean).join(" · ");
+}
+
 // -- the fleet ---------------------------------------------------------------------
 
 function fleetPage() {
@@ -73,6 +87,8 @@ function fleetPage() {
     const link = el("a", "", row.name);
     link.href = "/session?" + new URLSearchParams({file: row.file, token: token}).toString();
     cells[0].replaceChildren(link);
+    const tree = worktree(row.worktree);
+    if (tree) cells[0].appendChild(el("div", "worktree", tree));
     cells[1].textContent = (row.agent || row.adapter || "") + (row.sandbox ? " (boxed)" : "");
     cells[2].textContent = row.error ? "error" : (row.state || "");
     if (row.state === "awaiting_reply" && row.requests) {
@@ -239,8 +255,54 @@ function sessionPage() {
                    row.activity || "", ago(row.last_activity)];
     document.getElementById("facts").textContent = facts.filter(Boolean).join(" · ");
     document.getElementById("cancel").disabled = !(row.state === "running" || row.state === "awaiting_reply");
+    changed(row);
   }
 
+  // The worktree's patch, folded: asked when the fold opens, on Refresh, and
+  // (at most once a second) while it is open and the session changes.
+  const fold = document.querySelector("#worktree details");
+  const patch = document.getElementById("patch");
+  let later = null;
+  let asked = 0;
+
+  async function loadPatch() {
+    later = null;
+    const mine = ++asked;
+    let text, bad;
+    try {
+      const answer = await fetch("/session/patch?" + new URLSearchParams({file: file, token: token}).toString());
+      [text, bad] = [await answer.text(), !answer.ok];
+    } catch (e) {
+      [text, bad] = [e.message, true];
+    }
+    if (mine === asked) showPatch(text, bad);
+  }
+
+  function showPatch(text, bad) {
+    patch.className = bad ? "bad" : "";
+    if (bad || !text) {
+      patch.textContent = bad ? text : "(no changes)";
+      return;
+    }
+    const lines = document.createDocumentFragment();
+    for (const one of text.replace(/\n$/, "").split("\n")) {
+      const colour = one.startsWith("diff --git") || one.startsWith("+++ ") || one.startsWith("--- ") ? "c-bold" :
+        one.startsWith("+") ? "c-green" : one.startsWith("-") ? "c-red" : one.startsWith("@@") ? "c-cyan" : "";
+      lines.appendChild(el("span", colour, one + "\n"));
+    }
+    patch.replaceChildren(lines);
+  }
+
+  function changed(row) {
+    const tree = row.worktree && typeof row.worktree === "object" ? row.worktree : null;
+    document.getElementById("worktree").hidden = !tree;
+    if (!tree) return;
+    document.getElementById("changes").textContent = "worktree " + worktree(tree);
+    if (fold.open && !later) later = setTimeout(loadPatch, 1000);
+  }
+
+  fold.addEventListener("toggle", () => { if (fold.open) loadPatch(); });
+  document.getElementById("refresh").addEventListener("click", loadPatch);
   document.getElementById("send").addEventListener("click", async () => {
     const box = document.getElementById("text");
     if (!box.value.trim()) return;
