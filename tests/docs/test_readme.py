@@ -253,18 +253,21 @@ def test_fleet_recipe_names_the_sessions_that_await_a_reply_or_failed(shell, wor
     assert proc.stdout.decode().splitlines() == [str(agent / "asks.jsonl"), str(agent / "broke.jsonl")]
 
 
-THREE_WAYS = "for i in 1 2 3; do\n  git -C ~/repo worktree add"
+THREE_WAYS = "for i in 1 2 3; do   # HARNESSCTL_WORKTREES=~"
 
 
-def test_three_approaches_recipe_on_the_mock_keeps_the_worktree_of_a_fork_whose_tests_pass(shell):
+def test_three_approaches_recipe_on_the_mock_takes_the_work_of_a_fork_whose_tests_pass(shell, workdir):
     proc = shell(readme.on_the_mock(recipe(THREE_WAYS)))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode() in ("keep ~/try-1\n", "keep ~/try-2\n", "keep ~/try-3\n"), proc.stderr
+    # The mock changes no file; the recipe's Makefile writes tested.txt, which `diff | git apply` brought over.
+    assert (workdir / "home" / "repo" / "tested.txt").read_text() == "passed\n"
 
 
 def test_three_approaches_recipe_forks_into_worktrees_and_keeps_the_first_whose_tests_pass(shell, workdir):
-    # The mock changes no file: only the second worktree's tests pass.
-    proc = shell(readme.on_the_mock(recipe(THREE_WAYS)), replace=[("make test", '[ "$(basename "$PWD")" = try-2 ]')])
+    # Only the second worktree's tests pass.
+    proc = shell(readme.on_the_mock(recipe(THREE_WAYS)),
+                 replace=[("&& make test)", '&& [ "$(basename "$PWD")" = try-2 ] && make test)')])
     assert (proc.returncode, proc.stdout) == (0, b"keep ~/try-2\n"), proc.stderr
     home = workdir / "home"
     for n, text in ((1, "fix it with a lock"), (2, "fix it without shared state"),
@@ -276,8 +279,12 @@ def test_three_approaches_recipe_forks_into_worktrees_and_keeps_the_first_whose_
         message = of_type(path, "message")[-1]
         assert message["message_id"].endswith("-msg-2")  # the plan's turn was the first of its conversation
         tree = str(home / ("try-%d" % n))
-        assert json.loads(ok("status", path, env=shell.env).stdout)["cwd"] == tree
+        line = json.loads(ok("status", path, env=shell.env).stdout)
+        assert (line["cwd"], line["worktree"]["path"]) == (tree, tree)
+        assert line["worktree"]["branch"] == "harnessctl/try-%d" % n
         assert os.path.isfile(os.path.join(tree, ".git"))  # a worktree of the repository
+        assert os.path.exists(os.path.join(tree, "tested.txt")) == (n == 2)
+    assert (home / "repo" / "tested.txt").read_text() == "passed\n"  # try-2's work, applied
 
 
 DENY_ALL = "# mock: first, harnessctl send lint.jsonl '/permission"
