@@ -143,11 +143,10 @@ def fork(args: List[str], options: Dict[str, str]) -> int:
 
 
 def diff(args: List[str], options: Dict[str, str]) -> int:
-    from .binding import worktree_of
+    from .sessions import Sessions
     from .stdio import emit_bytes
-    from .worktree import patch
 
-    emit_bytes(patch(worktree_of(args[0])))
+    emit_bytes(Sessions([]).at(args[0]).patch())  # raw bytes: a patch is not lines to clean
     return 0
 
 
@@ -285,14 +284,8 @@ def remote(command: str, args: List[str], options: Dict[str, str], rules: List[T
         from .remote import fleet
 
         return outcome(fleet.wait_any(args, timeout(options), lambda text: say("harnessctl: " + text)))
-    if command == "diff":  # the patch as it is there: its bytes are not lines to clean (stdio.emit_bytes)
-        from .remote.address import parse
-        from .remote.calls import call
-        from .stdio import emit_bytes
-
-        patch = call(parse(args[0]), "diff")[1].encode("utf-8", "surrogateescape")
-        emit_bytes(patch + b"\n" if patch else patch)  # the last newline call's lines dropped (git ends with one)
-        return 0
+    if command == "diff":  # the session in either form (Session.patch)
+        return diff(args, options)
     from .remote import forward
 
     stdin = None

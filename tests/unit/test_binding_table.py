@@ -25,8 +25,8 @@ from harnessctl.store.address import Address
 SAMPLES = {"cwd": "/tmp", "model": "gpt-x", "adapter": "mock", "agent": "gemini", "mode": "edit",
            "rules": [["allow", "command:ls*"], ["deny", "*"]], "max_tokens": 1000, "max_cost_usd": 2.5,
            "on_request": "/bin/true request", "on_result": "/bin/echo result", "sandbox": True,
-           "sandbox_write": ["/srv/cache"],
-           "worktree": {"path": "/srv/r.worktrees/a", "branch": "harnessctl/a", "base": "a" * 40, "repo": "/srv/r/.git"}}
+           "sandbox_write": ["/srv/cache"], "worktree": {"path": "/srv/r.worktrees/a", "branch": "harnessctl/a",
+                                                         "base": "a" * 40, "repo": "/srv/r/.git"}}
 OTHERS = {"cwd": "/", "model": "gpt-y", "adapter": "codex", "agent": "codex", "mode": "full",
           "rules": [["deny", "*"]], "max_tokens": 2000, "max_cost_usd": 3.0, "on_request": "/bin/false",
           "on_result": "/bin/false", "sandbox": False, "sandbox_write": ["/srv/other", "/opt/x"],
@@ -75,8 +75,8 @@ def test_status_shows_each_field_as_its_row_says(field):
 def test_status_keeps_its_order_of_keys():
     report = status_report(Conversation(), SAMPLES, alive=True)
     assert list(report) == ["state", "run_id", "queued", "requests", "cwd", "model", "adapter", "mode", "runtime",
-                            "last_activity", "worktree", "agent", "rules", "sandbox", "sandbox_write", "totals", "max_tokens",
-                            "max_cost_usd", "on_request", "on_result"]
+                            "last_activity", "worktree", "agent", "rules", "sandbox", "sandbox_write", "totals",
+                            "max_tokens", "max_cost_usd", "on_request", "on_result"]
 
 
 @pytest.mark.parametrize("field", FIELDS, ids=NAMES)
