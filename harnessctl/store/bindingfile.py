@@ -59,6 +59,9 @@ def write_binding(addr: Address, binding: Dict[str, Any]) -> None:
 
     from . import private, trusted
 
+    for field in FIELDS:  # what read_binding would refuse is never written: the row's check is its whole check
+        if not field.check(binding.get(field.name)):
+            raise UsageError("%s %s: not a value it can bind" % (field.flag, binding.get(field.name)))
     trusted.record(addr.path, binding)
     private.write_atomic(addr.binding, json.dumps(binding))
 

@@ -18,8 +18,9 @@ from harnessctl.errors import HarnessctlError, UnavailableError, UsageError
 from harnessctl.eventfile.state import Conversation, status_report
 from harnessctl.fields import ALWAYS, FIELDS, NAMES, THAT_BOUND, WHEN_BOUND
 from harnessctl.mcp.tools import SCHEMAS
-from harnessctl.store import ipc
+from harnessctl.store import ipc, trusted
 from harnessctl.store.address import Address
+from harnessctl.store.bindingfile import write_binding
 
 # A value of each bound field as binding.json holds it (a new row needs one here).
 SAMPLES = {"cwd": "/tmp", "model": "gpt-x", "adapter": "mock", "agent": "gemini", "mode": "edit",
@@ -82,6 +83,15 @@ def test_status_keeps_its_order_of_keys():
 @pytest.mark.parametrize("field", FIELDS, ids=NAMES)
 def test_each_field_check_takes_its_sample_and_refuses_another_shape(field):
     assert field.check(SAMPLES[field.name]) and field.check({}) is False
+
+
+@pytest.mark.parametrize("field", FIELDS, ids=NAMES)
+def test_a_binding_a_rows_check_refuses_is_never_written(field, tmp_path):
+    """A row's check is its whole check: a value no read would take is refused before the record and the sidecar."""
+    addr = Address(str(tmp_path / "s.jsonl"))
+    with pytest.raises(UsageError, match="not a value it can bind"):
+        write_binding(addr, dict(SAMPLES, **{field.name: {}}))
+    assert os.listdir(str(tmp_path)) == [] and trusted.latest(addr.path) is None
 
 
 @pytest.mark.parametrize("field", FIELDS, ids=NAMES)
