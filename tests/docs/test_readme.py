@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -18,7 +19,7 @@ import sys
 
 import pytest
 import readme
-from cliutil import ROOT, cli_env, events, launcher, of_type, ok, status, wait_for
+from cliutil import ROOT, cli_env, events, kill_all_under, launcher, of_type, ok, processes_under, status, wait_for
 
 from harnessctl import landlock
 
@@ -285,6 +286,24 @@ def test_three_approaches_recipe_forks_into_worktrees_and_keeps_the_first_whose_
         assert os.path.isfile(os.path.join(tree, ".git"))  # a worktree of the repository
         assert os.path.exists(os.path.join(tree, "tested.txt")) == (n == 2)
     assert (home / "repo" / "tested.txt").read_text() == "passed\n"  # try-2's work, applied
+
+
+def test_the_prune_after_three_approaches_removes_every_worktree_and_branch_once_the_runtimes_exited(shell, workdir):
+    """The command the prose after the recipe gives, verbatim, once the runtimes are gone (here: killed)."""
+    assert shell(readme.on_the_mock(recipe(THREE_WAYS))).returncode == 0
+    with open(os.path.join(ROOT, "docs", "RECIPES.md"), encoding="utf-8") as f:
+        (prune,) = re.findall(r"`(harnessctl prune try-1[^`]*)`", f.read())
+    kill_all_under(str(workdir))
+    wait_for(lambda: not processes_under(str(workdir)), 30, "the runtimes gone")
+    proc = shell(prune)
+    assert proc.returncode == 0, proc.stderr
+    assert [line.split(":")[0] for line in proc.stdout.decode().splitlines()] == [
+        "removed try-%d.jsonl" % n for n in (1, 2, 3)]
+    home = workdir / "home"
+    assert not any((home / ("try-%d" % n)).exists() for n in (1, 2, 3))
+    branches = subprocess.run(["git", "-C", str(home / "repo"), "branch", "--list", "harnessctl/*"],
+                              stdout=subprocess.PIPE, check=True).stdout
+    assert branches == b""
 
 
 DENY_ALL = "# mock: first, harnessctl send lint.jsonl '/permission"
