@@ -9,6 +9,10 @@ import sys
 
 from .errors import UsageError
 
+TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)
+if TYPE_CHECKING:
+    from typing import Callable, TextIO
+
 
 def end_with_reader() -> None:
     """A command that blocks (a wait, `log --follow`) ends as Ctrl-C ends it
@@ -91,31 +95,31 @@ def say(text: str) -> None:
 def emit(text: str) -> None:
     """Print one line to stdout, or fail cleanly when stdout is closed
     (`>&-`), broken (EPIPE: re-raised for main) or full (`> /dev/full`)."""
-    try:
-        if sys.stdout is None:
-            raise OSError(9, "stdout is closed")
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except (OSError, ValueError) as e:
-        drop_stdout()
-        raise UsageError("cannot write to stdout: %s" % (getattr(e, "strerror", None) or e)) from None
+    _to_stdout(lambda out: out.write(text + "\n"))
 
 
 def emit_bytes(data: bytes) -> None:
     """Print bytes an agent chose (a patch): exact to a pipe or a file, the
     bytes a tool such as `git apply` must get; to a terminal with their
     control characters shown escaped (visible.py), never obeyed."""
+
+    def write(out: TextIO) -> None:
+        if out.isatty():
+            from .visible import shown
+
+            out.write(shown(data.decode("utf-8", "replace"), lines=True))
+        else:
+            out.buffer.write(data)
+
+    _to_stdout(write)
+
+
+def _to_stdout(write: Callable[[TextIO], object]) -> None:
+    """`write` on stdout, flushed; a closed, broken or full stdout as emit says."""
     try:
         if sys.stdout is None:
             raise OSError(9, "stdout is closed")
-        if sys.stdout.isatty():
-            from .visible import shown
-
-            sys.stdout.write(shown(data.decode("utf-8", "replace"), lines=True))
-        else:
-            sys.stdout.buffer.write(data)
+        write(sys.stdout)
         sys.stdout.flush()
     except BrokenPipeError:
         raise

@@ -4,22 +4,15 @@
 from __future__ import annotations
 
 import os
-import subprocess
 
 import pytest
+from gitbed import new_repo
 from mcp_support.client import Client, structured
-
-GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "init.defaultBranch=main"]
 
 
 @pytest.fixture
 def repo(workdir):
-    path = workdir / "repo"
-    path.mkdir()
-    (path / "a.txt").write_text("one\n")
-    for words in (["init", "-q"], ["add", "."], ["commit", "-qm", "first"]):
-        subprocess.run([*GIT, "-C", str(path), *words], check=True)
-    return path
+    return new_repo(workdir / "repo", {"a.txt": "one\n"})
 
 
 def test_send_with_worktree_binds_the_session_to_a_worktree_of_its_own(mcp, workdir, repo):

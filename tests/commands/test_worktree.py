@@ -14,27 +14,15 @@ import subprocess
 
 import pytest
 from cliutil import ROOT, cli_env, events, ok, run, status, wait_for
+from gitbed import git, new_repo
 
 from harnessctl import landlock
-
-GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "init.defaultBranch=main"]
-
-
-def git(where, *args: str) -> str:
-    return subprocess.run(GIT + ["-C", str(where), *args], check=True, capture_output=True, text=True).stdout
 
 
 @pytest.fixture
 def repo(workdir):
     """A repository with one commit: a.txt, and a folder sub/ with b.txt."""
-    path = workdir / "repo"
-    (path / "sub").mkdir(parents=True)
-    (path / "a.txt").write_text("one\n")
-    (path / "sub" / "b.txt").write_text("two\n")
-    git(workdir, "init", "-q", str(path))
-    git(path, "add", ".")
-    git(path, "commit", "-qm", "first")
-    return path
+    return new_repo(workdir / "repo", {"a.txt": "one\n", "sub/b.txt": "two\n"})
 
 
 @pytest.fixture

@@ -6,29 +6,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 
 import cliutil
 import pytest
 from cliutil import run, wait_for
+from gitbed import git, new_repo
 from ssh_support import address
-
-GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "init.defaultBranch=main"]
-
-
-def git(where, *args: str) -> str:
-    return subprocess.run(GIT + ["-C", str(where), *args], check=True, capture_output=True, text=True).stdout
 
 
 @pytest.fixture
 def repo(workdir):
-    path = workdir / "repo"
-    path.mkdir()
-    (path / "a.txt").write_text("one\n")
-    git(workdir, "init", "-q", str(path))
-    git(path, "add", ".")
-    git(path, "commit", "-qm", "first")
-    return path
+    return new_repo(workdir / "repo", {"a.txt": "one\n"})
 
 
 @pytest.fixture

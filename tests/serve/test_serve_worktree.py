@@ -6,15 +6,15 @@ refreshed as the worktree changes.  Real git repositories, mock sessions made wi
 from __future__ import annotations
 
 import os
-import subprocess
+from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 import ssh_support
 from cliutil import command, ok
+from gitbed import new_repo
 from servebed import WAIT, Scratch
 
-GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
 MARKUP = "<b>bold</b> <img src=x onerror=alert(1)> \x1b[31mred\n"
 SHOWN = "<b>bold</b> <img src=x onerror=alert(1)> \\x1b[31mred"
 COUNTED = {"files": 2, "added": 2, "removed": 1}  # a.txt: one line changed; markup.html: one line, new
@@ -25,10 +25,7 @@ def worktree_session(scratch: Scratch, name: str) -> str:
     """A git repository beside the served folder, and a mock session on it with --worktree: its worktree's path."""
     repo = os.path.join(scratch.base, "repo")
     if not os.path.isdir(repo):
-        subprocess.run(GIT + ["init", "-q", repo], check=True)
-        write(os.path.join(repo, "a.txt"), "one\ntwo\n")
-        subprocess.run(GIT + ["-C", repo, "add", "a.txt"], check=True)
-        subprocess.run(GIT + ["-C", repo, "commit", "-q", "-m", "start"], check=True)
+        new_repo(Path(repo), {"a.txt": "one\ntwo\n"})
     ok("send", scratch.file(name), "hi", "--worktree", "--adapter", "mock", "--cwd", repo, "--wait", env=scratch.env)
     return scratch.status(scratch.file(name))["worktree"]["path"]
 
