@@ -20,7 +20,7 @@ from .commands import (
     check_text,
     deliver,
     error_line,
-    file_status,
+    file_statuses,
     fixed,
     listed,
     waited_line,
@@ -328,8 +328,7 @@ def statuses(args: List[str], options: Dict[str, str]) -> int:
 
 def _each_status(files: List[str], worst: int) -> int:
     """Print each file's status line or error line; the highest exit code seen."""
-    for file in files:
-        line, code = file_status(file)
+    for line, code in file_statuses(files):
         worst = max(worst, code)
         emit(json_line(line))
     return worst

@@ -191,21 +191,24 @@ def _binding_for(addr: Address, bound: Optional[Dict[str, Any]],
     return binding, [check_box(addr.path, binding) or inside_workspace(addr.path, binding["cwd"]), unlisted(addr.path)]
 
 
-def status(file: str) -> str:
-    """The status line (JSON, without the newline)."""
+def status(file: str, count: bool = True) -> str:
+    """The status line (JSON, without the newline); with the changes of its
+    worktree unless not `count` (commands.file_statuses counts them)."""
     addr = resolve(file)
     require_exists(addr)
     deadline = time.monotonic() + timeout_seconds()
     while True:
         report = status_once(addr, deadline)
         if report is not None:
-            return _with_changes(report) if '"worktree":{' in report else report
+            return with_changes(report) if count else report
 
 
-def _with_changes(line: str) -> str:
+def with_changes(line: str) -> str:
     """A status line with what the session changed in its worktree
     (worktree.changes), asked of git by the command: the runtime answers
     from memory and never waits for git."""
+    if '"worktree":{' not in line:  # not a session with a worktree: nothing to parse
+        return line
     import json
 
     from .eventfile.state import status_line

@@ -138,19 +138,40 @@ def _is_file(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def file_status(file: str) -> Tuple[str, int]:
+def file_status(file: str, count: bool = True) -> Tuple[str, int]:
     """One file's line among several (`status FILE...`, the MCP status tool):
-    its status line with "file", or its error line; and that exit code."""
+    its status line with "file", or its error line; and that exit code.
+    Without `count`, a worktree's changes are not counted (file_statuses)."""
     from . import client
 
     try:
-        return with_file(file, client.status(file)), 0
+        return with_file(file, client.status(file, count)), 0
     except HarnessctlError as e:
         return error_line(file, str(e), e.exit_code), e.exit_code
     except Exception as e:
         if os.environ.get("HARNESSCTL_DEBUG") == "1":
             raise
         return error_line(file, "internal error: %s: %s" % (type(e).__name__, e), 1), 1
+
+
+def file_statuses(files: List[str]) -> List[Tuple[str, int]]:
+    """file_status of each file, in order, the changes of the worktrees
+    counted side by side: each count is git looking at every file of its
+    folder (~40 ms for 10,000 files), time spent in the kernel and on the
+    disk, not in Python, so a folder of such sessions takes a fraction of
+    one count each on a machine with cores to spare."""
+    from .client import with_changes
+
+    lines = [file_status(file, count=False) for file in files]
+    trees = [i for i, (line, _) in enumerate(lines) if '"worktree":{' in line]
+    if len(trees) < 2:
+        return [(with_changes(line), code) for line, code in lines]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(len(trees), 2 * (os.cpu_count() or 1))) as pool:
+        for i, line in zip(trees, pool.map(with_changes, [lines[i][0] for i in trees])):
+            lines[i] = (line, lines[i][1])
+    return lines
 
 
 def with_file(file: str, line: str) -> str:

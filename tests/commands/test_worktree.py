@@ -125,6 +125,20 @@ def test_status_counts_the_changes_uncommitted_and_untracked_included(workdir, r
     assert status(str(workdir / "a.jsonl"), env)["worktree"]["changes"] == {"files": 4, "added": 3, "removed": 1}
 
 
+def test_status_of_a_folder_counts_each_worktree_sessions_own_changes_on_its_own_line(workdir, repo, env):
+    """The counts are made side by side (commands.file_statuses): each still lands on its own session's line."""
+    for name, count in (("a", 3), ("b", 0), ("c", 1)):
+        tree = new_session(workdir, repo, name + ".jsonl", env)["worktree"]
+        for i in range(count):
+            with open(os.path.join(tree["path"], "new-%d.txt" % i), "w") as f:
+                f.write("x\n")
+    ok("send", str(workdir / "d.jsonl"), "hi", "--cwd", str(repo), "--wait", env=env)
+    lines = [json.loads(line) for line in ok("status", str(workdir) + "/", env=env).stdout.splitlines()]
+    assert [(os.path.basename(line["file"]), (line.get("worktree") or {}).get("changes")) for line in lines] == [
+        ("a.jsonl", {"files": 3, "added": 3, "removed": 0}), ("b.jsonl", {"files": 0, "added": 0, "removed": 0}),
+        ("c.jsonl", {"files": 1, "added": 1, "removed": 0}), ("d.jsonl", None)]
+
+
 def test_status_counts_what_the_session_committed_on_its_branch(workdir, repo, env):
     tree = new_session(workdir, repo, "a.jsonl", env)["worktree"]
     (workdir / "repo.worktrees" / "a" / "c.txt").write_text("c\n")
