@@ -169,7 +169,7 @@ def wait(args: List[str], options: Dict[str, str]) -> int:
 
         end_with_reader()
         kind, index, line = wait_any(args, timeout(options))
-        return outcome((kind, with_file(args[index], line) if line else ""))
+        return outcome(waited_line(args[index], (kind, line)))
     from . import waiting
     from .notes import Notes, offset_now
 

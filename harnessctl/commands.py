@@ -94,9 +94,14 @@ def fixed(adapter: Optional[str], agent: Optional[str], fixed_adapter: Optional[
 
 def waited_line(file: str, found: Tuple[str, str]) -> Tuple[str, str]:
     """What a wait found, with "file" in the status line a wait without an
-    input id ends with (FILE as the caller gave it)."""
+    input id ends with (FILE as the caller gave it), and its worktree's
+    changes as `status` counts them."""
     kind, line = found
-    return kind, with_file(file, line) if kind == "status" and line else line
+    if kind != "status" or not line:
+        return kind, line
+    from .client import with_changes
+
+    return kind, with_file(file, with_changes(line))
 
 
 def listed(path: str) -> Optional[List[str]]:

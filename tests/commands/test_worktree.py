@@ -139,6 +139,15 @@ def test_status_of_a_folder_counts_each_worktree_sessions_own_changes_on_its_own
         ("c.jsonl", {"files": 1, "added": 1, "removed": 0}), ("d.jsonl", None)]
 
 
+def test_wait_ends_with_the_status_line_changes_counted(workdir, repo, env):
+    tree = new_session(workdir, repo, "a.jsonl", env)["worktree"]
+    (workdir / "repo.worktrees" / "a" / "c.txt").write_text("c\n")
+    for words in (["wait"], ["wait", "--any"]):
+        line = json.loads(ok(*words, str(workdir / "a.jsonl"), env=env).stdout)
+        assert (line["worktree"]["path"], line["worktree"]["changes"]) == (tree["path"], {"files": 1, "added": 1,
+                                                                                           "removed": 0}), words
+
+
 def test_status_counts_what_the_session_committed_on_its_branch(workdir, repo, env):
     tree = new_session(workdir, repo, "a.jsonl", env)["worktree"]
     (workdir / "repo.worktrees" / "a" / "c.txt").write_text("c\n")
