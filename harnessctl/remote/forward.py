@@ -76,9 +76,12 @@ def run(command: str, args: List[str], options: Dict[str, str], rules: List[Tupl
         paths = [one.path for one in asked]
     if command == "wait" or command == "log" and "--follow" in options or command == "send" and "--wait" in options:
         end_with_signals()  # only a command that may wait long pays for the import of signal (enum: ~4 ms)
-    if command in NAMING:
+    if command in NAMING or command == "prune" and "--json" in options:
         return relay(remote, words(command, paths, options, rules), stdin,
                      lambda line: emit(json_shown(renamed(line, asked))), asked)
+    if command == "prune":  # `removed PATH: …`: each file asked named by its address
+        return relay(remote, words(command, paths, options, rules), stdin,
+                     lambda line: emit(shown(os.fsdecode(swapped(os.fsencode(line), asked)))), asked)
     return relay(remote, words(command, paths, options, rules), stdin, lambda line: emit(cleaned(line)), asked)
 
 
@@ -136,15 +139,20 @@ def addressed(line: bytes, asked: Sequence[Remote]) -> bytes:
     none of them (a path the remote resolved through a symlink, a message
     about no file) gets the first address in front.  The remote harnessctl
     knows nothing of ssh: without this, its error reads as a local file's."""
-    import re
-
-    given = {os.fsencode(remote.path): os.fsencode(remote.given) for remote in asked}
-    paths = b"|".join(re.escape(path) for path in sorted(given, key=len, reverse=True))  # one pass, longest first
-    named = re.sub(paths, lambda match: given[match.group()], line)
+    named = swapped(line, asked)
     if named != line:
         return named
     prefix = b"harnessctl: "
     return prefix + os.fsencode(asked[0].given) + b": " + line[len(prefix):]
+
+
+def swapped(line: bytes, asked: Sequence[Remote]) -> bytes:
+    """`line` with each file asked named by its address as given instead of its path there."""
+    import re
+
+    given = {os.fsencode(remote.path): os.fsencode(remote.given) for remote in asked}
+    paths = b"|".join(re.escape(path) for path in sorted(given, key=len, reverse=True))  # one pass, longest first
+    return re.sub(paths, lambda match: given[match.group()], line)
 
 
 def _shown(line: bytes) -> bytes:

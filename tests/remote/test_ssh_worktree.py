@@ -67,8 +67,10 @@ def test_fork_worktree_over_ssh_carries_the_sources_uncommitted_files(workdir, r
 def test_prune_over_ssh_removes_a_stopped_sessions_worktree_and_branch_there(workdir, repo, env):
     addr = session(workdir, repo, env)
     wait_for(lambda: remote_status(addr, env)["runtime"] == "stopped", 30, "the remote runtime's idle exit")
-    (line,) = ok("prune", addr, "--json", env=env).stdout.decode().splitlines()
-    assert json.loads(line)["removed"][:2] == ["worktree " + str(workdir / "repo.worktrees" / "a"),
-                                               "branch harnessctl/a"]
+    (line,) = ok("prune", addr, "--json", "--dry-run", env=env).stdout.decode().splitlines()
+    assert (json.loads(line)["file"], json.loads(line)["removed"][:2]) == (
+        addr, ["worktree " + str(workdir / "repo.worktrees" / "a"), "branch harnessctl/a"])
+    (line,) = ok("prune", addr, env=env).stdout.decode().splitlines()
+    assert line.startswith("removed %s: worktree %s, branch harnessctl/a" % (addr, workdir / "repo.worktrees" / "a"))
     assert not os.path.exists(workdir / "repo.worktrees" / "a") and git(repo, "branch", "--format=%(refname)") \
         == "refs/heads/main\n"
