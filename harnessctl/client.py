@@ -123,6 +123,9 @@ def _earlier(addr: Address, op: str, text: str) -> Optional[UnavailableError]:
                                               "harnessctl %s" % ipc.own_version(), version))
 
 
+WORKTREE = '"worktree":{'  # in the status line of a session with a worktree, and in no other (JSON escapes a quote)
+
+
 # -- the commands -----------------------------------------------------------
 #
 # Each command first asks a live runtime, which knows everything (binding,
@@ -207,7 +210,7 @@ def with_changes(line: str) -> str:
     """A status line with what the session changed in its worktree
     (worktree.changes), asked of git by the command: the runtime answers
     from memory and never waits for git."""
-    if '"worktree":{' not in line:  # not a session with a worktree: nothing to parse
+    if WORKTREE not in line:  # not a session with a worktree: nothing to parse
         return line
     import json
 

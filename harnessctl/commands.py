@@ -165,10 +165,10 @@ def file_statuses(files: List[str]) -> List[Tuple[str, int]]:
     folder (~40 ms for 10,000 files), time spent in the kernel and on the
     disk, not in Python, so a folder of such sessions takes a fraction of
     one count each on a machine with cores to spare."""
-    from .client import with_changes
+    from .client import WORKTREE, with_changes
 
     lines = [file_status(file, count=False) for file in files]
-    trees = [i for i, (line, _) in enumerate(lines) if '"worktree":{' in line]
+    trees = [i for i, (line, _) in enumerate(lines) if WORKTREE in line]
     if len(trees) < 2:
         return [(with_changes(line), code) for line, code in lines]
     from concurrent.futures import ThreadPoolExecutor

@@ -76,13 +76,19 @@ def run(command: str, args: List[str], options: Dict[str, str], rules: List[Tupl
         paths = [one.path for one in asked]
     if command == "wait" or command == "log" and "--follow" in options or command == "send" and "--wait" in options:
         end_with_signals()  # only a command that may wait long pays for the import of signal (enum: ~4 ms)
+    shown_line = _shown_line(command, options, asked)
+    return relay(remote, words(command, paths, options, rules), stdin, lambda line: emit(shown_line(line)), asked)
+
+
+def _shown_line(command: str, options: Dict[str, str], asked: Sequence[Remote]) -> Callable[[str], str]:
+    """How a line of the remote command's output is shown here: a line that
+    names a session with its address (renamed), prune's text with each file
+    asked named by its address, any other cleaned."""
     if command in NAMING or command == "prune" and "--json" in options:
-        return relay(remote, words(command, paths, options, rules), stdin,
-                     lambda line: emit(json_shown(renamed(line, asked))), asked)
-    if command == "prune":  # `removed PATH: …`: each file asked named by its address
-        return relay(remote, words(command, paths, options, rules), stdin,
-                     lambda line: emit(shown(os.fsdecode(swapped(os.fsencode(line), asked)))), asked)
-    return relay(remote, words(command, paths, options, rules), stdin, lambda line: emit(cleaned(line)), asked)
+        return lambda line: json_shown(renamed(line, asked))
+    if command == "prune":  # `removed PATH: …`
+        return lambda line: shown(os.fsdecode(swapped(os.fsencode(line), asked)))
+    return cleaned
 
 
 def cleaned(line: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from ..errors import UsageError
-from ..fields import FIELDS
+from ..fields import FIELDS, Field
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def parse_binding(addr: Address) -> Optional[Dict[str, Any]]:
         binding = json.loads(text)
     except ValueError:
         binding = None
-    if not (isinstance(binding, dict) and all(field.check(binding.get(field.name)) for field in FIELDS)):
+    if not isinstance(binding, dict) or _refused(binding) is not None:
         raise UsageError("unreadable binding %s (not JSON with adapter, cwd and model): `harnessctl rebind %s` "
                          "restores the recorded one" % (addr.binding, addr.path))
     return binding
@@ -59,11 +59,16 @@ def write_binding(addr: Address, binding: Dict[str, Any]) -> None:
 
     from . import private, trusted
 
-    for field in FIELDS:  # what read_binding would refuse is never written: the row's check is its whole check
-        if not field.check(binding.get(field.name)):
-            raise UsageError("%s %s: not a value it can bind" % (field.flag, binding.get(field.name)))
+    refused = _refused(binding)  # what read_binding would refuse is never written
+    if refused is not None:
+        raise UsageError("%s %s: not a value it can bind" % (refused.flag, binding.get(refused.name)))
     trusted.record(addr.path, binding)
     private.write_atomic(addr.binding, json.dumps(binding))
+
+
+def _refused(binding: Dict[str, Any]) -> Optional[Field]:
+    """The first row whose check refuses its value in `binding`: a row's check is its whole check."""
+    return next((field for field in FIELDS if not field.check(binding.get(field.name))), None)
 
 
 HEAD = 64 * 1024  # bytes of a file never_sent() reads: failed first sends leave a few notes each

@@ -20,6 +20,7 @@ import sys
 import pytest
 import readme
 from cliutil import ROOT, cli_env, events, kill_all_under, launcher, of_type, ok, processes_under, status, wait_for
+from gitbed import git
 
 from harnessctl import landlock
 
@@ -301,9 +302,7 @@ def test_the_prune_after_three_approaches_removes_every_worktree_and_branch_once
         "removed try-%d.jsonl" % n for n in (1, 2, 3)]
     home = workdir / "home"
     assert not any((home / ("try-%d" % n)).exists() for n in (1, 2, 3))
-    branches = subprocess.run(["git", "-C", str(home / "repo"), "branch", "--list", "harnessctl/*"],
-                              stdout=subprocess.PIPE, check=True).stdout
-    assert branches == b""
+    assert git(home / "repo", "branch", "--list", "harnessctl/*") == ""
 
 
 DENY_ALL = "# mock: first, harnessctl send lint.jsonl '/permission"
