@@ -63,9 +63,11 @@ def ask(addr: Address, fields: List[str], deadline: float, retry_on_eof: bool,
             return answer
 
 
-def exchange(addr: Address, fields: List[str], deadline: float, retry_on_eof: bool) -> str:
+def exchange(addr: Address, fields: List[str], deadline: float, retry_on_eof: bool,
+             proof: Optional[str] = None) -> str:
     """One request, one response: the response text, or the error it carries
-    raised.  NoRuntime if nobody listens (or the runtime is exiting)."""
+    raised.  NoRuntime if nobody listens (or the runtime is exiting).  `proof`:
+    another machine's (ipc.encode_request), `addr` its forwarded socket."""
     request = b""  # made once a runtime answers the connect: no key is made for a file without one
     while True:
         remaining = deadline - time.monotonic()
@@ -78,7 +80,7 @@ def exchange(addr: Address, fields: List[str], deadline: float, retry_on_eof: bo
         except OSError:
             raise NoRuntime() from None
         try:
-            request = request or ipc.encode_request(fields)
+            request = request or ipc.encode_request(fields, proof)
             ipc.send_all(conn, request)
             conn.settimeout(max(0.001, deadline - time.monotonic()))
             data = ipc.read_all(conn)
@@ -203,7 +205,23 @@ def status(file: str, count: bool = True) -> str:
     while True:
         report = status_once(addr, deadline)
         if report is not None:
-            return with_changes(report) if count else report
+            report = with_changes(report) if count else report
+            return with_forward(report, addr, file) if os.environ.get("HARNESSCTL_FORWARD") == "1" else report
+
+
+def with_forward(line: str, addr: Address, file: str) -> str:
+    """A status line with where this runtime's socket is and the proof its
+    requests show, for a command on another machine that forwards the
+    socket over ssh (remote/tunnel.py).  Only for FILE given as its real
+    path: a symlink may name another session by the time the socket is used."""
+    if file != addr.path:
+        return line
+    import json
+
+    from .store.trusted import runtime_proof
+
+    found = {"socket": addr.socket, "proof": runtime_proof(create=True)}
+    return line[:-1] + ',"forward":' + json.dumps(found, separators=(",", ":")) + "}"
 
 
 def with_changes(line: str) -> str:

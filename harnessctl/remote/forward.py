@@ -12,10 +12,12 @@ from __future__ import annotations
 import os
 import sys
 
+from ..client import WORKTREE
 from ..errors import HarnessctlError, UsageError
 from ..visible import json_shown, shown
 from .address import Remote, is_remote, parse
 from .ssh import Child, end_with_signals, failure
+from .tunnel import SETTING, Tunnel
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
     from ..commands import Send
 
 NAMING = ("status", "wait", "send", "fork")  # the commands whose lines carry "file"
+FORWARDED = ("status", "send", "reply", "cancel")  # the commands a live runtime answers through a forward (tunnel.py)
+PLAIN_SEND = ("--print-id", "--queue", "--interrupt", "--schema")  # a send's options that bind nothing of a machine
 
 
 def words(command: str, paths: List[str], options: Dict[str, str], rules: List[Tuple[str, str]]) -> List[str]:
@@ -77,7 +81,75 @@ def run(command: str, args: List[str], options: Dict[str, str], rules: List[Tupl
     if command == "wait" or command == "log" and "--follow" in options or command == "send" and "--wait" in options:
         end_with_signals()  # only a command that may wait long pays for the import of signal (enum: ~4 ms)
     shown_line = _shown_line(command, options, asked)
-    return relay(remote, words(command, paths, options, rules), stdin, lambda line: emit(shown_line(line)), asked)
+    if command not in FORWARDED:
+        return relay(remote, words(command, paths, options, rules), stdin, lambda line: emit(shown_line(line)), asked)
+    tunnel = Tunnel(remote)
+    code = answered(tunnel, command, args, options, rules, stdin, emit)
+    if code is not None:
+        return code
+    if command == "status":  # the remote status says where its runtime's socket is: kept for the commands to come
+        return relay(remote, words(command, paths, options, rules), stdin,
+                     lambda line: emit(shown_line(tunnel.learn(line))), asked, {SETTING: "1"})
+    code = relay(remote, words(command, paths, options, rules), stdin, lambda line: emit(shown_line(line)), asked)
+    if not tunnel.known():
+        learn(tunnel)
+    return code
+
+
+def learn(tunnel: Tunnel) -> None:
+    """Learn where the session's runtime socket is (a remote status), for
+    the commands to come; a failure leaves it to the next command."""
+    remote = tunnel.remote
+    child = Child.on(remote.machine, words("status", [remote.path], {}, []), settings={SETTING: "1"})
+    code, out, _ = child.communicate()
+    if code == 0:
+        tunnel.learn(out.decode("utf-8", "surrogateescape").strip())
+
+
+def answered(tunnel: Tunnel, command: str, args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
+             stdin: Optional[bytes], emit: Callable[[str], None]) -> Optional[int]:
+    """The exit code of `command` (one of FORWARDED) answered by the live
+    runtime through the forward, its output emitted as the remote command
+    prints it, its error naming the address; None: run it on the remote machine."""
+    fields = _fields(command, args, options, rules, stdin)
+    if fields is None:
+        return None
+    try:
+        text = tunnel.ask(fields, retry_on_eof=command == "status" or command == "cancel" and len(args) == 1)
+    except HarnessctlError as e:
+        raise type(e)(os.fsdecode(swapped(os.fsencode(str(e)), [tunnel.remote]))) from None
+    if text is None or command == "status" and WORKTREE in text:  # git counts a worktree's changes there
+        return None
+    if command == "status":
+        from ..commands import with_file
+
+        emit(json_shown(renamed(with_file(tunnel.remote.path, text), [tunnel.remote])))
+    elif command == "send" and "--print-id" in options:
+        emit(shown(text))
+    return 0
+
+
+def _fields(command: str, args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
+            stdin: Optional[bytes]) -> Optional[List[str]]:
+    """The request of `command` as the runtime takes it, or None when a
+    forward cannot carry it: what a send binds (a cwd, a hook's program) is
+    resolved on the machine that binds it (binding.asked), by the remote command."""
+    if command == "status":
+        return ["status"] if len(args) == 1 and not options else None
+    if command == "cancel":
+        return ["cancel"] + args[1:2]
+    if command == "reply":
+        return ["reply", args[1], (stdin or b"").decode("utf-8", "surrogateescape")]
+    if rules or not set(options) <= set(PLAIN_SEND):
+        return None
+    from ..binding import send_request
+
+    text = (stdin or b"").decode("utf-8", "surrogateescape")
+    schema = None
+    if "--schema" in options:  # its field leads stdin, on a line of its own (send_stdin)
+        schema, _, text = text.partition("\n")
+    deliver = "queue" if "--queue" in options else "interrupt" if "--interrupt" in options else None
+    return send_request(text, schema, {}, deliver)
 
 
 def _shown_line(command: str, options: Dict[str, str], asked: Sequence[Remote]) -> Callable[[str], str]:
@@ -105,7 +177,7 @@ def same_machine(remote: Remote, other: str, command: str = "fork") -> Remote:
 
 
 def relay(remote: Remote, remote_words: List[str], stdin: Optional[bytes], emit: Callable[[str], None],
-          asked: Sequence[Remote] = ()) -> int:
+          asked: Sequence[Remote] = (), settings: Optional[Dict[str, str]] = None) -> int:
     """Run the remote command: `stdin` written to it, its stdout passed on
     line by line to `emit`, its stderr passed on as it comes, cleaned as a
     local agent's text is (visible.py: an OSC 52 clipboard write is shown,
@@ -113,7 +185,7 @@ def relay(remote: Remote, remote_words: List[str], stdin: Optional[bytes], emit:
     their addresses (`addressed`).  What ssh itself says (other lines)
     is held to the end: when ssh fails it is the cause in our one-line
     error, else it follows the output."""
-    child = Child.on(remote.machine, remote_words, stdin is not None)
+    child = Child.on(remote.machine, remote_words, stdin is not None, settings=settings)
     held: List[bytes] = []
     asked = asked or [remote]
     try:

@@ -130,14 +130,17 @@ def encode_fields(fields: List[str]) -> bytes:
 PROOF = "proof="  # the first field of every request (encode_request)
 
 
-def encode_request(fields: List[str]) -> bytes:
+def encode_request(fields: List[str], proof: Optional[str] = None) -> bytes:
     """A command's request: the proof that it may use harnessctl's state
     folder (trusted.runtime_proof), then its fields.  A runtime answers only
     a proven request, so a process in a --sandbox box, which cannot read that
-    folder, reaches no runtime, though Landlock lets it connect."""
-    from .trusted import runtime_proof
+    folder, reaches no runtime, though Landlock lets it connect.  `proof`:
+    another machine's, for its runtime's forwarded socket (remote/tunnel.py)."""
+    if proof is None:
+        from .trusted import runtime_proof
 
-    return encode_fields([PROOF + runtime_proof(create=True)] + fields)
+        proof = runtime_proof(create=True)
+    return encode_fields([PROOF + proof] + fields)
 
 
 def decode_fields(data: bytes) -> List[str]:

@@ -134,7 +134,7 @@ def record(path: str, binding: Dict[str, Any]) -> None:
     text = json.dumps({"path": path, "dev": st.st_dev if st else None, "ino": st.st_ino if st else None,
                        "generation": generation, "binding": binding}, sort_keys=True) + "\n"
     names = _record_names(path, st)
-    _make_state_dir(os.path.dirname(names[0]))
+    make_state_dir(os.path.dirname(names[0]))
     for name in names:
         try:
             private.write_atomic(name, text, sync=True)
@@ -227,7 +227,7 @@ def missing(path: str, shown: str) -> UsageError:
                       "`harnessctl rebind %s` restores the binding recorded in %s" % (path, shown, path, state_dir()))
 
 
-def _make_state_dir(sub: str) -> None:
+def make_state_dir(sub: str) -> None:
     """The state directory and `sub` in it, 0700 and ours."""
     top = state_dir()
     try:
@@ -309,7 +309,7 @@ def _make_key(path: str) -> None:
     into place (one name at every moment: a reader never sees a second link).
     Commands that race each make one and the last wins: a seal made with a
     key that lost no longer matches, and its cache is rebuilt from the file."""
-    _make_state_dir(state_dir())
+    make_state_dir(state_dir())
     private.write_atomic(path, os.urandom(32).hex(), sync=True)
 
 
