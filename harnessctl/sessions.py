@@ -19,12 +19,12 @@ if TYPE_CHECKING:
     from .commands import Send
     from .log.reader import Entries, Reader
     from .notes import Notes
+    from .remote.calls import Watch
 
     Machine = Tuple[Optional[str], str, Optional[str]]
     EntryReader = Union[Reader, "RemoteReader"]
 
 ACTIVITY_TAIL = 64 * 1024  # bytes of the event file read for the latest activity
-REMOTE_SLICE = 2.0  # seconds a remote wait asks at once: each ask is an ssh round trip
 
 
 class Sessions:
@@ -74,7 +74,6 @@ class Session:
     which it is."""
 
     file = ""  # its address as given
-    slice = 0.0  # how long one ask of a sliced wait lasts at most (0: as long as the caller's)
 
     def notes(self, say: Callable[[str], None]) -> Optional[Notes]:
         """The notes of a wait on it (harness warnings, retries), said from now on; None where they cannot be read."""
@@ -85,6 +84,9 @@ class Session:
 
     def wait(self, input_id: Optional[str], timeout: float, notes: Optional[Notes] = None) -> Tuple[str, str]:
         raise NotImplementedError
+
+    def close(self) -> None:
+        """Let go of what its waits hold open (a remote one's command)."""
 
     def reply(self, request_id: str, answer: str) -> None:
         raise NotImplementedError
@@ -228,12 +230,11 @@ class Remote(Session):
     """A session on another machine: each operation the same command run
     there over ssh (remote/calls.py), with that machine's roots."""
 
-    slice = REMOTE_SLICE
-
     def __init__(self, remote: RemoteAddress, settings: Dict[str, str]) -> None:
         self.file = remote.given
         self.remote = remote
         self.settings = settings
+        self._watch: Optional[Watch] = None
 
     def notes(self, say: Callable[[str], None]) -> Optional[Notes]:
         return None  # they are on its machine's stderr
@@ -244,9 +245,24 @@ class Remote(Session):
         return calls.send(self.remote, request, self.settings)
 
     def wait(self, input_id: Optional[str], timeout: float, notes: Optional[Notes] = None) -> Tuple[str, str]:
-        from .remote import calls
+        """One remote `wait` held across the caller's looks (calls.Watch): each
+        look waits here for its answer, pushed by the runtime there."""
+        from .remote.calls import Watch
 
-        return calls.wait(self.remote, input_id, timeout, self.settings)
+        if self._watch is None or self._watch.input_id != input_id:
+            self.close()
+            self._watch = Watch(self.remote, input_id, self.settings)
+        found = self._watch.found(timeout)
+        if found is None:
+            return "timeout", ""
+        self._watch = None
+        return found
+
+    def close(self) -> None:
+        """End the remote wait nobody looks at any more."""
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
 
     def reply(self, request_id: str, answer: str) -> None:
         self._call("reply", [request_id], answer.encode("utf-8"))

@@ -147,21 +147,26 @@ class Call:
         said: List[str] = []
         session = self.sessions.at(file)
         notes = session.notes(said.append) if self.token is not None else None
-        piece = session.slice or SLICE
-        while not (self.cancelled.is_set() or self.closing.is_set()):
-            step = piece if until is None else max(0.0, min(piece, until - time.monotonic()))
-            kind, line = session.wait(input_id, step, notes)
-            if kind != "timeout" or (until is not None and time.monotonic() >= until):
-                return kind, line
-            if self.token is not None and time.monotonic() >= next_progress:
-                waited = time.monotonic() - started
-                message = "waiting for %s: %d s" % (input_id or "the conversation", waited)
-                if said:
-                    message += "; " + said.pop(0)[len("harnessctl: "):]
-                self.notify({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
-                    "progressToken": self.token, "progress": round(waited, 1), "message": message}})
-                next_progress += PROGRESS_EVERY
+        try:
+            while not (self.cancelled.is_set() or self.closing.is_set()):
+                step = SLICE if until is None else max(0.0, min(SLICE, until - time.monotonic()))
+                kind, line = session.wait(input_id, step, notes)
+                if kind != "timeout" or (until is not None and time.monotonic() >= until):
+                    return kind, line
+                if self.token is not None and time.monotonic() >= next_progress:
+                    self._progress(input_id, time.monotonic() - started, said)
+                    next_progress += PROGRESS_EVERY
+        finally:
+            session.close()
         return None
+
+    def _progress(self, input_id: Optional[str], waited: float, said: List[str]) -> None:
+        """A progress notification of a wait, with the oldest note not said yet."""
+        message = "waiting for %s: %d s" % (input_id or "the conversation", waited)
+        if said:
+            message += "; " + said.pop(0)[len("harnessctl: "):]
+        self.notify({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+            "progressToken": self.token, "progress": round(waited, 1), "message": message}})
 
 
 def check_path(path: str, what: str) -> None:

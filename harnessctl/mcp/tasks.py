@@ -95,6 +95,7 @@ class Task:
     def end(self, status: str, answer: Optional[Dict[str, Any]]) -> None:
         self.move(status, "the run was cancelled" if status == "cancelled" else "done", None)
         self.answer = answer
+        self.deferred.session.close()
 
     def detailed(self) -> Dict[str, Any]:
         """The task as tasks/get and notifications/tasks show it."""
@@ -158,6 +159,7 @@ class Tasks:
         for task_id, task in list(self.tasks.items()):
             if now - task.started >= TTL or task.given is not None and now - task.given >= KEEP_GIVEN:
                 del self.tasks[task_id]
+                task.deferred.session.close()
 
 
 def update(task: Task, responses: Dict[str, Any], reply: Callable[[str, str], None]) -> None:

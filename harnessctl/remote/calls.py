@@ -54,9 +54,42 @@ def send(remote: Remote, request: Send, settings: Dict[str, str]) -> str:
     return out.strip()
 
 
-def wait(remote: Remote, input_id: Optional[str], timeout: float, settings: Dict[str, str]) -> Tuple[str, str]:
-    """What `wait` found within `timeout` seconds: (kind, line) as waiting.wait's."""
-    code, out = call(remote, "wait", [input_id] if input_id else [], {"--timeout": repr(timeout)},
-                     ok=(0, *WAIT_CODES), settings=settings)
-    kind = WAIT_CODES.get(code) or ("completed" if input_id else "status")
-    return kind, renamed(out.strip(), [remote])
+class Watch:
+    """One remote `wait` held until it answers: the runtime there pushes its
+    answer the moment the line is written, and a look here (`found`) costs
+    no round trip.  A wait with no end of its own (no --timeout): the caller
+    says how long it looks, and `close` ends the remote command (its ssh gone,
+    it exits: stdio.end_with_reader) when it no longer wants the answer."""
+
+    def __init__(self, remote: Remote, input_id: Optional[str], settings: Dict[str, str]) -> None:
+        import threading
+
+        self.remote = remote
+        self.input_id = input_id
+        self._child = Child.on(remote.machine, words("wait", [remote.path] + ([input_id] if input_id else []), {}, []),
+                               settings=settings)
+        self._done = threading.Event()
+        self._answer: Tuple[int, bytes, bytes] = (0, b"", b"")
+        threading.Thread(target=self._collect, daemon=True).start()
+
+    def _collect(self) -> None:
+        try:
+            self._answer = self._child.communicate()
+        finally:
+            self._done.set()
+
+    def found(self, timeout: float) -> Optional[Tuple[str, str]]:
+        """What the wait found, as waiting.wait's (kind, line), once it has
+        answered within `timeout` seconds; None while it waits."""
+        if not self._done.wait(timeout):
+            return None
+        code, out, err = self._answer
+        error = error_of(self.remote, code, err, (0, *WAIT_CODES))
+        if error is not None:
+            raise error
+        kind = WAIT_CODES.get(code) or ("completed" if self.input_id else "status")
+        return kind, renamed(out.decode("utf-8", "surrogateescape").strip(), [self.remote])
+
+    def close(self) -> None:
+        if not self._done.is_set():
+            self._child.kill()

@@ -16,35 +16,22 @@ import cliutil
 import pytest
 import torture_users
 from cliutil import of_type, run, runtime_pids, start, wait_for
-from ssh_support import address
+from ssh_support import address, remote_commands
 
 M = ("--adapter", "mock")
-LOGGED = 'echo "$*" >> "$HC_REMOTE_LOG"; exec "$@"'  # each remote command, one line, before it runs
 
 
 @pytest.fixture
 def logged(ssh_bed, tmp_path):
     """A test environment whose remote commands are each logged first: (env, the log's path)."""
     log = str(tmp_path / "remote.log")
-    remote = ["sh", "-c", LOGGED, "sh", *cliutil.command()]
-    return ssh_bed.env(cliutil.cli_env(HARNESSCTL_TIMEOUT="30"), remote, HC_REMOTE_LOG=log), log
+    return ssh_bed.logged_env(cliutil.cli_env(), log), log
 
 
 def ok(*args, env):
     proc = run(*args, env=env)
     assert proc.returncode == 0, (args, proc.returncode, proc.stderr.decode())
     return proc
-
-
-def remote_commands(log):
-    """The remote commands run so far, each as its words (the log emptied)."""
-    try:
-        with open(log) as f:
-            lines = f.read().splitlines()
-    except FileNotFoundError:
-        return []
-    os.unlink(log)
-    return lines
 
 
 def forward_of(env):
@@ -77,8 +64,7 @@ def test_a_warm_status_send_reply_and_cancel_run_no_remote_command(efile, logged
 
 def test_a_stopped_remote_session_is_asked_with_the_remote_command(efile, ssh_bed, tmp_path):
     log = str(tmp_path / "remote.log")
-    env = ssh_bed.env(cliutil.cli_env(HARNESSCTL_IDLE_TIMEOUT="0.5"), ["sh", "-c", LOGGED, "sh", *cliutil.command()],
-                      HC_REMOTE_LOG=log)
+    env = ssh_bed.logged_env(cliutil.cli_env(HARNESSCTL_IDLE_TIMEOUT="0.5"), log)
     addr = address("h2", efile)
     ok("send", addr, "hello", "--wait", *M, env=env)
     ok("status", addr, env=env)  # the forward is known now

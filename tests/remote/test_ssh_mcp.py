@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 
+import cliutil
 import pytest
 from cliutil import of_type, wait_for
 from mcp_support.client import Client, structured
-from ssh_support import address
+from ssh_support import address, remote_commands
 
 
 @pytest.fixture
@@ -97,3 +98,18 @@ def test_a_remote_run_is_a_task_that_is_answered_with_tasks_update(mcp, root):
 def until(mcp, task_id, status):
     return wait_for(lambda: (lambda t: t if t["status"] == status else None)(
         mcp.modern("tasks/get", {"taskId": task_id})["result"]), 60, "task %s" % status)
+
+
+def test_a_long_wait_on_an_ssh_file_is_one_remote_wait_the_runtime_there_answers(ssh_bed, root, workdir):
+    log = str(workdir / "remote.log")
+    client = Client("--root", address("h1", root), cwd=root, env=ssh_bed.logged_env(cliutil.cli_env(), log))
+    try:
+        client.initialize()
+        path = address("h1", os.path.join(root, "a.jsonl"))
+        asked = structured(client.tool("send", file=path, text="/sleep 5", adapter="mock", cwd=root))
+        remote_commands(log)
+        done = structured(client.tool("wait", file=path, input_id=asked["input_id"]))
+    finally:
+        client.stop()
+    assert done["outcome"] == "completed"
+    assert [words.split()[-4] for words in remote_commands(log)] == ["wait"]  # not one per slice: the answer is pushed

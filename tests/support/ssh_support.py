@@ -198,6 +198,13 @@ class SshBed:
         return dict(local, HARNESSCTL_SSH=shlex.join(self.ssh()),
                     HARNESSCTL_REMOTE_COMMAND=" ".join(shlex.quote(w) for w in words))
 
+    def logged_env(self, local: Dict[str, str], log: str) -> Dict[str, str]:
+        """`env` of this checkout's harnessctl there, each remote command's words appended to `log` first."""
+        import cliutil
+
+        remote = ["sh", "-c", 'echo "$*" >> "$HC_REMOTE_LOG"; exec "$@"', "sh", *cliutil.command()]
+        return self.env(local, remote, HC_REMOTE_LOG=log)
+
     def warm(self) -> None:
         """Open each host's master connection (the first ssh to it starts one)."""
         for name in self.servers:
@@ -213,6 +220,17 @@ class SshBed:
         if self._refuser is not None:
             self._refuser.close()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def remote_commands(log: str) -> List[str]:
+    """The remote commands a logged_env ran so far, each as one line of its words (the log emptied)."""
+    try:
+        with open(log) as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return []
+    os.unlink(log)
+    return lines
 
 
 def address(host: str, path: str) -> str:
