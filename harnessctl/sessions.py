@@ -17,12 +17,14 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
     from .commands import Send
-    from .log.reader import Entries, Reader
+    from .log.reader import Reader
     from .notes import Notes
     from .remote.calls import Watch
 
     Machine = Tuple[Optional[str], str, Optional[str]]
-    EntryReader = Union[Reader, "RemoteReader"]
+    from .remote.calls import Stream
+
+    EntryReader = Union[Reader, Stream]
 
 ACTIVITY_TAIL = 64 * 1024  # bytes of the event file read for the latest activity
 
@@ -102,8 +104,10 @@ class Session:
         """fork's line; NEWFILE on the same machine (with `worktree`, in a worktree of its own)."""
         raise NotImplementedError
 
-    def entries(self) -> EntryReader:
-        """Its log entries as a page reads them: start(), then more() as it changes (log/reader.py)."""
+    def entries(self, wake: Callable[[], None]) -> EntryReader:
+        """Its log entries as a page reads them: start(), then more() as it
+        changes (log/reader.py); `wake()` is said when entries came that
+        the fleet's watch does not see (a remote one's, pushed)."""
         raise NotImplementedError
 
     def patch(self) -> bytes:
@@ -189,10 +193,10 @@ class Local(Session):
 
         return fork(self.file, new_file, cwd, worktree)[0]
 
-    def entries(self) -> EntryReader:
+    def entries(self, wake: Callable[[], None]) -> EntryReader:
         from .log.reader import Reader
 
-        return Reader(self.file)
+        return Reader(self.file)  # the fleet's watch sees its file change
 
     def patch(self) -> bytes:
         from .binding import worktree_of
@@ -287,8 +291,10 @@ class Remote(Session):
         _, out = self._call("fork", [new.path], options=options)
         return renamed(out.strip(), [self.remote, new])
 
-    def entries(self) -> EntryReader:
-        return RemoteReader(self)
+    def entries(self, wake: Callable[[], None]) -> EntryReader:
+        from .remote.calls import Stream
+
+        return Stream(self.remote, lambda: self.pieces(None, None, True), self.settings, wake)
 
     def patch(self) -> bytes:
         """`diff` there, with the last newline the ssh layer drops (ssh.Child.communicate): a patch ends with one."""
@@ -328,34 +334,6 @@ class Remote(Session):
         from .remote.calls import call
 
         return call(self.remote, command, args, options, stdin, ok, self.settings)
-
-
-class RemoteReader:
-    """A remote session's log entries: `log --json` there, asked again on
-    each look (remote rows change rarely: serve/fleet.py's REMOTE_POLL);
-    the page sends only those that changed."""
-
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    def close(self) -> None:
-        pass
-
-    def start(self) -> Entries:
-        return self.more()[1]
-
-    def more(self) -> Tuple[bool, Entries]:
-        import json
-
-        found = []
-        for piece in self.session.pieces(None, None, True):
-            entry = json.loads(piece)
-            if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or "entry" not in entry:
-                continue  # a note about the reading
-            key = entry.pop("id")
-            entry.pop("reply", None)
-            found.append((key, entry))
-        return False, found
 
 
 def latest_activity(file: str) -> str:

@@ -12,9 +12,10 @@ from .ssh import Child, failure
 
 TYPE_CHECKING = False  # keeps typing out of start-up (~7 ms under -I -S); mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Dict, Optional, Sequence, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
     from ..commands import Send
+    from ..log.reader import Entries
 
 WAIT_CODES = {code: kind for kind, code in OUTCOME_CODES.items() if code}  # a wait's exit code: what it found
 
@@ -93,3 +94,79 @@ class Watch:
     def close(self) -> None:
         if not self._done.is_set():
             self._child.kill()
+
+
+class Stream:
+    """A remote session's log entries as a page reads them (log/reader.py's
+    start, more and close): `log --json` there for what the file holds now,
+    then one `log --json --follow` there whose lines a thread takes as they
+    come, `wake()` said when some wait to be taken.  Its first lines repeat
+    what `log --json` gave, and an entry comes again each time it changes:
+    the page sends an entry only when it changed (serve/follow.py).  Should
+    the follow end (the connection lost), each look asks `log --json` again."""
+
+    def __init__(self, remote: Remote, window: Callable[[], List[str]], settings: Dict[str, str],
+                 wake: Callable[[], None]) -> None:
+        import threading
+
+        self.remote, self.window, self.settings, self.wake = remote, window, settings, wake
+        self.lock = threading.Lock()
+        self.pending: List[Tuple[str, Dict[str, Any]]] = []
+        self.child: Optional[Child] = None
+        self.ended = threading.Event()
+
+    def start(self) -> Entries:
+        import threading
+
+        found = _entries(self.window())
+        self.child = Child.on(self.remote.machine, words("log", [self.remote.path], {"--json": "", "--follow": ""}, []),
+                              settings=self.settings)
+        threading.Thread(target=self._follow, args=(self.child,), daemon=True).start()
+        return found
+
+    def more(self) -> Tuple[bool, Entries]:
+        if self.ended.is_set():
+            return False, _entries(self.window())
+        with self.lock:
+            found, self.pending = self.pending, []
+        return False, found
+
+    def close(self) -> None:
+        if self.child is not None:
+            self.child.kill()
+
+    def _follow(self, child: Child) -> None:
+        try:
+            child.pump(b"", lambda line: None, self._line)
+        except OSError:
+            pass
+        finally:
+            self.ended.set()
+            child.kill()
+            self.wake()
+
+    def _line(self, line: bytes) -> None:
+        found = _entries([line.decode("utf-8", "surrogateescape")])
+        with self.lock:
+            first = not self.pending
+            self.pending += found
+        if found and first:  # one wake for what comes until the page takes it
+            self.wake()
+
+
+def _entries(pieces: List[str]) -> Entries:
+    """The entries of `log --json` lines, by their ids; a line that is none (a note about the reading) is left out."""
+    import json
+
+    found = []
+    for piece in pieces:
+        try:
+            entry = json.loads(piece)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or "entry" not in entry:
+            continue
+        key = entry.pop("id")
+        entry.pop("reply", None)
+        found.append((key, entry))
+    return found

@@ -5,8 +5,8 @@ never disagree about what happened.
 
 The entries come from the session (Session.entries): a local file folded
 as `log --follow` folds it, read on from where it stopped each time the
-fleet's watch says it changed; a remote one's `log --json` on its machine,
-asked again when its row changed.
+fleet's watch says it changed; a remote one's from one `log --json --follow`
+on its machine, which wakes the page as its lines come (remote/calls.Stream).
 
 A session with a worktree has its patch beside the transcript (patch_text):
 `diff FILE`'s bytes as a terminal shows them, asked when the page asks.
@@ -22,7 +22,7 @@ from ..visible import shown
 
 TYPE_CHECKING = False  # keeps typing out of start-up; mypy reads it as True (pyproject.toml)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Tuple
+    from typing import Any, Callable, Dict, List, Tuple
 
     from ..log.reader import Entries
     from ..sessions import Session
@@ -87,10 +87,10 @@ def answers(entry: Entry) -> Dict[str, Any]:
 class Follower:
     """A page's transcript of one session, drawn as its entries come
     (Session.entries: a local file read on as it grows, a remote one's
-    `log --json` asked again), each sent again only when it changed."""
+    followed there), each sent again only when it changed."""
 
-    def __init__(self, session: Session) -> None:
-        self.reader = session.entries()
+    def __init__(self, session: Session, wake: Callable[[], None]) -> None:
+        self.reader = session.entries(wake)
         self.style = Marks(session.file)
         self.sent: Dict[str, str] = {}
 

@@ -238,8 +238,12 @@ class Handler(BaseHTTPRequestHandler):
             self.server.fleet.unsubscribe(subscriber)
 
     def _session_feed(self, file: str) -> None:
-        follows = Follower(self.server.sessions.at(file))
         rows, subscriber = self.server.fleet.subscribe()  # before the first read: no change is missed
+        try:
+            follows = Follower(self.server.sessions.at(file), lambda: subscriber.put("entries", {"file": file}))
+        except BaseException:
+            self.server.fleet.unsubscribe(subscriber)
+            raise
         try:
             try:
                 first = follows.start()
@@ -268,7 +272,8 @@ class Handler(BaseHTTPRequestHandler):
                     self._event("reset", {})
                 for entry in entries:
                     self._event("entry", entry)
-                self._event("status", data)
+                if name != "entries":  # not only entries pushed by a remote follow (remote/calls.Stream)
+                    self._event("status", data)
 
             self._pump(subscriber, changed)
         except (BrokenPipeError, ConnectionError):

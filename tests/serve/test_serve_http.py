@@ -573,3 +573,24 @@ def test_an_ssh_address_is_listed_with_its_remote_state(scratch, ssh_bed):
     assert "<h1>remote.jsonl on h1</h1>" in page.decode()
     feed.close()
     ok("cancel", address, env=scratch.env)
+
+
+def test_an_ssh_sessions_page_gets_its_entries_pushed_by_one_follow_there(scratch, ssh_bed):
+    log = scratch.file("remote.log", scratch.outside)
+    scratch.env = ssh_bed.logged_env(scratch.env, log)
+    address = ssh_support.address("h1", scratch.file("remote.jsonl", scratch.outside))
+    scratch.send(address, "first", "--wait")
+    serve = scratch.serve(address)
+    rows = serve.feed()
+    rows.until(lambda name, data: name == "row" and data["file"] == address, "the remote row")
+    rows.close()
+    feed = serve.feed("/session/events", file=address)
+    feed.until(lambda name, data: name == "ready", "the page's first picture")
+    for text in ("second", "third"):
+        scratch.send(address, text, "--wait")
+        shown = "echo: %s" % text
+        feed.until(lambda name, data, shown=shown: name == "entry" and shown in json.dumps(data), "the new entry")
+    feed.close()
+    path = address[len("ssh://h1"):]
+    logs = [words.split(" log ", 1)[1] for words in ssh_support.remote_commands(log) if " log " in words]
+    assert logs == ["--json -- " + path, "--json --follow -- " + path]  # asked once, then pushed: not per change
