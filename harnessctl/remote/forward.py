@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 NAMING = ("status", "wait", "send", "fork")  # the commands whose lines carry "file"
 FORWARDED = ("status", "send", "reply", "cancel")  # the commands a live runtime answers through a forward (tunnel.py)
-PLAIN_SEND = ("--print-id", "--queue", "--interrupt", "--schema")  # a send's options that bind nothing of a machine
+PLAIN_SEND = ("--print-id", "--queue", "--interrupt", "--schema")  # a send's options that are no bound setting
+MACHINE_BOUND = ("cwd", "on_request", "on_result", "sandbox_write", "worktree")  # resolved where they are bound
 
 
 def words(command: str, paths: List[str], options: Dict[str, str], rules: List[Tuple[str, str]]) -> List[str]:
@@ -132,24 +133,29 @@ def answered(tunnel: Tunnel, command: str, args: List[str], options: Dict[str, s
 def _fields(command: str, args: List[str], options: Dict[str, str], rules: List[Tuple[str, str]],
             stdin: Optional[bytes]) -> Optional[List[str]]:
     """The request of `command` as the runtime takes it, or None when a
-    forward cannot carry it: what a send binds (a cwd, a hook's program) is
-    resolved on the machine that binds it (binding.asked), by the remote command."""
+    forward cannot carry it: a send that names a folder or a program of
+    that machine (a cwd, a hook), which binding.asked resolves there, or
+    that waits (the remote command prints its notes)."""
     if command == "status":
         return ["status"] if len(args) == 1 and not options else None
     if command == "cancel":
         return ["cancel"] + args[1:2]
     if command == "reply":
         return ["reply", args[1], (stdin or b"").decode("utf-8", "surrogateescape")]
-    if rules or not set(options) <= set(PLAIN_SEND):
+    if "--wait" in options:
         return None
     from ..binding import send_request
+    from ..fields import NAMES, from_flags
 
+    wish = from_flags({name: value for name, value in options.items() if name not in PLAIN_SEND}, rules)
+    if any(wish.get(name) is not None for name in MACHINE_BOUND):
+        return None
     text = (stdin or b"").decode("utf-8", "surrogateescape")
     schema = None
     if "--schema" in options:  # its field leads stdin, on a line of its own (send_stdin)
         schema, _, text = text.partition("\n")
     deliver = "queue" if "--queue" in options else "interrupt" if "--interrupt" in options else None
-    return send_request(text, schema, {}, deliver)
+    return send_request(text, schema, {name: wish.get(name) for name in NAMES}, deliver)
 
 
 def _shown_line(command: str, options: Dict[str, str], asked: Sequence[Remote]) -> Callable[[str], str]:
