@@ -14,6 +14,7 @@ Each part is given only what it needs, and none knows `Runtime`:
 * writer.py: the critical writes, the disk-full queue, the logs;
 * watches.py: the `wait` commands held open;
 * lifetime.py: when the runtime ends by itself, and the file it leaves;
+* reachwatch.py: what tells an idle runtime, through inotify, that it may be unreachable;
 * supervisor.py: the harness, its backend and child process;
 * host.py: what the adapter sees, its reports turned into events and moments;
 * sends.py: the sends waiting, the one the harness is confirming, and those held for the next run;
@@ -72,7 +73,7 @@ class Runtime:
         self.conv = snapshot.load(addr)[0]
         self.writer = EventWriter(EventLog(event_fd, addr.path, self.conv.seq), self.conv, self.loop.call_later,
                                   self.debug)
-        self.watches = Watches(self.conv, self.writer, self.status)
+        self.watches = Watches(self.conv, self.writer, self.status, self.loop.call_later)
         self.supervisor = Supervisor(self, self.loop, addr.sidecar, addr.harness_pid, log.write)
         self.host = AdapterHost(self.conv, self.writer, self.loop, self.supervisor, binding["adapter"], self)
         self.hooks = hookrunner.Hooks(binding, env, addr, log.fd, self.loop, self.diagnostic, self.debug)
@@ -87,7 +88,7 @@ class Runtime:
                             self.debug)
         self.server = CommandServer(sock, addr.socket, self.timeout, requests.submit, self.debug)
         self.lifetime = Lifetime(knobs.seconds(env, "HARNESSCTL_IDLE_TIMEOUT", 60.0), addr, self.writer.events,
-                                 self.server, self.loop, self.shutdown, self.watches.drop_hung_up)
+                                 self.server, self.loop, self.shutdown)
         self.stopping = False
 
     # -- the loop -------------------------------------------------------------
@@ -273,6 +274,7 @@ class Runtime:
             return
         self.debug("shutting down: %s" % reason)
         self.stopping = True
+        self.lifetime.close()
         self.sends.close()
         self.hooks.stop()  # running hooks are killed; what is written from now on runs none
         self.server.stop()

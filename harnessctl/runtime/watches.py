@@ -26,16 +26,23 @@ if TYPE_CHECKING:
 # file.  Small ones only: this is a shortcut, the file is the truth.
 RECENT_RESULTS = 16
 RECENT_RESULT_BYTES = 65536
+# How often the waiters held open are looked at for a command that hung up.
+# Only while some are: a `wait` is held while a run goes on (or waits for a
+# reply), never in an idle runtime, which must not wake for this.
+HUNG_UP_CHECK = 1.0
 
 
 class Watches:
-    def __init__(self, conv: Conversation, writer: EventWriter, status: Callable[[], Dict[str, Any]]) -> None:
+    def __init__(self, conv: Conversation, writer: EventWriter, status: Callable[[], Dict[str, Any]],
+                 call_later: Callable[[float, Callable[[], None]], None]) -> None:
         self.conv = conv
         self.writer = writer
         self.status = status  # the status report, as `status` prints it
         # (input id, or None: the conversation; its waiter; whether it asked to hear of the harness's warnings)
         self.open: List[Tuple[Optional[str], Waiter, bool]] = []
         self.recent: Dict[str, Dict[str, Any]] = {}  # input id -> its result
+        self._call_later = call_later
+        self._sweeping = False  # a look for hung-up waiters is due
 
     def add(self, input_id: Optional[str], waiter: Waiter, nudge: bool = False, now: bool = False) -> None:
         """Hold a `wait`; with `nudge`, it hears of each harness warning written
@@ -46,6 +53,7 @@ class Watches:
             waiter.ok("timeout ")
         elif answer is None:
             self.open.append((input_id, waiter, nudge))
+            self._sweep_later()
         else:
             waiter.ok(answer)
 
@@ -74,6 +82,18 @@ class Watches:
         for watch in [w for w in self.open if w[1].hung_up()]:
             self.open.remove(watch)
             watch[1].reply(b"")
+
+    def _sweep_later(self) -> None:
+        if not self._sweeping:
+            self._sweeping = True
+            self._call_later(HUNG_UP_CHECK, self._sweep)
+
+    def _sweep(self) -> None:
+        """Drop the hung-up waiters; look again while any are open."""
+        self._sweeping = False
+        self.drop_hung_up()
+        if self.open:
+            self._sweep_later()
 
     def retry_all(self) -> None:
         """The runtime stops with these open: each command recovers from the file."""

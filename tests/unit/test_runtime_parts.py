@@ -12,7 +12,8 @@ from harnessctl.runtime.cancel import Cancel
 from harnessctl.runtime.host import verdict
 from harnessctl.runtime.spending import Spending
 
-PARTS = ("sends", "cancel", "replies", "requests", "spending", "hookrunner", "host", "supervisor", "lifetime")
+PARTS = ("sends", "cancel", "replies", "requests", "spending", "hookrunner", "host", "supervisor", "lifetime",
+         "reachwatch")
 HERE = os.path.join(ROOT, "harnessctl", "runtime")
 
 
