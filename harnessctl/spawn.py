@@ -178,7 +178,7 @@ def _prepare_spawn(addr: Address, binding: Dict[str, Any]) -> bool:
 
 
 # What harnessctl keeps in a sidecar when it binds a file that has no event yet.
-OWN_FILES = ("binding.json", "spawn.lock", "runtime.lock", "runtime.log")
+OWN_FILES = ("binding.json", "spawn.lock", "runtime.lock", "runtime.log", "runtime.host")
 
 
 def clear_foreign(addr: Address) -> None:
