@@ -40,8 +40,12 @@ def status_once(addr: Address, deadline: float) -> Optional[str]:
     except NoRuntime:
         pass
     from .recovery import status_written_elsewhere, stopped_status, while_stopped
+    from .store.holder import HeldElsewhere
 
-    return while_stopped(addr, deadline, stopped_status, elsewhere=status_written_elsewhere)
+    try:
+        return while_stopped(addr, deadline, stopped_status, elsewhere=status_written_elsewhere)
+    except HeldElsewhere as held:  # its runtime lives on another machine: say where, at once
+        return held.status()
 
 
 def ask(addr: Address, fields: List[str], deadline: float, retry_on_eof: bool,

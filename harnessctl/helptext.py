@@ -149,10 +149,10 @@ usage: {synopsis}
 
 Print one JSON line per FILE, in the order given: file (the path as given),
 state (idle, running, awaiting_reply, cancelling, failed), run_id, queued,
-pending requests, cwd, model, adapter, runtime (alive or stopped) and
-last_activity.  A stopped runtime's open work is settled first (the
-lost-runtime rule).  With two or more files, one that is not a session is a
-line {{"file", "error", "exit_code"}} and the others are still printed.
+pending requests, cwd, model, adapter, runtime (alive, stopped, or elsewhere
+with held_by) and last_activity.  A stopped runtime's open work is settled
+first (the lost-runtime rule).  With two or more files, one that is not a
+session is a line {{"file", "error", "exit_code"}}, the others as ever.
 
 arguments:
   FILE            the event file; any number of them (a shell glob)

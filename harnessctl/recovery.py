@@ -25,7 +25,8 @@ WRITER_GRACE = 2.0
 def while_stopped(addr: Address, deadline: float, fn: Any, elsewhere: Any = None) -> Any:
     """Run fn(addr, fd) as the event file's one writer (fd: the file, locked)
     and, when it has a sidecar, holding the sidecar's lock (no runtime can
-    start meanwhile); None if a runtime is alive after all (ask it instead).
+    start meanwhile); None if a runtime is alive after all (ask it instead),
+    store.holder.HeldElsewhere if it is alive on another machine.
     If another process keeps writing the file, elsewhere(addr) answers, or the
     command exits 5 having done nothing."""
     from .store import locks, private
@@ -37,6 +38,9 @@ def while_stopped(addr: Address, deadline: float, fn: Any, elsewhere: Any = None
         private.check_dir(addr.sidecar)
         lock = locks.try_lock(addr.runtime_lock)
         if lock is None:
+            from .store.holder import refuse_if_elsewhere
+
+            refuse_if_elsewhere(addr)  # HeldElsewhere: its runtime lives on another machine
             if time.monotonic() >= deadline:
                 raise OutcomeUnknownError("timed out waiting for the runtime of %s" % addr.path)
             time.sleep(0.01)  # a runtime is starting or exiting: ask again shortly

@@ -34,6 +34,9 @@ def starting_or_exiting(addr: Address, deadline: float) -> bool:
     private.check_dir(addr.sidecar)
     if not locks.is_held(addr.runtime_lock):
         return False
+    from .store.holder import refuse_if_elsewhere
+
+    refuse_if_elsewhere(addr)  # not starting nor exiting: alive on another machine
     if time.monotonic() >= deadline:
         raise UnavailableError("timed out waiting for the runtime of %s to start or exit (nothing was sent); see %s"
                                % (addr.path, addr.runtime_log))
@@ -178,7 +181,7 @@ def _prepare_spawn(addr: Address, binding: Dict[str, Any]) -> bool:
 
 
 # What harnessctl keeps in a sidecar when it binds a file that has no event yet.
-OWN_FILES = ("binding.json", "spawn.lock", "runtime.lock", "runtime.log")
+OWN_FILES = ("binding.json", "spawn.lock", "runtime.lock", "runtime.log", "runtime.host")
 
 
 def clear_foreign(addr: Address) -> None:

@@ -221,8 +221,10 @@ def _wait_stopped(addr: Address, input_id: Optional[str], until: Optional[float]
     """Without a runtime: the lost-runtime rule settles everything open, and the
     answer is in the file (`done`), or the status line; `again` when a runtime
     turned out to be starting or exiting; `timeout` once `until` passed while
-    the file's writer was busy."""
+    the file's writer was busy.  A runtime on another machine is slept on
+    (store.holder.released), not asked again and again."""
     from .recovery import recovered, stopped_status, while_stopped
+    from .store.holder import HeldElsewhere, released
 
     deadline = time.monotonic() + timeout_seconds()
     if until is not None:
@@ -232,6 +234,8 @@ def _wait_stopped(addr: Address, input_id: Optional[str], until: Optional[float]
             line = while_stopped(addr, deadline, stopped_status)
             return ("again", "") if line is None else ("status", line)
         return ("again", "") if while_stopped(addr, deadline, recovered) is None else ("done", "")
+    except HeldElsewhere:  # its runtime lives on another machine: sleep until it lets go
+        return ("again", "") if released(addr, until) else ("timeout", "")
     except (OutcomeUnknownError, UnavailableError):
         if until is not None and time.monotonic() >= until:
             return "timeout", ""

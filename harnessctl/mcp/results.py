@@ -58,7 +58,7 @@ STATUS_HEAD: Dict[str, Dict[str, Any]] = {
         "request_id": ID, "kind": STRING, "message": STRING}, "required": ["request_id", "kind", "message"]}},
 }
 STATUS_TAIL: Dict[str, Dict[str, Any]] = {
-    "runtime": {"type": "string", "enum": ["alive", "stopped"]}, "last_activity": NULLABLE_STRING,
+    "runtime": {"type": "string", "enum": ["alive", "stopped", "elsewhere"]}, "last_activity": NULLABLE_STRING,
     "totals": {"type": "object", "properties": {"tokens": COUNT, "cost_usd": {"type": ["number", "null"]}},
                "required": ["tokens", "cost_usd"]},
 }

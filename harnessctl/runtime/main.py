@@ -13,7 +13,7 @@ import time
 
 from .. import knobs
 from ..errors import HarnessctlError, UnavailableError
-from ..store import ipc, locks, private
+from ..store import holder, ipc, locks, private
 from ..store.address import Address, open_event_file
 from ..store.bindingfile import read_binding
 from . import proc
@@ -64,7 +64,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         return _ready(ready_fd, "busy")
     signal.signal(signal.SIGTERM, lambda *_: runtime.loop.post(lambda: runtime.shutdown("SIGTERM")))
     _ready(ready_fd, "ok")
-    runtime.serve()
+    try:
+        runtime.serve()
+    finally:
+        holder.forget(addr)  # before the lock goes with the process
     return 0
 
 
@@ -78,6 +81,17 @@ def _start(addr: Address, env: Dict[str, str], log: RuntimeLog, spawner_deadline
     deadline = min(time.monotonic() + timeout * 0.8, spawner_deadline - min(0.2, timeout * 0.1))
     if locks.wait_lock(addr.runtime_lock, deadline) is None:
         return None
+    holder.write(addr)  # beside the lock: another node that sees it held learns whose it is
+    try:
+        return _serve_file(addr, env, log, deadline)
+    except BaseException:
+        holder.forget(addr)
+        raise
+
+
+def _serve_file(addr: Address, env: Dict[str, str], log: RuntimeLog, deadline: float) -> Runtime:
+    """The rest of _start, once the sidecar's lock is ours: apart, so that a
+    start that fails takes back the record it wrote beside the lock."""
     event_fd = open_event_file(addr, os.O_RDWR | os.O_APPEND)
     if not locks.lock_fd(event_fd, deadline):
         raise UnavailableError("%s is being written by another runtime (was it renamed or hard-linked while in "

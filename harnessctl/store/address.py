@@ -61,6 +61,11 @@ class Address:
         return os.path.join(self.sidecar, "runtime.log")
 
     @property
+    def runtime_host(self) -> str:
+        """The machine and pid of the runtime holding the lock (store/holder.py)."""
+        return os.path.join(self.sidecar, "runtime.host")
+
+    @property
     def socket(self) -> str:
         """The runtime's socket: in the sidecar, or a short fallback path when
         the sidecar path would not fit into sockaddr_un."""

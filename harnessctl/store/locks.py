@@ -30,13 +30,17 @@ def try_lock(path: str) -> Optional[int]:
     on a read-only filesystem a command still learns that no runtime lives;
     where the lock file cannot even be created, nobody can hold it, and the
     fd returned holds the directory instead (a token for unlock)."""
+    return _lock_or_close(open_lock(path))
+
+
+def open_lock(path: str) -> int:
+    """The lock file `path` opened for locking (try_lock's docstring), not locked yet."""
     try:
-        fd = private.open_file(path, os.O_RDWR | os.O_CREAT, "lock file")
+        return private.open_file(path, os.O_RDWR | os.O_CREAT, "lock file")
     except OSError as e:
         if e.errno not in READ_ONLY_ERRNOS:
             raise private.cannot("open lock file", path, e) from None
-        fd = _open_read_only(path)
-    return _lock_or_close(fd)
+        return _open_read_only(path)
 
 
 READ_ONLY_ERRNOS = (30, 13, 1)  # EROFS, EACCES, EPERM (numbers: the errno module is an import)
