@@ -38,8 +38,8 @@ REFUSED_PROOF = "refused: this command cannot read the state folder"  # server.p
 
 class Forwarded(Address):
     """A remote session as the client's exchange sees it: its socket the
-    local end of the forward, its path the remote one (messages name it,
-    then the address instead: _addressed)."""
+    local end of the forward, its path the remote one (its messages name
+    it; forward.answered names the address instead)."""
 
     __slots__ = ("local",)
 
@@ -107,14 +107,16 @@ class Tunnel:
             report = json.loads(line)
         except (ValueError, RecursionError):
             return line  # no status line: shown as the remote said it (forward.renamed refuses it)
-        found = report.pop("forward", None) if isinstance(report, dict) else None
+        if not isinstance(report, dict) or "forward" not in report:
+            return line  # a harnessctl there that knows no forward, or a session named through a symlink
+        found = report.pop("forward")
         if isinstance(found, dict) and _sound(found):
             self._keep(found["socket"], found["proof"])
             if report.get("runtime") == "alive" and not _listens(self.local):
                 self._forwarded(found["socket"])
         from ..eventfile.state import status_line
 
-        return status_line(report) if isinstance(report, dict) else line
+        return status_line(report)
 
     def known(self) -> bool:
         return self._learned() is not None
