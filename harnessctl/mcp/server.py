@@ -133,6 +133,7 @@ class Server:
             threads = list(self.threads)
         for thread in threads:
             thread.join()
+        self.tasks.close()  # their remote waits end with the client
 
     # -- messages in ------------------------------------------------------------
 

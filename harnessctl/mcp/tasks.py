@@ -154,6 +154,12 @@ class Tasks:
             self._forget()
             return self.tasks.get(task_id) if isinstance(task_id, str) else None
 
+    def close(self) -> None:
+        """The client is gone: what each task's session holds open ends (Session.close)."""
+        with self.lock:
+            for task in self.tasks.values():
+                task.deferred.session.close()
+
     def _forget(self) -> None:
         now = time.monotonic()
         for task_id, task in list(self.tasks.items()):
