@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import os
 import threading
 import time
 from collections import deque
@@ -52,6 +53,26 @@ class Loop:
 
     def call_later(self, seconds: float, fn: Callable[[], None]) -> None:
         heapq.heappush(self._timers, (time.monotonic() + seconds, next(self._ids), fn))
+
+    def wake_on_signals(self) -> None:
+        """Let a signal the kernel hands to another thread end the loop's
+        sleep (call on the loop's thread, the main one).  Python runs a
+        signal's handler on the main thread only, between two bytecodes,
+        and an idle loop sleeps until its deadline: without this, a SIGTERM
+        taken by the socket's thread would wait that long.  The C handler
+        writes to a pipe (signal.set_wakeup_fd) whatever thread takes it;
+        one thread reads the pipe and posts an empty job."""
+        import signal
+
+        read, write = os.pipe()
+        os.set_blocking(write, False)
+        signal.set_wakeup_fd(write)
+
+        def relay() -> None:
+            while os.read(read, 512):
+                self.post(lambda: None)
+
+        threading.Thread(target=relay, name="signals", daemon=True).start()
 
     def run_once(self, deadline: Optional[float]) -> None:
         """Wait for the next job, the next timer or `deadline` (monotonic), then

@@ -63,6 +63,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if runtime is None:
         return _ready(ready_fd, "busy")
     signal.signal(signal.SIGTERM, lambda *_: runtime.loop.post(lambda: runtime.shutdown("SIGTERM")))
+    runtime.loop.wake_on_signals()
     _ready(ready_fd, "ok")
     try:
         runtime.serve()

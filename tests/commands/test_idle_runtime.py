@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import time
 
 from cliutil import cli_env, ok, runtime_pids, wait_for
@@ -55,4 +56,15 @@ def test_a_runtime_whose_folder_is_renamed_while_idle_stops(workdir):
     path = str(workdir / "in" / "a.jsonl")
     pid = idle_runtime(path)
     os.rename(str(workdir / "in"), str(workdir / "moved"))
+    wait_for(lambda: pid not in runtime_pids(path), 10, "the runtime's exit")
+
+
+def test_a_sigterm_taken_by_another_thread_stops_an_idle_runtime_at_once(workdir):
+    """The kernel may hand a signal to any thread; Python runs its handler on the main one, which an
+    idle runtime keeps asleep until its deadline (HARNESSCTL_IDLE_TIMEOUT, 600 s here)."""
+    path = str(workdir / "a.jsonl")
+    pid = idle_runtime(path)
+    wait_for(lambda: quiet(pid), 10, "the runtime's last work done")
+    other = min(int(tid) for tid in os.listdir("/proc/%d/task" % pid) if int(tid) != pid)
+    os.kill(other, signal.SIGTERM)  # kill() of a thread's id: delivered to that thread
     wait_for(lambda: pid not in runtime_pids(path), 10, "the runtime's exit")
