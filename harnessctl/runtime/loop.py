@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Deque, List, Optional, Tuple
 
     Job = Tuple[Callable[[], None], Any]
+    Timer = Tuple[float, int, Callable[[], None]]
 
 LONGEST_SLEEP = 3600.0
 
@@ -39,7 +40,7 @@ class Loop:
         self._ready = threading.Condition(threading.RLock())
         self._commands: Deque[Job] = deque()  # jobs with an owner: served first
         self._jobs: Deque[Job] = deque()
-        self._timers: List[Tuple[float, int, Callable[[], None]]] = []
+        self._timers: List[Timer] = []
         self._ids = itertools.count()
         self._on_error = on_error
 
@@ -51,8 +52,17 @@ class Loop:
             (self._jobs if owner is None else self._commands).append((fn, owner))
             self._ready.notify()
 
-    def call_later(self, seconds: float, fn: Callable[[], None]) -> None:
-        heapq.heappush(self._timers, (time.monotonic() + seconds, next(self._ids), fn))
+    def call_later(self, seconds: float, fn: Callable[[], None]) -> Timer:
+        """Run `fn` on the loop in `seconds`; the timer, for `cancel`."""
+        timer = (time.monotonic() + seconds, next(self._ids), fn)
+        heapq.heappush(self._timers, timer)
+        return timer
+
+    def cancel(self, timer: Timer) -> None:
+        """Forget a timer not due yet: an idle loop must not wake for what no longer matters."""
+        if timer in self._timers:
+            self._timers.remove(timer)
+            heapq.heapify(self._timers)
 
     def wake_on_signals(self) -> None:
         """Let a signal the kernel hands to another thread end the loop's

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from ..eventfile.state import Conversation
     from ..kit.backend import Input
-    from .loop import Loop
+    from .loop import Loop, Timer
     from .supervisor import Supervisor
 
     class Hands(Protocol):
@@ -65,6 +65,7 @@ class Sends:
         self._closed = False  # the runtime stops: nothing more is handed to the backend
         self.waiting: Deque[Tuple[Input, Waiter]] = deque()
         self.in_flight: Optional[Tuple[Input, Waiter]] = None
+        self._deadline: Optional[Timer] = None  # when the send in flight times out unless confirmed
         self.held: Deque[Input] = deque()  # accepted `queued`: each starts a run of its own
         self._handed: Set[str] = set()  # held inputs handed to the backend: their send heard already
 
@@ -187,7 +188,7 @@ class Sends:
         self.in_flight = (item, waiter)
         self._hands.expect(item, item.input_id in self._handed)
         generation = supervisor.generation
-        self._loop.call_later(self._timeout, lambda: self._timed_out(item.input_id, generation))
+        self._deadline = self._loop.call_later(self._timeout, lambda: self._timed_out(item.input_id, generation))
         try:
             backend.send(item)
         except Exception as e:
@@ -210,6 +211,9 @@ class Sends:
             return False
         waiter = self.in_flight[1]
         self.in_flight = None
+        if self._deadline is not None:  # confirmed in time: an idle runtime does not wake for it
+            self._loop.cancel(self._deadline)
+            self._deadline = None
         if input_id in self._handed:  # a held input: its `accepted` is written, so its end must be too
             self._handed.discard(input_id)
             if error is not None:

@@ -34,7 +34,7 @@ HUNG_UP_CHECK = 1.0
 
 class Watches:
     def __init__(self, conv: Conversation, writer: EventWriter, status: Callable[[], Dict[str, Any]],
-                 call_later: Callable[[float, Callable[[], None]], None]) -> None:
+                 call_later: Callable[[float, Callable[[], None]], object]) -> None:
         self.conv = conv
         self.writer = writer
         self.status = status  # the status report, as `status` prints it

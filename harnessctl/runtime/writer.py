@@ -22,7 +22,7 @@ RETRYABLE_WRITE_ERRNOS = (28, 122)  # ENOSPC, EDQUOT
 
 
 class EventWriter:
-    def __init__(self, events: EventLog, conv: Conversation, call_later: Callable[[float, Callable[[], None]], None],
+    def __init__(self, events: EventLog, conv: Conversation, call_later: Callable[[float, Callable[[], None]], object],
                  debug: Callable[[str], None]) -> None:
         self.events = events
         self.conv = conv

@@ -23,8 +23,9 @@ def switches(pid: int) -> int:
     return total
 
 
-def idle_runtime(path: str) -> int:
-    ok("send", path, "hello", "--wait", *MOCK, env=cli_env())
+def idle_runtime(path: str, sends: int = 1, **env: str) -> int:
+    for i in range(sends):
+        ok("send", path, "hello %d" % i, "--wait", *MOCK, env=cli_env(**env))
     return runtime_pids(path)[0]
 
 
@@ -38,6 +39,16 @@ def quiet(pid: int) -> bool:
 def test_an_idle_runtime_does_not_wake_on_a_timer(workdir):
     """The check each second it made before woke it 3 times in 3 s."""
     pid = idle_runtime(str(workdir / "a.jsonl"))
+    wait_for(lambda: quiet(pid), 10, "the runtime's last work done")
+    before = switches(pid)
+    time.sleep(3)
+    assert switches(pid) - before <= 1
+
+
+def test_sends_confirmed_in_time_leave_no_timer_to_wake_an_idle_runtime(workdir):
+    """Each send armed its confirmation deadline (HARNESSCTL_TIMEOUT, 2 s here), which fired later
+    whether or not the harness had confirmed it: five wakes within the 3 s looked at."""
+    pid = idle_runtime(str(workdir / "a.jsonl"), 5, HARNESSCTL_TIMEOUT="2")
     wait_for(lambda: quiet(pid), 10, "the runtime's last work done")
     before = switches(pid)
     time.sleep(3)
