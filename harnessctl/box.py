@@ -38,10 +38,10 @@ DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev
 def folder(event_path: str) -> str:
     """The session's box folder: beside the state folder (never inside it, nor
     in the sidecar, both of which the agent may not read), one per event file."""
-    from .store.trusted import _blake2b, state_dir
+    from .store.trusted import blake2, state_dir
 
     top = state_dir()
-    digest = _blake2b()(os.fsencode(event_path), digest_size=12).hexdigest()
+    digest = blake2()(os.fsencode(event_path), digest_size=12).hexdigest()
     return os.path.join(top + "-boxes", digest)
 
 

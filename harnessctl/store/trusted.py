@@ -50,7 +50,7 @@ def state_dir() -> str:
     return os.path.join(home, ".local", "state", "harnessctl")
 
 
-def _blake2b() -> Type[blake2b]:
+def blake2() -> Type[blake2b]:
     """hashlib's BLAKE2b class, without loading OpenSSL."""
     try:
         from _blake2 import blake2b
@@ -68,7 +68,7 @@ def canonical(binding: Dict[str, Any]) -> str:
 def fingerprint(binding: Dict[str, Any]) -> str:
     """A short hash of the binding's canonical text: `rebind --accept` takes
     exactly the binding it showed, not one written meanwhile."""
-    return _blake2b()(canonical(binding).encode("utf-8"), digest_size=8).hexdigest()
+    return blake2()(canonical(binding).encode("utf-8"), digest_size=8).hexdigest()
 
 
 # -- the records: the latest binding of each file ----------------------------------------------------
@@ -77,7 +77,7 @@ def fingerprint(binding: Dict[str, Any]) -> str:
 def _record_names(path: str, st: Optional[os.stat_result]) -> List[str]:
     """The record of the file's inode (when it exists), then that of its path."""
     records = os.path.join(state_dir(), "sessions")
-    digest = _blake2b()(os.fsencode(path), digest_size=20).hexdigest()
+    digest = blake2()(os.fsencode(path), digest_size=20).hexdigest()
     names = [os.path.join(records, "path-%s.json" % digest)]
     if st is not None:
         names.insert(0, os.path.join(records, "inode-%d-%d.json" % (st.st_dev, st.st_ino)))
@@ -200,7 +200,7 @@ def _old_record_exists(binding: Dict[str, Any]) -> bool:
     """Whether a harnessctl before per-file records recorded this binding
     (bindings/<hash of its canonical text>.json)."""
     text = canonical(binding)
-    digest = _blake2b()(text.encode("utf-8"), digest_size=20).hexdigest()
+    digest = blake2()(text.encode("utf-8"), digest_size=20).hexdigest()
     try:
         return private.read_text(os.path.join(state_dir(), "bindings", digest + ".json")) == text + "\n"
     except (OSError, UsageError):
@@ -252,7 +252,7 @@ def seal(text: str, create: bool = False) -> Optional[str]:
     key = _key(create)
     if key is None:
         return None
-    return _blake2b()(text.encode("utf-8", "surrogateescape"), key=key, digest_size=16).hexdigest()
+    return blake2()(text.encode("utf-8", "surrogateescape"), key=key, digest_size=16).hexdigest()
 
 
 def runtime_proof(create: bool = False) -> str:

@@ -144,7 +144,7 @@ def test_a_binding_recorded_by_an_older_harnessctl_is_taken_over_once(workdir):
     path, state = str(workdir / "s.jsonl"), workdir / "state"
     binding = bound(path, state, "--mode", "ask")
     shutil.rmtree(str(state / "sessions"))
-    digest = trusted._blake2b()(trusted.canonical(binding).encode("utf-8"), digest_size=20).hexdigest()
+    digest = trusted.blake2()(trusted.canonical(binding).encode("utf-8"), digest_size=20).hexdigest()
     (state / "bindings").mkdir(mode=0o700)
     (state / "bindings" / (digest + ".json")).write_text(trusted.canonical(binding) + "\n")
     ok("send", path, "again", "--wait", env=state_env(state))
