@@ -19,11 +19,9 @@ if TYPE_CHECKING:
     from .commands import Send
     from .log.reader import Reader
     from .notes import Notes
-    from .remote.calls import Watch
+    from .remote.calls import Stream, Watch
 
     Machine = Tuple[Optional[str], str, Optional[str]]
-    from .remote.calls import Stream
-
     EntryReader = Union[Reader, Stream]
 
 ACTIVITY_TAIL = 64 * 1024  # bytes of the event file read for the latest activity
