@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from ..box import Box
     from ..kit.backend import Backend, Host
-    from .loop import Loop
+    from .loop import Loop, Timer
 
     class Moments(Protocol):
         """What the supervisor tells its runtime (what a start or an exit means is the runtime's)."""
@@ -58,6 +58,7 @@ class Supervisor:
         self.child: Optional[Process] = None
         self.recorded_pid: Optional[int] = None  # the harness pid in FILE.d/harness.pid
         self.last_activity: Optional[float] = None  # time.time() of the harness's last line
+        self._deadline: Optional[Timer] = None  # when a start not ready yet is given up
 
     def start(self, host: Host, binding: Dict[str, Any], env: Dict[str, str], debug: bool, timeout: float,
               schema: Optional[Dict[str, Any]] = None) -> None:
@@ -66,7 +67,7 @@ class Supervisor:
         self.state = STARTING
         self.generation += 1
         generation = self.generation
-        self.loop.call_later(timeout, lambda: self._start_timed_out(generation, timeout))
+        self._deadline = self.loop.call_later(timeout, lambda: self._start_timed_out(generation, timeout))
         try:
             manifest = registry.manifest(binding["adapter"])
             self.box = self._box(binding, manifest, env)
@@ -108,6 +109,9 @@ class Supervisor:
         if self.state != STARTING:
             return False
         self.state = READY
+        if self._deadline is not None:  # up in time: an idle runtime does not wake for the deadline
+            self.loop.cancel(self._deadline)
+            self._deadline = None
         return True
 
     def refused(self, error: HarnessctlError) -> None:
