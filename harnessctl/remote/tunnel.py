@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 SETTING = "HARNESSCTL_FORWARD"  # in a remote status's environment: add "forward" to its line
 FOLDER = "fw"  # the local sockets' folder, in the socket folder (address.fallback_socket_dir)
-REFUSED_PROOF = "refused: this command cannot read the state folder"  # server.py's answer to a wrong proof
 
 
 class Forwarded(Address):
@@ -81,6 +80,8 @@ class Tunnel:
                 found = self._exchange(fields, retry_on_eof, learned[1])
             return found
         except UnavailableError as e:
+            from ..store.ipc import REFUSED_PROOF
+
             if not str(e).startswith(REFUSED_PROOF):
                 raise
             self.forget()  # the remote key was made anew: learned again by the remote command

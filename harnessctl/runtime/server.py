@@ -203,7 +203,7 @@ class CommandServer:
         with self.intake:
             if not self._proven(request.pop(0)):
                 waiter.fail(UnavailableError(
-                    "refused: this command cannot read the state folder this runtime uses, so it may not use the "
+                    ipc.REFUSED_PROOF + ", so it may not use the "
                     "runtime (give every command of a session the same HARNESSCTL_STATE_DIR; a command inside a "
                     "--sandbox box reaches no runtime outside it)"))
             elif self.stopping:

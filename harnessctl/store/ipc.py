@@ -37,6 +37,9 @@ RETRY = "retry"
 # Sent to a `wait ID notes` watch, before its answer, each time the harness's warning is written:
 # the waiter then reads the file's new lines for its stderr note (notes.py).  No answer starts with it.
 NUDGE = b"~"
+# How a runtime's answer to a request without the right proof (encode_request) begins: a command that
+# holds another machine's proof (remote/tunnel.py) learns from it that the proof is stale.
+REFUSED_PROOF = "refused: this command cannot read the state folder this runtime uses"
 Timeout = _socket.timeout  # TimeoutError from Python 3.10 on; a distinct OSError on 3.9
 
 
